@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { FAMILIES, PLANS, REGIONS } from './plans.js';
+
+/**
+ * The configuration file's schema. Types are derived from it (z.infer); there is no
+ * second copy. Every key is documented in config/svcsync.example.yaml.
+ */
+const nonEmpty = z.string().trim().min(1, 'must not be empty');
+
+const limitsSchema = z
+  .object({
+    per_minute: z.number().int().positive().optional(),
+    per_day: z.number().int().positive().optional(),
+    concurrency: z.number().int().positive().optional(),
+    window_ms: z.number().int().positive().optional(),
+    reserve: z.number().min(0).max(0.95).optional(),
+  })
+  .strict();
+
+const connectionSchema = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a label of letters, digits, ".", "_" or "-"'),
+    region: z.enum(REGIONS).default('us'),
+    accounts_url: z.url().optional(),
+    /** Overrides the token response's api_domain (for proxies); normally unset. */
+    api_url: z.url().optional(),
+    client_id: nonEmpty,
+    client_secret: nonEmpty,
+    refresh_token: nonEmpty,
+    redirect_uri: z.string().optional(),
+    plan: z.enum(PLANS).default('free'),
+    limits: limitsSchema.optional(),
+    families: z.array(z.enum(FAMILIES)).min(1).default([...FAMILIES]),
+    organizations: z.array(z.union([nonEmpty, z.number().int().transform(String)])).min(1).optional(),
+    streams: z.array(nonEmpty).min(1).optional(),
+    /** Time zone whose midnight resets the daily quota (the spec does not say; see assumptions). */
+    quota_reset_time_zone: z.string().default('UTC'),
+  })
+  .strict();
+
+const syncSchema = z
+  .object({
+    per_page: z.number().int().min(1).max(200).default(200),
+    /** Incremental reads go this far behind the cursor, for clock skew and same-second edits. */
+    lookback_seconds: z.number().int().min(0).default(300),
+    /** Organizations synced at once. */
+    organization_concurrency: z.number().int().min(1).default(4),
+    /** Fetch each new or changed event's detail (payload, webhooks): one request per event. */
+    event_details: z.boolean().default(false),
+    request_timeout_ms: z.number().int().positive().default(60_000),
+    max_retries: z.number().int().min(0).default(6),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    warehouse: z
+      .string()
+      .regex(/^(sqlite:|postgres:\/\/|postgresql:\/\/)/, 'expected sqlite:PATH or postgres://USER@HOST:PORT/DB')
+      .default('sqlite:./warehouse.db'),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    regions: z.partialRecord(z.enum(REGIONS), z.url()).optional(),
+    sync: syncSchema.default(syncSchema.parse({})),
+    connections: z.array(connectionSchema).min(1, 'expected at least one connection'),
+  })
+  .strict()
+  .superRefine((cfg, ctx) => {
+    const seen = new Set<string>();
+    cfg.connections.forEach((c, i) => {
+      if (seen.has(c.name)) {
+        ctx.addIssue({ code: 'custom', path: ['connections', i, 'name'], message: `"${c.name}" is used by another connection; names must be unique` });
+      }
+      seen.add(c.name);
+    });
+  });
+
+export type Config = z.infer<typeof configSchema>;
+export type ConnectionConfig = Config['connections'][number];
+export type SyncSettings = Config['sync'];

@@ -1,0 +1,107 @@
+/**
+ * Every failure svcsync reports is one of five kinds, and each says what to do next.
+ * The API client's classify() is the one place that maps a response or a transport
+ * failure onto these; everything else only reads `kind`, `retriable` and `hint`.
+ */
+export type ErrorKind = 'retriable' | 'quota' | 'authorization' | 'config' | 'fatal';
+
+export interface ErrorDetails {
+  /** What to do about it, in one sentence a user can act on. */
+  hint?: string;
+  /** The request this came from: method and path, never a token. */
+  request?: string;
+  status?: number;
+  code?: number;
+  organizationId?: string;
+  cause?: unknown;
+}
+
+export abstract class SvcsyncError extends Error {
+  abstract readonly kind: ErrorKind;
+  abstract readonly retriable: boolean;
+  readonly hint: string | undefined;
+  readonly request: string | undefined;
+  readonly status: number | undefined;
+  readonly code: number | undefined;
+  readonly organizationId: string | undefined;
+
+  constructor(message: string, details: ErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = new.target.name;
+    this.hint = details.hint;
+    this.request = details.request;
+    this.status = details.status;
+    this.code = details.code;
+    this.organizationId = details.organizationId;
+  }
+
+  /** The message with its hint, as shown to a user. */
+  describe(): string {
+    return this.hint ? `${this.message}\n  → ${this.hint}` : this.message;
+  }
+}
+
+/** Worth trying again: 5xx, timeouts, resets, cut-short bodies, 429 codes 44 and 1070. */
+export class RetriableError extends SvcsyncError {
+  readonly kind = 'retriable' as const;
+  readonly retriable = true;
+  /** How long the server asked us to wait, when it said. */
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, details: ErrorDetails & { retryAfterMs?: number } = {}) {
+    super(message, details);
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+/** The organization's daily quota is spent (429 code 45, or our own budget ran out). */
+export class QuotaExhaustedError extends SvcsyncError {
+  readonly kind = 'quota' as const;
+  readonly retriable = false;
+  /** When calls to this organization may resume. */
+  readonly resumeAt: Date;
+  constructor(message: string, details: ErrorDetails & { resumeAt: Date }) {
+    super(message, details);
+    this.resumeAt = details.resumeAt;
+  }
+}
+
+/** Credentials, tokens or scopes are wrong; retrying will not help. */
+export class AuthorizationError extends SvcsyncError {
+  readonly kind = 'authorization' as const;
+  readonly retriable = false;
+}
+
+/** The configuration file or a command-line option is wrong. */
+export class ConfigError extends SvcsyncError {
+  readonly kind = 'config' as const;
+  readonly retriable = false;
+  /** One line per problem, each naming the key path. */
+  readonly problems: string[];
+  constructor(message: string, problems: string[] = [], details: ErrorDetails = {}) {
+    super(problems.length ? `${message}\n${problems.map((p) => `  - ${p}`).join('\n')}` : message, details);
+    this.problems = problems;
+  }
+}
+
+/** A request the server refused for good (400, 404/1002, other 4xx) or a broken invariant. */
+export class FatalError extends SvcsyncError {
+  readonly kind = 'fatal' as const;
+  readonly retriable = false;
+}
+
+/** Exit codes documented in the README. */
+export const ExitCode = {
+  ok: 0,
+  unexpected: 1,
+  config: 2,
+  authorization: 3,
+  partial: 4,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+export function exitCodeFor(error: unknown): ExitCode {
+  if (error instanceof ConfigError) return ExitCode.config;
+  if (error instanceof AuthorizationError) return ExitCode.authorization;
+  if (error instanceof QuotaExhaustedError) return ExitCode.partial;
+  return ExitCode.unexpected;
+}

@@ -1,0 +1,92 @@
+import { pino, type Logger, type DestinationStream, type LoggerOptions } from 'pino';
+import { createRequire } from 'node:module';
+import { SecretRegistry, REDACTED } from './secrets.js';
+
+export type { Logger } from 'pino';
+
+export interface LoggerSetup {
+  level?: string;
+  /** Pretty, human-readable output; the default when stdout is a terminal. */
+  pretty?: boolean;
+  /** Where JSON lines go (tests capture them here). Defaults to stdout (fd 1). */
+  destination?: DestinationStream;
+  secrets: SecretRegistry;
+}
+
+// Paths pino censors by key, at the top level and one or two levels down
+// (request headers, error objects, config echoes).
+const REDACT_PATHS = [
+  'authorization',
+  'headers.authorization',
+  'headers.Authorization',
+  'req.headers.authorization',
+  'access_token',
+  'refresh_token',
+  'client_secret',
+  'token',
+  'code_value',
+  '*.access_token',
+  '*.refresh_token',
+  '*.client_secret',
+  '*.authorization',
+  '*.Authorization',
+  '*.token',
+  '*.*.access_token',
+  '*.*.refresh_token',
+  '*.*.client_secret',
+];
+
+/**
+ * The one logger factory. JSON lines unless pretty; every line passes through the
+ * secret registry last, so a secret that slipped into a message is still removed.
+ */
+export function createLogger(setup: LoggerSetup): Logger {
+  const options: LoggerOptions = {
+    level: setup.level ?? process.env['SVCSYNC_LOG_LEVEL'] ?? 'info',
+    base: { app: 'svcsync' },
+    redact: { paths: REDACT_PATHS, censor: REDACTED },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+    serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
+    hooks: { streamWrite: (line: string) => setup.secrets.scrub(line) },
+  };
+  if (setup.destination) return pino(options, setup.destination);
+  const pretty = setup.pretty ?? Boolean(process.stdout.isTTY);
+  if (pretty) {
+    // pino-pretty in the same thread: a transport worker would outlive short CLI runs.
+    // Loaded lazily so JSON-only runs never pay for it.
+    return pino(options, createPrettyStream());
+  }
+  return pino(options, pino.destination({ dest: 1, sync: false }));
+}
+
+function createPrettyStream(): DestinationStream {
+  const pretty = requirePretty();
+  return pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,app', sync: true });
+}
+
+const requireFromHere = createRequire(import.meta.url);
+function requirePretty(): (opts: Record<string, unknown>) => DestinationStream {
+  type Factory = (opts: Record<string, unknown>) => DestinationStream;
+  const mod = requireFromHere('pino-pretty') as Factory | { default: Factory };
+  return typeof mod === 'function' ? mod : mod.default;
+}
+
+/** A logger that writes nowhere, for code paths that need one but have nothing to say. */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
+}
+
+/** Collects JSON log lines in memory; tests assert on them (and on the absence of secrets). */
+export class CapturedLog implements DestinationStream {
+  readonly lines: string[] = [];
+  write(line: string): void {
+    this.lines.push(line);
+  }
+  get records(): Array<Record<string, unknown>> {
+    return this.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+  get text(): string {
+    return this.lines.join('');
+  }
+}
