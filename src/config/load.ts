@@ -1,0 +1,127 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { extname, resolve } from 'node:path';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import type { z } from 'zod';
+import { ConfigError } from '../core/errors.js';
+import type { SecretRegistry } from '../core/secrets.js';
+import { configSchema, type Config } from './schema.js';
+
+export const DEFAULT_CONFIG_PATH = './svcsync.yaml';
+
+/** Keys whose values are secrets: registered for scrubbing, never echoed in errors. */
+const SECRET_FIELDS = new Set(['client_secret', 'refresh_token', 'client_id_secret', 'password']);
+
+type Env = Record<string, string | undefined>;
+
+/** `a.b[0].c` from a zod or walk path. */
+export function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out || '(top level)';
+}
+
+/**
+ * Replaces `${NAME}` and `${NAME:-default}` in every string value (after YAML parsing, so a
+ * secret full of YAML punctuation cannot break the file). A missing variable is a problem
+ * naming the key and the variable, never the value around it.
+ */
+export function interpolateEnv(value: unknown, env: Env, problems: string[], path: PropertyKey[] = []): unknown {
+  if (typeof value === 'string') {
+    return value.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_match, name: string, fallback: string | undefined) => {
+      const v = env[name];
+      if (v !== undefined && v !== '') return v;
+      if (fallback !== undefined) return fallback;
+      problems.push(`${formatPath(path)}: environment variable ${name} is not set (export it, or put the value in the file)`);
+      return '';
+    });
+  }
+  if (Array.isArray(value)) return value.map((v, i) => interpolateEnv(v, env, problems, [...path, i]));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = interpolateEnv(v, env, problems, [...path, k]);
+    return out;
+  }
+  return value;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const where = formatPath(issue.path);
+  switch (issue.code) {
+    case 'invalid_value':
+      return `${where}: expected one of ${issue.values.map(String).join(', ')}`;
+    case 'invalid_type': {
+      if (/received undefined/.test(issue.message)) return `${where}: is required (expected ${issue.expected})`;
+      return `${where}: expected ${issue.expected}`;
+    }
+    case 'unrecognized_keys':
+      return `${where}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')} (see config/svcsync.example.yaml for the keys)`;
+    case 'too_small':
+      if (issue.origin === 'number') return `${where}: expected a number ${issue.inclusive ? '>=' : '>'} ${String(issue.minimum)}`;
+      return `${where}: ${issue.message.replace(/^Too small: /, '')}`;
+    case 'too_big':
+      if (issue.origin === 'number') return `${where}: expected a number ${issue.inclusive ? '<=' : '<'} ${String(issue.maximum)}`;
+      return `${where}: ${issue.message.replace(/^Too big: /, '')}`;
+    case 'invalid_format':
+      if (issue.format === 'url') return `${where}: expected a URL such as https://accounts.example.com`;
+      // Custom messages (our regexes) already say what is expected.
+      return `${where}: ${issue.format === 'regex' ? issue.message : `expected a valid ${issue.format}`}`;
+    default:
+      return `${where}: ${issue.message}`;
+  }
+}
+
+/** Validates an already-parsed document; the messages name key paths and never values. */
+export function parseConfig(document: unknown, options: { env?: Env; secrets?: SecretRegistry; source?: string } = {}): Config {
+  const source = options.source ?? 'configuration';
+  const problems: string[] = [];
+  const interpolated = interpolateEnv(document ?? {}, options.env ?? process.env, problems);
+  const result = configSchema.safeParse(interpolated);
+  if (!result.success) {
+    // A key whose environment variable is missing already has its problem; "must not be
+    // empty" on top of it would only repeat it.
+    const envPaths = new Set(problems.map((p) => p.slice(0, p.indexOf(':'))));
+    for (const issue of result.error.issues) {
+      if (!envPaths.has(formatPath(issue.path))) problems.push(describeIssue(issue));
+    }
+  }
+  if (problems.length) {
+    throw new ConfigError(`${source} is not valid (${problems.length} problem${problems.length > 1 ? 's' : ''}):`, problems, {
+      hint: 'Fix the keys named above; config/svcsync.example.yaml documents every key.',
+    });
+  }
+  const config = result.data!;
+  if (options.secrets) {
+    for (const c of config.connections) {
+      options.secrets.add(c.client_secret);
+      options.secrets.add(c.refresh_token);
+    }
+  }
+  return config;
+}
+
+/** Reads YAML or JSON from disk and validates it. */
+export function loadConfig(path: string = DEFAULT_CONFIG_PATH, options: { env?: Env; secrets?: SecretRegistry } = {}): Config {
+  const full = resolve(path);
+  if (!existsSync(full)) {
+    throw new ConfigError(`No configuration file at ${full}.`, [], {
+      hint: `Create one from config/svcsync.example.yaml, pass --config PATH, or try \`svcsync demo\` first.`,
+    });
+  }
+  const text = readFileSync(full, 'utf8');
+  let document: unknown;
+  try {
+    document = extname(full).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text, { prettyErrors: true });
+  } catch (error) {
+    const detail = error instanceof YAMLParseError ? error.message.split('\n')[0] : error instanceof Error ? error.message : String(error);
+    throw new ConfigError(`${path} could not be parsed: ${detail}`, [], { hint: 'Check the indentation and quoting near the line named.' });
+  }
+  return parseConfig(document, { ...options, source: path });
+}
+
+/** True for keys that hold secrets (used by anything that prints configuration). */
+export function isSecretKey(key: string): boolean {
+  return SECRET_FIELDS.has(key);
+}

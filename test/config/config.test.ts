@@ -1,0 +1,111 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../src/core/errors.js';
+import { SecretRegistry } from '../../src/core/secrets.js';
+import { loadConfig, parseConfig } from '../../src/config/load.js';
+
+const SECRET = 'sekret-value-9f8e7d';
+const REFRESH = '1000.refresh.abcdef123456';
+const base = { name: 'acme', client_id: '1000.CLIENTID', client_secret: SECRET, refresh_token: REFRESH };
+
+function problemsOf(document: unknown, env: Record<string, string> = {}): string[] {
+  try {
+    parseConfig(document, { env });
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    const e = error as ConfigError;
+    // A bad file never echoes a secret.
+    expect(e.message).not.toContain(SECRET);
+    expect(e.message).not.toContain(REFRESH);
+    return e.problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('parseConfig', () => {
+  it('fills defaults from the plan and region', () => {
+    const config = parseConfig({ connections: [base] }, { env: {} });
+    expect(config.warehouse).toBe('sqlite:./warehouse.db');
+    expect(config.connections[0]).toMatchObject({ region: 'us', plan: 'free', families: ['books', 'inventory', 'invoice', 'billing'], quota_reset_time_zone: 'UTC' });
+    expect(config.sync).toMatchObject({ per_page: 200, lookback_seconds: 300 });
+  });
+
+  it('interpolates ${VAR} and ${VAR:-default} and registers the secrets it loaded', () => {
+    const secrets = new SecretRegistry();
+    const config = parseConfig(
+      { warehouse: '${WH:-sqlite:./x.db}', connections: [{ ...base, client_secret: '${S}', refresh_token: 'rt-${R}' }] },
+      { env: { S: SECRET, R: 'abcdef12' }, secrets },
+    );
+    expect(config.warehouse).toBe('sqlite:./x.db');
+    expect(config.connections[0]!.client_secret).toBe(SECRET);
+    expect(config.connections[0]!.refresh_token).toBe('rt-abcdef12');
+    expect(secrets.scrub(`token ${SECRET} and rt-abcdef12`)).toBe('token [REDACTED] and [REDACTED]');
+  });
+
+  it('keeps numeric organization ids as text', () => {
+    const config = parseConfig({ connections: [{ ...base, organizations: [10234695, '460000000012345'] }] }, { env: {} });
+    expect(config.connections[0]!.organizations).toEqual(['10234695', '460000000012345']);
+  });
+
+  const table: Array<[string, unknown, string[], Record<string, string>?]> = [
+    ['unknown plan', { connections: [{ ...base, plan: 'gold' }] }, ['connections[0].plan: expected one of free, standard, professional, premium, elite, ultimate, enterprise']],
+    ['unknown region', { connections: [{ ...base, region: 'mars' }] }, ['connections[0].region: expected one of us, eu, in, au, jp, ca, cn, sa']],
+    ['no connections', { connections: [] }, ['connections: expected at least one connection']],
+    ['connections missing', {}, ['connections: is required (expected array)']],
+    ['secret missing', { connections: [{ ...base, client_secret: undefined }] }, ['connections[0].client_secret: is required (expected string)']],
+    ['secret of the wrong type', { connections: [{ ...base, client_secret: 42 }] }, ['connections[0].client_secret: expected string']],
+    ['bad limits', { connections: [{ ...base, limits: { per_minute: -1, burst: 3 } }] }, ['connections[0].limits.per_minute: expected a number > 0', 'connections[0].limits: unknown key "burst" (see config/svcsync.example.yaml for the keys)']],
+    ['duplicate names', { connections: [base, base] }, ['connections[1].name: "acme" is used by another connection; names must be unique']],
+    ['unsupported warehouse', { warehouse: 'mysql://x', connections: [base] }, ['warehouse: expected sqlite:PATH or postgres://USER@HOST:PORT/DB']],
+    ['bad url and family', { connections: [{ ...base, accounts_url: 'not a url', families: ['books', 'crm'] }] }, ['connections[0].accounts_url: expected a URL such as https://accounts.example.com', 'connections[0].families[1]: expected one of books, inventory, invoice, billing']],
+    ['missing env var', { connections: [{ ...base, client_secret: '${NOPE_SECRET}' }] }, ['connections[0].client_secret: environment variable NOPE_SECRET is not set (export it, or put the value in the file)']],
+    ['bad name', { connections: [{ ...base, name: 'bad name!' }] }, ['connections[0].name: expected a label of letters, digits, ".", "_" or "-"']],
+    ['reserve out of range', { connections: [{ ...base, limits: { reserve: 2 } }] }, ['connections[0].limits.reserve: expected a number <= 0.95']],
+    ['unknown top-level key', { connection: [], connections: [base] }, ['(top level): unknown key "connection" (see config/svcsync.example.yaml for the keys)']],
+  ];
+  it.each(table)('%s', (_name, document, expected, env) => {
+    expect(problemsOf(document, env)).toEqual(expected);
+  });
+});
+
+describe('loadConfig', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svcsync-config-'));
+
+  it('reads YAML', () => {
+    const path = join(dir, 'a.yaml');
+    writeFileSync(path, `warehouse: sqlite:./w.db\nconnections:\n  - name: acme\n    client_id: id\n    client_secret: \${S}\n    refresh_token: rt-token-1\n    plan: standard\n`);
+    const config = loadConfig(path, { env: { S: SECRET } });
+    expect(config.connections[0]).toMatchObject({ plan: 'standard', client_secret: SECRET });
+  });
+
+  it('reads JSON', () => {
+    const path = join(dir, 'a.json');
+    writeFileSync(path, JSON.stringify({ connections: [{ ...base, plan: 'premium' }] }));
+    expect(loadConfig(path, { env: {} }).connections[0]!.plan).toBe('premium');
+  });
+
+  it('names a missing file and what to do', () => {
+    expect(() => loadConfig(join(dir, 'missing.yaml'))).toThrowError(/No configuration file at .*missing\.yaml/);
+    try {
+      loadConfig(join(dir, 'missing.yaml'));
+    } catch (e) {
+      expect((e as ConfigError).hint).toMatch(/svcsync\.example\.yaml/);
+    }
+  });
+
+  it('reports a YAML syntax error by line without echoing the line', () => {
+    const path = join(dir, 'broken.yaml');
+    writeFileSync(path, `connections:\n  - name: acme\n    client_secret: "${SECRET}\n`);
+    let message = '';
+    try {
+      loadConfig(path);
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toMatch(/could not be parsed/);
+    expect(message).toMatch(/line \d+/);
+    expect(message).not.toContain(SECRET);
+  });
+});
