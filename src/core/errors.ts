@@ -41,15 +41,24 @@ export abstract class SvcsyncError extends Error {
   }
 }
 
+/**
+ * Why a retriable error happened. Retry policy differs: a per-minute limit (rate_limit) is
+ * waited out and never counted as a failure; concurrency lowers the organization's
+ * parallelism; the rest spend the bounded retry budget.
+ */
+export type RetryReason = 'rate_limit' | 'concurrency' | 'server' | 'network' | 'timeout' | 'invalid_body';
+
 /** Worth trying again: 5xx, timeouts, resets, cut-short bodies, 429 codes 44 and 1070. */
 export class RetriableError extends SvcsyncError {
   readonly kind = 'retriable' as const;
   readonly retriable = true;
   /** How long the server asked us to wait, when it said. */
   readonly retryAfterMs: number | undefined;
-  constructor(message: string, details: ErrorDetails & { retryAfterMs?: number } = {}) {
+  readonly reason: RetryReason | undefined;
+  constructor(message: string, details: ErrorDetails & { retryAfterMs?: number; reason?: RetryReason } = {}) {
     super(message, details);
     this.retryAfterMs = details.retryAfterMs;
+    this.reason = details.reason;
   }
 }
 
