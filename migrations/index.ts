@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely';
+import * as stateTables from './20261122T050000-state-tables.js';
+
+/**
+ * Every migration, by name. Listed statically (rather than read from the folder) so the
+ * same list works from TypeScript under the tests and from the compiled dist/.
+ */
+export const MIGRATIONS: Record<string, Migration> = {
+  '20261122T050000-state-tables': stateTables,
+};

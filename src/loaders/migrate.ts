@@ -1,0 +1,39 @@
+import { Migrator, type MigrationResultSet } from 'kysely';
+import { MIGRATIONS } from '../../migrations/index.js';
+import { FatalError } from '../core/errors.js';
+import type { Warehouse } from './warehouse.js';
+
+export interface MigrationReport {
+  applied: string[];
+  pending: string[];
+}
+
+function migrator(warehouse: Warehouse): Migrator {
+  return new Migrator({
+    db: warehouse.db,
+    provider: { getMigrations: async () => MIGRATIONS },
+    migrationTableName: '_svcsync_migrations',
+    migrationLockTableName: '_svcsync_migrations_lock',
+  });
+}
+
+/** Applies every pending migration; safe to call before every sync. */
+export async function migrateToLatest(warehouse: Warehouse): Promise<MigrationReport> {
+  const m = migrator(warehouse);
+  const result: MigrationResultSet = await m.migrateToLatest();
+  const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  if (result.error) {
+    const failed = (result.results ?? []).find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    throw new FatalError(`Migration ${failed} failed on ${warehouse.displayUrl}: ${(result.error as Error).message ?? String(result.error)}`, {
+      hint: 'Nothing after it was applied. Fix the cause (permissions, disk space) and run `svcsync migrate` again.',
+      cause: result.error,
+    });
+  }
+  const all = await m.getMigrations();
+  return { applied, pending: all.filter((x) => !x.executedAt).map((x) => x.name) };
+}
+
+export async function migrationStatus(warehouse: Warehouse): Promise<Array<{ name: string; executedAt: Date | undefined }>> {
+  const all = await migrator(warehouse).getMigrations();
+  return all.map((x) => ({ name: x.name, executedAt: x.executedAt }));
+}

@@ -1,0 +1,46 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { openWarehouse, type Dialect, type Warehouse } from '../../src/loaders/warehouse.js';
+
+export const PG_BASE_URL = process.env['SVCSYNC_TEST_PG'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Every suite that touches a warehouse runs once per dialect (as kysely's own tests do). */
+export const DIALECTS: readonly Dialect[] = ['sqlite', 'postgres'];
+
+export interface TestWarehouse {
+  url: string;
+  open(): Promise<Warehouse>;
+  drop(): Promise<void>;
+}
+
+let counter = 0;
+
+/**
+ * A fresh, empty warehouse: a new SQLite file, or a new Postgres schema (selected through
+ * search_path) so that test files running side by side never see each other's tables.
+ */
+export async function freshWarehouse(dialect: Dialect): Promise<TestWarehouse> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'svcsync-test-'));
+    const url = `sqlite:${join(dir, 'warehouse.db')}`;
+    return { url, open: () => openWarehouse(url), drop: async () => undefined };
+  }
+  const schema = `t_${process.pid}_${Date.now().toString(36)}_${counter++}`;
+  const admin = new pg.Client({ connectionString: PG_BASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA "${schema}"`);
+  await admin.end();
+  const url = `${PG_BASE_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  return {
+    url,
+    open: () => openWarehouse(url, { poolSize: 4 }),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: PG_BASE_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await c.end();
+    },
+  };
+}
