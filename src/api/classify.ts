@@ -1,0 +1,197 @@
+import type { Family } from '../config/plans.js';
+import {
+  AuthorizationError,
+  FatalError,
+  QuotaExhaustedError,
+  RetriableError,
+  type SvcsyncError,
+} from '../core/errors.js';
+import { serverRetryAfterMs, type HeaderSource } from './backoff.js';
+import { SCOPE_PREFIXES, scopeFor } from './families.js';
+import { nextQuotaReset } from './quota-day.js';
+
+/** Spec 7: envelope codes the client acts on. */
+export const CODES = {
+  ok: 0,
+  rateLimited: 44,
+  quotaExhausted: 45,
+  internal: 1000,
+  notFound: 1002,
+  tooManyConcurrent: 1070,
+} as const;
+
+export interface ClassifyInput {
+  method: string;
+  /** Family root + path + query; must carry nothing secret (the token travels in a header). */
+  path: string;
+  status?: number | undefined;
+  /** The parsed body, when it parsed. */
+  body?: unknown;
+  headers?: HeaderSource;
+  /** A transport failure (reset, refused, DNS, aborted by our timeout). */
+  networkError?: unknown;
+  /** True when our own request timeout fired. */
+  timedOut?: boolean | undefined;
+  /** The body did not parse as JSON. */
+  parseError?: unknown;
+  organizationId?: string | undefined;
+  family?: Family | undefined;
+  /** Zone whose midnight resets the daily quota (A15); default UTC. */
+  quotaResetTimeZone?: string | undefined;
+  /** The per-minute window, used as the wait when a 429 code 44 names none. */
+  windowMs?: number | undefined;
+  /** Removes secrets from server-supplied text before it reaches a message. */
+  scrub?: ((text: string) => string) | undefined;
+}
+
+function envelope(body: unknown): { code: number | undefined; message: string | undefined } {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return { code: undefined, message: undefined };
+  const b = body as Record<string, unknown>;
+  const raw = b['code'];
+  const code = typeof raw === 'number' ? raw : typeof raw === 'string' && /^-?\d+$/.test(raw) ? Number(raw) : undefined;
+  const msg = b['message'];
+  return { code, message: typeof msg === 'string' ? msg : undefined };
+}
+
+function describeNetworkError(err: unknown): string {
+  if (!err || typeof err !== 'object') return String(err);
+  const e = err as { code?: unknown; message?: unknown; cause?: unknown };
+  const cause = e.cause as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof e.code === 'string' ? e.code : typeof cause?.code === 'string' ? cause.code : undefined;
+  const message = typeof cause?.message === 'string' ? cause.message : typeof e.message === 'string' ? e.message : 'network error';
+  return code && !message.includes(code) ? `${code}: ${message}` : message;
+}
+
+/**
+ * The one place that decides what a response or a transport failure means. Returns null
+ * for a success (2xx with envelope code 0 or no code); otherwise the typed error, whose
+ * kind/reason the client's retry policy reads.
+ */
+export function classify(input: ClassifyInput, now: number): SvcsyncError | null {
+  const scrub = input.scrub ?? ((s: string) => s);
+  const request = `${input.method.toUpperCase()} ${input.path}`;
+  const org = input.organizationId;
+  const orgText = org === undefined ? '' : ` (organization ${org})`;
+  const base = { request, organizationId: org };
+
+  if (input.networkError !== undefined || input.timedOut) {
+    if (input.timedOut) {
+      return new RetriableError(`${request}${orgText}: no complete response before the request timeout`, {
+        ...base,
+        reason: 'timeout',
+        cause: input.networkError,
+        hint: 'the server was slow or the connection stalled; svcsync retries. Raise sync.request_timeout_ms if this persists.',
+      });
+    }
+    return new RetriableError(`${request}${orgText}: ${scrub(describeNetworkError(input.networkError))}`, {
+      ...base,
+      reason: 'network',
+      cause: input.networkError,
+      hint: 'the connection failed (reset, refused or name lookup); svcsync retries. Check network access to the API host if it persists.',
+    });
+  }
+
+  const status = input.status ?? 200;
+  const { code, message: serverMessage } = envelope(input.body);
+  const shownMessage = serverMessage === undefined ? '' : `: ${scrub(serverMessage).slice(0, 300)}`;
+  const what = `${request}${orgText} → HTTP ${status}${code === undefined ? '' : ` code ${code}`}${shownMessage}`;
+  const details = { ...base, status, code };
+  const serverWait = serverRetryAfterMs(input.headers, now);
+
+  // Codes 44, 45 and 1070 mean the same whatever status carries them.
+  if (code === CODES.rateLimited) {
+    return new RetriableError(what, {
+      ...details,
+      reason: 'rate_limit',
+      retryAfterMs: serverWait ?? input.windowMs ?? 60_000,
+      hint: 'the per-minute request limit of this organization was reached; svcsync waits for the window and continues.',
+    });
+  }
+  if (code === CODES.tooManyConcurrent) {
+    return new RetriableError(what, {
+      ...details,
+      reason: 'concurrency',
+      retryAfterMs: serverWait,
+      hint: 'too many requests were in flight for this organization; svcsync lowers its concurrency and retries.',
+    });
+  }
+  if (code === CODES.quotaExhausted) {
+    const zone = input.quotaResetTimeZone ?? 'UTC';
+    const resumeAt = new Date(nextQuotaReset(now, zone));
+    return new QuotaExhaustedError(
+      `${what}. The organization's daily request quota is used up; svcsync can continue at ${resumeAt.toISOString()}.`,
+      {
+        ...details,
+        resumeAt,
+        hint: `the quota resets at midnight ${zone}; other integrations of this organization share it. Run again after the reset (or set quota_reset_time_zone if the reset is at another hour).`,
+      },
+    );
+  }
+
+  if (status === 429) {
+    return new RetriableError(what, {
+      ...details,
+      reason: 'server',
+      retryAfterMs: serverWait,
+      hint: 'the server throttled the request; svcsync retries with backoff.',
+    });
+  }
+  if (status >= 500) {
+    return new RetriableError(what, {
+      ...details,
+      reason: 'server',
+      retryAfterMs: serverWait,
+      hint: 'the server failed; svcsync retries with backoff.',
+    });
+  }
+  if (status === 401) {
+    const scope = input.family ? (scopeFor(input.family, input.method, input.path.replace(/^\/[^/]+\/v\d+/, '')) ?? `${SCOPE_PREFIXES[input.family]}.*`) : undefined;
+    return new AuthorizationError(what, {
+      ...details,
+      hint: scope
+        ? `the access token was refused even after a refresh: check that the refresh token was granted scope ${scope}, that the user belongs to the organization, and that the token was issued in this data center.`
+        : 'the access token was refused even after a refresh: check the refresh token, its scopes and the data center (region / accounts_url).',
+    });
+  }
+  if (status === 404 || code === CODES.notFound) {
+    return new FatalError(what, {
+      ...details,
+      hint: 'the record or path does not exist (it may have been deleted); svcsync does not retry it.',
+    });
+  }
+  if (status === 400) {
+    return new FatalError(what, {
+      ...details,
+      hint: org === undefined
+        ? 'the server refused a parameter of this request; check the values named in the message.'
+        : `the server refused a parameter of this request; check the values named in the message, and that organization ${org} exists and is reachable with this connection.`,
+    });
+  }
+  if (status === 405) {
+    return new FatalError(what, { ...details, hint: 'the API does not allow this method on this path; the catalog entry is likely wrong.' });
+  }
+  if (status >= 400) {
+    return new FatalError(what, { ...details, hint: 'the server refused the request; svcsync does not retry it.' });
+  }
+
+  if (input.parseError !== undefined) {
+    return new RetriableError(`${request}${orgText} → HTTP ${status}: the body is not valid JSON (cut short?)`, {
+      ...details,
+      reason: 'invalid_body',
+      cause: input.parseError,
+      hint: 'the response was cut short or is not JSON; svcsync retries.',
+    });
+  }
+  if (input.body === null || typeof input.body !== 'object' || Array.isArray(input.body)) {
+    return new RetriableError(`${request}${orgText} → HTTP ${status}: the body is not a JSON object envelope`, {
+      ...details,
+      reason: 'invalid_body',
+      hint: 'the response does not have the {code, message, ...} envelope; svcsync retries.',
+    });
+  }
+  if (code === undefined || code === CODES.ok) return null;
+  if (code === CODES.internal) {
+    return new RetriableError(what, { ...details, reason: 'server', retryAfterMs: serverWait, hint: 'the server reported an internal error (code 1000); svcsync retries with backoff.' });
+  }
+  return new FatalError(what, { ...details, hint: 'the server answered with a non-zero code; svcsync does not retry it.' });
+}

@@ -1,0 +1,343 @@
+import { planLimits, type Family, type Limits, type Region } from '../config/plans.js';
+import type { ConnectionConfig, SyncSettings } from '../config/schema.js';
+import type { Clock } from '../core/clock.js';
+import {
+  AuthorizationError,
+  FatalError,
+  QuotaExhaustedError,
+  RetriableError,
+  SvcsyncError,
+} from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { SecretRegistry } from '../core/secrets.js';
+import { retryDelay } from './backoff.js';
+import { classify } from './classify.js';
+import { buildFamilyRequest, type Query } from './families.js';
+import { parseJson } from './json.js';
+import type { LimiterRegistry, OrgLimiter } from './limiter.js';
+import { resolveAccountsUrl } from './oauth.js';
+import { TokenCache } from './token-cache.js';
+
+export type RequestOutcome = 'ok' | 'retried' | 'rate_limited' | 'failed';
+
+/** One HTTP attempt, for metrics and progress displays. */
+export interface RequestEvent {
+  family: Family;
+  organizationId: string | undefined;
+  /** Family root + path (no query), e.g. /inventory/v1/salesorders. */
+  endpoint: string;
+  status: number | undefined;
+  code: number | undefined;
+  outcome: RequestOutcome;
+  durationMs: number;
+  /** 1 for the first attempt of a call. */
+  attempt: number;
+}
+
+export interface ApiClientOptions {
+  connection: ConnectionConfig;
+  connectionIndex?: number;
+  regions?: Partial<Record<Region, string>>;
+  settings: Pick<SyncSettings, 'request_timeout_ms' | 'max_retries'>;
+  clock: Clock;
+  logger: Logger;
+  secrets: SecretRegistry;
+  limiters: LimiterRegistry;
+  fetch?: typeof fetch;
+  random?: () => number;
+  onRequest?: (e: RequestEvent) => void;
+  /** Bounds for waits that do not spend max_retries; defaults suit production. */
+  policy?: Partial<RetryPolicy>;
+}
+
+export interface RetryPolicy {
+  /** 429 code 44 waits allowed per call before giving up. */
+  maxRateLimitWaits: number;
+  /** Longest single wait a server may ask for (Retry-After and friends). */
+  maxServerWaitMs: number;
+  /** 429 code 1070 retries per call (each also lowers concurrency). */
+  maxConcurrencyRetries: number;
+}
+
+const DEFAULT_POLICY: RetryPolicy = {
+  maxRateLimitWaits: 30,
+  maxServerWaitMs: 5 * 60_000,
+  maxConcurrencyRetries: 20,
+};
+
+export interface GetRequest {
+  family: Family;
+  organizationId?: string | undefined;
+  /** Path under the family root, starting with "/". */
+  path: string;
+  query?: Query | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface ClientStats {
+  /** HTTP requests sent to the API (token requests excluded). */
+  requests: number;
+  /** Attempts repeated after a retriable error, a 401 or a concurrency refusal. */
+  retries: number;
+  /** 429 code 44 answers, by organization id ("" for calls without one). */
+  rateLimited: Record<string, number>;
+  /** Calls that ended in an error (a caller's abort is not one). */
+  failures: number;
+}
+
+/** The plan's limits with the connection's overrides on top. */
+export function connectionLimits(connection: Pick<ConnectionConfig, 'plan' | 'limits'>): Limits {
+  const limits = planLimits(connection.plan);
+  for (const [k, v] of Object.entries(connection.limits ?? {})) {
+    if (v !== undefined) (limits as unknown as Record<string, number>)[k] = v;
+  }
+  return limits;
+}
+
+interface Attempt {
+  token?: string;
+  sent: boolean;
+  status?: number;
+  code?: number;
+  durationMs: number;
+}
+
+/**
+ * The one client every extractor uses (spec 1, 5, 7, 8): authorization, organization
+ * identification per family, the envelope, error classification, retries and the
+ * per-organization limits.
+ */
+export class ApiClient {
+  private readonly connection: ConnectionConfig;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly secrets: SecretRegistry;
+  private readonly limiters: LimiterRegistry;
+  private readonly fetchImpl: typeof fetch;
+  private readonly random: () => number;
+  private readonly onRequest: ((e: RequestEvent) => void) | undefined;
+  private readonly timeoutMs: number;
+  private readonly maxRetries: number;
+  private readonly policy: RetryPolicy;
+  private readonly limits: Limits;
+  private readonly tokens: TokenCache;
+  private readonly counters: ClientStats = { requests: 0, retries: 0, rateLimited: {}, failures: 0 };
+
+  constructor(opts: ApiClientOptions) {
+    this.connection = opts.connection;
+    this.clock = opts.clock;
+    this.secrets = opts.secrets;
+    this.limiters = opts.limiters;
+    this.fetchImpl = opts.fetch ?? globalThis.fetch;
+    this.random = opts.random ?? Math.random;
+    this.onRequest = opts.onRequest;
+    this.timeoutMs = opts.settings.request_timeout_ms;
+    this.maxRetries = opts.settings.max_retries;
+    this.policy = { ...DEFAULT_POLICY, ...opts.policy };
+    this.limits = connectionLimits(opts.connection);
+    this.logger = opts.logger.child({ connection: opts.connection.name });
+    this.tokens = new TokenCache({
+      accountsUrl: resolveAccountsUrl(opts.connection, opts.regions, opts.connectionIndex ?? 0),
+      clientId: opts.connection.client_id,
+      clientSecret: opts.connection.client_secret,
+      refreshToken: opts.connection.refresh_token,
+      redirectUri: opts.connection.redirect_uri,
+      apiUrl: opts.connection.api_url,
+      connectionIndex: opts.connectionIndex,
+      clock: opts.clock,
+      secrets: opts.secrets,
+      logger: this.logger,
+      fetch: this.fetchImpl,
+      timeoutMs: this.timeoutMs,
+    });
+  }
+
+  /** Obtains a token (refreshing when needed) and returns the API base it points at. */
+  async connect(signal?: AbortSignal): Promise<{ apiBase: string }> {
+    const t = await this.tokens.get(signal);
+    return { apiBase: t.apiBase };
+  }
+
+  /** The organization's limiter (status, progress, the daemon's budget). */
+  limitsFor(organizationId: string): Promise<OrgLimiter> {
+    return this.limiters.get(organizationId, { limits: this.limits, timeZone: this.connection.quota_reset_time_zone });
+  }
+
+  stats(): ClientStats {
+    return { ...this.counters, rateLimited: { ...this.counters.rateLimited } };
+  }
+
+  /** GET under a family root, the organization identified as the family requires; the envelope, code 0 checked. */
+  async get(req: GetRequest): Promise<Record<string, unknown>> {
+    const limiter = req.organizationId === undefined ? undefined : await this.limitsFor(req.organizationId);
+    const log = this.logger.child({ family: req.family, organization_id: req.organizationId });
+    let attemptNo = 0;
+    let retries = 0;
+    let concurrencyRetries = 0;
+    let rateLimitWaits = 0;
+    let refreshedAfter401 = false;
+
+    for (;;) {
+      req.signal?.throwIfAborted();
+      attemptNo++;
+      const attempt: Attempt = { sent: false, durationMs: 0 };
+      const run = (): Promise<Record<string, unknown>> => this.once(req, attempt, attemptNo, log);
+      const emit = (outcome: RequestOutcome): void => {
+        if (!attempt.sent) return;
+        this.onRequest?.({
+          family: req.family,
+          organizationId: req.organizationId,
+          endpoint: `${buildFamilyRequest('', { family: req.family, path: req.path }).display}`,
+          status: attempt.status,
+          code: attempt.code,
+          outcome,
+          durationMs: attempt.durationMs,
+          attempt: attemptNo,
+        });
+      };
+      try {
+        const body = limiter ? await limiter.schedule(run, req.signal) : await run();
+        limiter?.recordSuccess();
+        emit('ok');
+        return body;
+      } catch (err) {
+        if (req.signal?.aborted) throw req.signal.reason;
+        const fail = (e: unknown): never => {
+          this.counters.failures++;
+          emit('failed');
+          throw e;
+        };
+        if (!(err instanceof SvcsyncError)) return fail(err);
+
+        if (err instanceof AuthorizationError && err.status === 401 && attempt.token !== undefined && !refreshedAfter401) {
+          // The token may have been revoked or expired early: one fresh token, one more try.
+          refreshedAfter401 = true;
+          this.tokens.invalidate(attempt.token);
+          this.counters.retries++;
+          emit('retried');
+          log.warn({ attempt: attemptNo, status: 401 }, 'access token refused; refreshing it and retrying once');
+          continue;
+        }
+        if (err instanceof QuotaExhaustedError) {
+          if (err.code === 45 && attempt.sent) limiter?.block(err.resumeAt);
+          return fail(err);
+        }
+        if (!(err instanceof RetriableError)) return fail(err);
+
+        let waitMs: number;
+        if (err.reason === 'rate_limit') {
+          if (++rateLimitWaits > this.policy.maxRateLimitWaits) return fail(err);
+          const key = req.organizationId ?? '';
+          this.counters.rateLimited[key] = (this.counters.rateLimited[key] ?? 0) + 1;
+          waitMs = retryDelay({ attempt: 0, random: this.random, serverWaitMs: err.retryAfterMs ?? this.limits.window_ms, maxServerWaitMs: this.policy.maxServerWaitMs });
+          // Everyone queued for this organization waits too, not just this call.
+          limiter?.pause(waitMs);
+          emit('rate_limited');
+          log.info({ attempt: attemptNo, wait_ms: waitMs }, 'per-minute limit reached (429 code 44); waiting for the window');
+        } else if (err.reason === 'concurrency') {
+          if (++concurrencyRetries > this.policy.maxConcurrencyRetries) return fail(err);
+          limiter?.lowerConcurrency();
+          this.counters.retries++;
+          waitMs = retryDelay({ attempt: concurrencyRetries - 1, random: this.random, serverWaitMs: err.retryAfterMs, maxServerWaitMs: this.policy.maxServerWaitMs });
+          emit('retried');
+          log.warn({ attempt: attemptNo, wait_ms: waitMs }, 'too many concurrent requests (429 code 1070); backing off');
+        } else {
+          if (++retries > this.maxRetries) return fail(err);
+          this.counters.retries++;
+          waitMs = retryDelay({ attempt: retries - 1, random: this.random, serverWaitMs: err.retryAfterMs, maxServerWaitMs: this.policy.maxServerWaitMs });
+          emit('retried');
+          log.warn({ attempt: attemptNo, retry: retries, max_retries: this.maxRetries, wait_ms: waitMs, reason: err.reason, error: err.message }, 'request failed; retrying');
+        }
+        await this.clock.sleep(waitMs, req.signal);
+      }
+    }
+  }
+
+  /** GET {family root}/organizations. Not charged to any organization (A14). */
+  async listOrganizations(family: Family, signal?: AbortSignal): Promise<Array<Record<string, unknown>>> {
+    const body = await this.get({ family, path: '/organizations', signal });
+    const orgs = body['organizations'];
+    if (!Array.isArray(orgs)) {
+      throw new FatalError(`GET ${buildFamilyRequest('', { family, path: '/organizations' }).display}: the response carries no organizations array`, {
+        request: `GET ${buildFamilyRequest('', { family, path: '/organizations' }).display}`,
+        hint: 'the server answered with an unexpected shape; check api_url / the data center.',
+      });
+    }
+    // Organization ids key limiters, state and queries: always text.
+    return orgs.map((o: unknown) => {
+      const rec = (o && typeof o === 'object' ? { ...(o as Record<string, unknown>) } : {}) as Record<string, unknown>;
+      if (typeof rec['organization_id'] === 'number') rec['organization_id'] = String(rec['organization_id']);
+      return rec;
+    });
+  }
+
+  /** One HTTP attempt: token, fetch under the timeout, parse, classify. */
+  private async once(req: GetRequest, attempt: Attempt, attemptNo: number, log: Logger): Promise<Record<string, unknown>> {
+    req.signal?.throwIfAborted();
+    const token = await this.tokens.get(req.signal);
+    attempt.token = token.token;
+    const built = buildFamilyRequest(token.apiBase, req);
+    const classifyBase = {
+      method: 'GET',
+      path: built.display,
+      organizationId: req.organizationId,
+      family: req.family,
+      quotaResetTimeZone: this.connection.quota_reset_time_zone,
+      windowMs: this.limits.window_ms,
+      scrub: (s: string) => this.secrets.scrub(s),
+    };
+
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = this.clock.setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error(`request timed out after ${this.timeoutMs} ms`));
+    }, this.timeoutMs);
+    const onAbort = (): void => controller.abort(req.signal?.reason);
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+
+    const started = this.clock.now();
+    attempt.sent = true;
+    this.counters.requests++;
+    let status: number;
+    let headers: Headers;
+    let text: string;
+    try {
+      const response = await this.fetchImpl(built.url, {
+        method: 'GET',
+        headers: { ...built.headers, Authorization: `Svc-oauthtoken ${token.token}` },
+        signal: controller.signal,
+      });
+      status = response.status;
+      headers = response.headers;
+      // The timeout covers the body too: a stalled body is as bad as a stalled answer.
+      text = await response.text();
+    } catch (err) {
+      attempt.durationMs = this.clock.now() - started;
+      if (req.signal?.aborted) throw req.signal.reason;
+      const e = classify({ ...classifyBase, networkError: err, timedOut }, this.clock.now());
+      log.debug({ method: 'GET', path: built.display, ms: attempt.durationMs, attempt: attemptNo, error: e?.message }, 'request failed');
+      throw e;
+    } finally {
+      timer.cancel();
+      req.signal?.removeEventListener('abort', onAbort);
+    }
+    attempt.durationMs = this.clock.now() - started;
+    attempt.status = status;
+
+    let body: unknown;
+    let parseError: unknown;
+    try {
+      body = parseJson(text);
+    } catch (err) {
+      parseError = err;
+    }
+    const code = body && typeof body === 'object' ? (body as Record<string, unknown>)['code'] : undefined;
+    if (typeof code === 'number') attempt.code = code;
+    log.debug({ method: 'GET', path: built.display, status, code: attempt.code, ms: attempt.durationMs, attempt: attemptNo }, 'request');
+
+    const error = classify({ ...classifyBase, status, headers, body, parseError }, this.clock.now());
+    if (error) throw error;
+    return body as Record<string, unknown>;
+  }
+}

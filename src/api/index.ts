@@ -1,0 +1,16 @@
+export { ApiClient, connectionLimits } from './client.js';
+export type { ApiClientOptions, ClientStats, GetRequest, RequestEvent, RequestOutcome, RetryPolicy } from './client.js';
+export { classify, CODES } from './classify.js';
+export type { ClassifyInput } from './classify.js';
+export { backoffDelay, retryDelay, serverRetryAfterMs, DEFAULT_BACKOFF } from './backoff.js';
+export type { BackoffPolicy } from './backoff.js';
+export { FAMILY_ROOTS, ORGANIZATION_IDENTIFICATION, SCOPE_PREFIXES, buildFamilyRequest, scopeFor } from './families.js';
+export type { BuiltRequest, FamilyRequest, OrganizationIdentification, Query } from './families.js';
+export { parseJson, InvalidJsonError } from './json.js';
+export { LimiterRegistry, MemoryUsageStore, OrgLimiter } from './limiter.js';
+export type { LimiterRegistryOptions, OrgLimiterOptions, UsageRecord, UsageStore } from './limiter.js';
+export { exchangeGrantCode, refreshAccessToken, resolveAccountsUrl, revokeToken, OAUTH_ERROR_HINTS } from './oauth.js';
+export type { ExchangeRequest, GrantExchangeResult, RefreshRequest, RevokeRequest, TokenEndpointDeps, TokenResponse } from './oauth.js';
+export { nextQuotaReset, quotaDay } from './quota-day.js';
+export { TokenCache } from './token-cache.js';
+export type { AccessToken, TokenCacheOptions } from './token-cache.js';
