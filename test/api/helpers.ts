@@ -1,0 +1,117 @@
+import nock from 'nock';
+import { FakeClock } from '../../src/core/clock.js';
+import { createLogger, CapturedLog } from '../../src/core/logger.js';
+import { SecretRegistry } from '../../src/core/secrets.js';
+import type { ConnectionConfig } from '../../src/config/schema.js';
+import { ApiClient, type ApiClientOptions, type RequestEvent } from '../../src/api/client.js';
+import { LimiterRegistry, MemoryUsageStore } from '../../src/api/limiter.js';
+
+export const ACCOUNTS = 'https://accounts.example.test';
+export const API = 'https://api.example.test';
+
+/** Every secret the tests hand out; none may appear in a log line or an error message. */
+export const SECRETS = {
+  clientId: 'client-id-1000.ABCDEF',
+  clientSecret: 'client-secret-9f8e7d6c5b4a',
+  refreshToken: '1000.refresh-token-5a5a5a5a',
+  accessToken: '1000.access-token-one-111111',
+  accessToken2: '1000.access-token-two-222222',
+  grantCode: '1000.grant-code-777777777',
+};
+
+export function connection(overrides: Partial<ConnectionConfig> = {}): ConnectionConfig {
+  return {
+    name: 'acme',
+    region: 'us',
+    accounts_url: ACCOUNTS,
+    client_id: SECRETS.clientId,
+    client_secret: SECRETS.clientSecret,
+    refresh_token: SECRETS.refreshToken,
+    plan: 'free',
+    families: ['books', 'inventory', 'invoice', 'billing'],
+    quota_reset_time_zone: 'UTC',
+    ...overrides,
+  };
+}
+
+export function tokenReply(token = SECRETS.accessToken, expiresIn = 3600, apiDomain = API) {
+  return { access_token: token, api_domain: apiDomain, token_type: 'Bearer', expires_in: expiresIn };
+}
+
+export interface Harness {
+  client: ApiClient;
+  clock: FakeClock;
+  log: CapturedLog;
+  secrets: SecretRegistry;
+  store: MemoryUsageStore;
+  limiters: LimiterRegistry;
+  events: RequestEvent[];
+}
+
+export function harness(
+  opts: {
+    connection?: Partial<ConnectionConfig>;
+    clock?: FakeClock;
+    store?: MemoryUsageStore;
+    maxRetries?: number;
+    timeoutMs?: number;
+    random?: () => number;
+    fetch?: typeof fetch;
+    policy?: ApiClientOptions['policy'];
+  } = {},
+): Harness {
+  const clock = opts.clock ?? new FakeClock(Date.UTC(2026, 0, 15, 10, 0, 0));
+  const log = new CapturedLog();
+  const secrets = new SecretRegistry();
+  const logger = createLogger({ level: 'debug', destination: log, secrets, pretty: false });
+  const store = opts.store ?? new MemoryUsageStore();
+  const limiters = new LimiterRegistry({ clock, store, logger });
+  const events: RequestEvent[] = [];
+  const client = new ApiClient({
+    connection: connection(opts.connection),
+    settings: { request_timeout_ms: opts.timeoutMs ?? 60_000, max_retries: opts.maxRetries ?? 3 },
+    clock,
+    logger,
+    secrets,
+    limiters,
+    random: opts.random ?? (() => 0.5),
+    onRequest: (e) => events.push(e),
+    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    ...(opts.policy ? { policy: opts.policy } : {}),
+  });
+  return { client, clock, log, secrets, store, limiters, events };
+}
+
+/** Lets real I/O (nock's interceptors) make progress without moving the fake clock. */
+export async function settle(rounds = 20): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise<void>((r) => setImmediate(r));
+}
+
+/**
+ * Runs a promise to completion, moving the fake clock in steps only while the code is
+ * waiting on it. Returns the settled value or rethrows.
+ */
+export async function drive<T>(clock: FakeClock, promise: Promise<T>, stepMs = 100, maxMs = 3_600_000): Promise<T> {
+  let done = false;
+  promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await settle();
+  for (let moved = 0; !done && moved <= maxMs; moved += stepMs) {
+    await clock.advance(stepMs);
+    await settle();
+  }
+  return promise;
+}
+
+export function setupNock(): void {
+  nock.disableNetConnect();
+}
+
+export function teardownNock(): void {
+  const pending = nock.pendingMocks();
+  nock.cleanAll();
+  nock.enableNetConnect();
+  if (pending.length > 0) throw new Error(`unused HTTP mocks: ${pending.join(', ')}`);
+}

@@ -1,0 +1,157 @@
+import nock from 'nock';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AuthorizationError, exitCodeFor, ExitCode } from '../../src/core/errors.js';
+import { ACCOUNTS, API, SECRETS, drive, harness, setupNock, teardownNock, tokenReply } from './helpers.js';
+
+const ok = { code: 0, message: 'success', users: [] };
+
+describe('access token', () => {
+  beforeEach(setupNock);
+  afterEach(teardownNock);
+
+  it('is fetched once for 20 concurrent calls and reused afterwards', async () => {
+    const h = harness();
+    const token = nock(ACCOUNTS).post('/oauth/v2/token').once().reply(200, tokenReply());
+    const api = nock(API).get('/books/v3/users').query(true).times(21).reply(200, ok);
+    const calls = Array.from({ length: 20 }, () => h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    await drive(h.clock, Promise.all(calls));
+    await drive(h.clock, h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    expect(token.isDone()).toBe(true);
+    expect(api.isDone()).toBe(true);
+    expect(h.events).toHaveLength(21);
+  });
+
+  it('sends the refresh_token grant as form fields, redirect_uri only when configured', async () => {
+    const bodies: string[] = [];
+    nock(ACCOUNTS)
+      .post('/oauth/v2/token', (b: Record<string, string>) => {
+        bodies.push(JSON.stringify(b));
+        return true;
+      })
+      .times(2)
+      .reply(200, tokenReply());
+    nock(API).get('/books/v3/users').query(true).times(2).reply(200, ok);
+    const a = harness();
+    await drive(a.clock, a.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    const b = harness({ connection: { redirect_uri: 'https://example.test/cb' } });
+    await drive(b.clock, b.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    const [first, second] = bodies.map((s) => JSON.parse(s) as Record<string, string>);
+    expect(first).toEqual({
+      grant_type: 'refresh_token',
+      refresh_token: SECRETS.refreshToken,
+      client_id: SECRETS.clientId,
+      client_secret: SECRETS.clientSecret,
+    });
+    expect(second?.['redirect_uri']).toBe('https://example.test/cb');
+  });
+
+  it('is refreshed shortly before it expires, not after', async () => {
+    const h = harness();
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken, 3600));
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken2, 3600));
+    const seen: string[] = [];
+    nock(API)
+      .get('/books/v3/users')
+      .query(true)
+      .times(3)
+      .reply(function () {
+        seen.push(String(this.req.headers['authorization']));
+        return [200, ok];
+      });
+    const call = () => h.client.get({ family: 'books', organizationId: '1', path: '/users' });
+    await drive(h.clock, call());
+    // 54 minutes in: 6 minutes left, more than the 5-minute margin — same token.
+    await h.clock.advance(54 * 60_000);
+    await drive(h.clock, call());
+    // 56 minutes in: inside the margin — a new token before the old one expires.
+    await h.clock.advance(2 * 60_000);
+    await drive(h.clock, call());
+    expect(seen).toEqual([
+      `Svc-oauthtoken ${SECRETS.accessToken}`,
+      `Svc-oauthtoken ${SECRETS.accessToken}`,
+      `Svc-oauthtoken ${SECRETS.accessToken2}`,
+    ]);
+  });
+
+  it('uses a short-lived token for at least half its lifetime', async () => {
+    const h = harness();
+    const tokens = nock(ACCOUNTS).post('/oauth/v2/token').once().reply(200, tokenReply(SECRETS.accessToken, 10));
+    nock(API).get('/books/v3/users').query(true).times(2).reply(200, ok);
+    await drive(h.clock, h.client.get({ family: 'books', organizationId: '1', path: '/users' }), 1);
+    await h.clock.advance(4_000);
+    await drive(h.clock, h.client.get({ family: 'books', organizationId: '1', path: '/users' }), 1);
+    expect(tokens.isDone()).toBe(true);
+  });
+
+  it('takes the API host from api_domain', async () => {
+    const h = harness();
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken, 3600, 'https://eu-api.example.test'));
+    const api = nock('https://eu-api.example.test').get('/inventory/v1/salesorders').query({ organization_id: '7' }).reply(200, ok);
+    await drive(h.clock, h.client.get({ family: 'inventory', organizationId: '7', path: '/salesorders' }));
+    expect(api.isDone()).toBe(true);
+  });
+
+  it('lets connection.api_url override api_domain', async () => {
+    const h = harness({ connection: { api_url: 'http://proxy.example.test:8080' } });
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply());
+    const api = nock('http://proxy.example.test:8080').get('/books/v3/users').query(true).reply(200, ok);
+    await drive(h.clock, h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    expect(api.isDone()).toBe(true);
+  });
+
+  it('refreshes once on a 401 and retries with the new token', async () => {
+    const h = harness();
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken));
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken2));
+    nock(API)
+      .get('/books/v3/users')
+      .query(true)
+      .matchHeader('authorization', `Svc-oauthtoken ${SECRETS.accessToken}`)
+      .reply(401, { code: 57, message: 'You are not authorized to perform this operation' });
+    nock(API)
+      .get('/books/v3/users')
+      .query(true)
+      .matchHeader('authorization', `Svc-oauthtoken ${SECRETS.accessToken2}`)
+      .reply(200, ok);
+    const body = await drive(h.clock, h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    expect(body['code']).toBe(0);
+    expect(h.events.map((e) => e.outcome)).toEqual(['retried', 'ok']);
+    expect(h.client.stats().failures).toBe(0);
+  });
+
+  it('surfaces a second 401 as an authorization error (exit code 3) naming the scope', async () => {
+    const h = harness();
+    nock(ACCOUNTS).post('/oauth/v2/token').times(2).reply(200, tokenReply());
+    nock(API).get('/inventory/v1/salesorders').query(true).times(2).reply(401, { code: 57, message: 'not authorized' });
+    const err = await drive(h.clock, h.client.get({ family: 'inventory', organizationId: '1', path: '/salesorders' })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuthorizationError);
+    expect((err as AuthorizationError).kind).toBe('authorization');
+    expect(exitCodeFor(err)).toBe(ExitCode.authorization);
+    expect((err as AuthorizationError).hint).toContain('SvcInventory.salesorders.READ');
+    expect(h.client.stats().failures).toBe(1);
+  });
+
+  it('refreshes once when ten concurrent requests are refused with the same token', async () => {
+    // A paid plan allows ten in flight, so all ten go out with the first token.
+    const h = harness({ connection: { plan: 'standard' } });
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken));
+    const second = nock(ACCOUNTS).post('/oauth/v2/token').once().reply(200, tokenReply(SECRETS.accessToken2));
+    nock(API)
+      .get('/books/v3/users')
+      .query(true)
+      .matchHeader('authorization', `Svc-oauthtoken ${SECRETS.accessToken}`)
+      .times(10)
+      .reply(401, { code: 57, message: 'not authorized' });
+    nock(API)
+      .get('/books/v3/users')
+      .query(true)
+      .matchHeader('authorization', `Svc-oauthtoken ${SECRETS.accessToken2}`)
+      .times(10)
+      .reply(200, ok);
+    // Let the first token arrive so all ten go out with it.
+    await drive(h.clock, h.client.connect());
+    const calls = Array.from({ length: 10 }, () => h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    await drive(h.clock, Promise.all(calls));
+    expect(second.isDone()).toBe(true);
+  });
+});
