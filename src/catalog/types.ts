@@ -112,6 +112,23 @@ export interface StreamSpec {
   /** Spec sections and assumptions behind this entry, for the data dictionary. */
   spec: string;
   description: string;
+  /**
+   * Top-level fields that hold secrets (a webhook's signing secret): never a column,
+   * and their value is replaced by "[redacted]" in `_raw`, so no secret reaches the warehouse.
+   */
+  redact?: readonly string[];
+}
+
+/** The responses a stream reads: its list, and its single-record endpoint when it has one. */
+export function streamSources(stream: Pick<StreamSpec, 'detail'>): readonly Source[] {
+  return stream.detail ? BOTH_SOURCES : LIST_ONLY;
+}
+const BOTH_SOURCES: readonly Source[] = ['list', 'detail'];
+const LIST_ONLY: readonly Source[] = ['list'];
+
+/** The parsed-number columns an amountOrPercentage column adds: amount first, then percentage. */
+export function discountColumns(column: Pick<ColumnSpec, 'name'>): { amount: string; percentage: string } {
+  return { amount: `${column.name}__amount`, percentage: `${column.name}__percentage` };
 }
 
 /** The stream's table name. */

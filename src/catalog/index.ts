@@ -1,0 +1,30 @@
+import type { Family } from '../config/plans.js';
+import { BILLING_STREAMS } from './streams/billing.js';
+import { BOOKS_STREAMS } from './streams/books.js';
+import { INVENTORY_STREAMS } from './streams/inventory.js';
+import { INVOICE_STREAMS } from './streams/invoice.js';
+import { qualifiedName, type StreamSpec } from './types.js';
+
+export * from './types.js';
+export { validateCatalog } from './validate.js';
+export { tableDefinitions, sqlType, type ColumnDef, type Dialect, type SystemColumnType, type TableDef } from './tables.js';
+export { renderDictionary, renderWarehouseMarkdown } from './dictionary.js';
+
+/** Every stream svcsync syncs, parents before their children within a family. */
+export const CATALOG: readonly StreamSpec[] = [...BOOKS_STREAMS, ...INVENTORY_STREAMS, ...INVOICE_STREAMS, ...BILLING_STREAMS];
+
+const BY_NAME = new Map(CATALOG.map((s) => [qualifiedName(s), s]));
+
+/** The stream named `family.name` ("inventory.sales_orders"). */
+export function findStream(qualified: string): StreamSpec | undefined {
+  return BY_NAME.get(qualified);
+}
+
+export function streamsOf(family: Family, catalog: readonly StreamSpec[] = CATALOG): StreamSpec[] {
+  return catalog.filter((s) => s.family === family);
+}
+
+/** Streams read per record of `stream` (refunds per vendor credit, tasks per project). */
+export function childStreamsOf(stream: Pick<StreamSpec, 'family' | 'name'>, catalog: readonly StreamSpec[] = CATALOG): StreamSpec[] {
+  return catalog.filter((s) => s.family === stream.family && s.parent?.stream === stream.name);
+}

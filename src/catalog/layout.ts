@@ -1,0 +1,274 @@
+import {
+  discountColumns,
+  qualifiedName,
+  streamSources,
+  tableName,
+  type ChildSpec,
+  type ColumnSpec,
+  type ColumnType,
+  type Source,
+  type StreamSpec,
+} from './types.js';
+
+/**
+ * The one place that decides which warehouse columns a catalog entry produces and in
+ * what order. Table definitions (DDL, dictionary) and the normalizer's plans both read
+ * it, so a row always has exactly the columns its table has.
+ */
+
+export type ColumnRole = 'organization' | 'parent-key' | 'key' | 'position' | 'field' | 'amount' | 'percentage' | 'system';
+
+export interface LaidColumn {
+  name: string;
+  type: ColumnType;
+  nullable: boolean;
+  role: ColumnRole;
+  /** Where the value comes from, for the dictionary: a field path, or '(svcsync)'. */
+  source: string;
+  description?: string;
+  /** The catalog column behind a field, key, amount or percentage column. */
+  spec?: ColumnSpec;
+  /** Where the value sits in the record or element (field and key columns). */
+  path?: readonly string[];
+  /** Responses that write this column (on child tables: the child's sources). */
+  sources: readonly Source[];
+}
+
+export interface ChildLayout {
+  spec: ChildSpec;
+  table: string;
+  parentTable: string;
+  /** The array's place in the record, for the dictionary: 'addons[].price_brackets'. */
+  fieldPath: string;
+  sources: readonly Source[];
+  /** organization_id and the parent row's key columns, in the parent's key order. */
+  parentKeyColumns: string[];
+  /** The parent's primary-key columns that parentKeyColumns copy, position for position. */
+  parentKeySources: string[];
+  keyColumn: string | undefined;
+  primaryKey: string[];
+  columns: LaidColumn[];
+  children: ChildLayout[];
+  description: string;
+}
+
+export interface StreamLayout {
+  stream: StreamSpec;
+  table: string;
+  sources: readonly Source[];
+  primaryKey: string[];
+  columns: LaidColumn[];
+  children: ChildLayout[];
+  description: string;
+}
+
+export const ORGANIZATION_ID = 'organization_id';
+export const POSITION = '_position';
+export const SYSTEM = '(svcsync)';
+
+const layouts = new WeakMap<StreamSpec, StreamLayout>();
+
+/** The stream's table layout; computed once per catalog entry. */
+export function streamLayout(stream: StreamSpec): StreamLayout {
+  let layout = layouts.get(stream);
+  if (!layout) {
+    layout = buildStreamLayout(stream);
+    layouts.set(stream, layout);
+  }
+  return layout;
+}
+
+/** Every child table of a stream, parents before their children. */
+export function allChildLayouts(layout: { children: ChildLayout[] }): ChildLayout[] {
+  const out: ChildLayout[] = [];
+  const walk = (children: ChildLayout[]): void => {
+    for (const child of children) {
+      out.push(child);
+      walk(child.children);
+    }
+  };
+  walk(layout.children);
+  return out;
+}
+
+function buildStreamLayout(stream: StreamSpec): StreamLayout {
+  const table = tableName(stream);
+  const sources = streamSources(stream);
+  const redacted = new Set(stream.redact ?? []);
+  const pkSpec = stream.columns.find((c) => c.name === stream.primaryKey);
+  const keyedByOrganization = stream.primaryKey === ORGANIZATION_ID;
+  const columns: LaidColumn[] = [];
+
+  columns.push(
+    keyedByOrganization
+      ? fieldColumn(pkSpec ?? { name: ORGANIZATION_ID, type: 'id' }, 'key', sources, '', false)
+      : {
+          name: ORGANIZATION_ID,
+          type: 'id',
+          nullable: false,
+          role: 'organization',
+          source: SYSTEM,
+          description: 'The organization the record was read from.',
+          sources,
+        },
+  );
+  for (const spec of stream.columns) {
+    if (keyedByOrganization && spec === pkSpec) continue;
+    if (redacted.has(spec.name)) continue;
+    const isKey = spec.name === stream.primaryKey;
+    const own = isKey ? sources : (spec.sources ?? sources);
+    columns.push(fieldColumn(spec, isKey ? 'key' : 'field', own, '', !isKey));
+    if (spec.amountOrPercentage) columns.push(...discountParts(spec, own, ''));
+  }
+  columns.push(system('_raw', 'json', ['list'], true, 'The list record exactly as received (secrets redacted).'));
+  if (stream.detail) {
+    columns.push(system('_raw_detail', 'json', ['detail'], true, 'The single-record response as received.'));
+  }
+  columns.push(system('_hash', 'text', ['list'], true, 'SHA-1 of _raw; a changed hash means a changed record.'));
+  columns.push(system('_synced_at', 'timestamp', sources, false, 'When svcsync last wrote the row.'));
+  columns.push(system('_deleted_at', 'timestamp', sources, true, 'When svcsync saw the record gone; rows are never removed.'));
+
+  const primaryKey = keyedByOrganization ? [ORGANIZATION_ID] : [ORGANIZATION_ID, stream.primaryKey];
+  const children = stream.children.map((child) =>
+    buildChildLayout(child, table, '', primaryKey, keyColumnSource(stream.primaryKey), child.sources ?? sources),
+  );
+  return {
+    stream,
+    table,
+    sources,
+    primaryKey,
+    columns,
+    children,
+    description: `${stream.description} Stream ${qualifiedName(stream)}; spec ${stream.spec}.`,
+  };
+}
+
+function keyColumnSource(primaryKey: string): (column: string) => string {
+  return (column) => (column === primaryKey ? column : SYSTEM);
+}
+
+function buildChildLayout(
+  child: ChildSpec,
+  parentTable: string,
+  parentFieldPath: string,
+  parentPrimaryKey: readonly string[],
+  parentKeySource: (column: string) => string,
+  sources: readonly Source[],
+): ChildLayout {
+  const table = `${parentTable}__${child.field}`;
+  const fieldPath = `${parentFieldPath}${child.field}`;
+  const parentField = parentFieldPath === '' ? '' : lastField(parentFieldPath);
+  // A parent keyed by position hands its _position down under a name that says whose it is.
+  const parentKeyColumns = parentPrimaryKey.map((c) => (c === POSITION ? `${parentField}__position` : c));
+  const taken = new Set(parentKeyColumns);
+  const columns: LaidColumn[] = parentKeyColumns.map((name, i) => ({
+    name,
+    type: name.endsWith('__position') ? ('integer' as const) : ('id' as const),
+    nullable: false,
+    role: name === ORGANIZATION_ID ? ('organization' as const) : ('parent-key' as const),
+    source: name === ORGANIZATION_ID ? SYSTEM : parentKeySource(parentPrimaryKey[i] ?? name),
+    description:
+      name === ORGANIZATION_ID
+        ? 'The organization the record was read from.'
+        : name.endsWith('__position')
+          ? `Position of the parent element in ${parentField}[] (0-based).`
+          : `Key of the parent row in ${parentTable}.`,
+    sources,
+  }));
+
+  const keySpec = child.key === undefined ? undefined : child.columns.find((c) => c.name === child.key);
+  const elementPath = `${fieldPath}[].`;
+  if (child.key !== undefined) {
+    columns.push(fieldColumn(keySpec ?? { name: child.key, type: 'id' }, 'key', sources, elementPath, false));
+  }
+  columns.push({
+    name: POSITION,
+    type: 'integer',
+    nullable: false,
+    role: 'position',
+    source: SYSTEM,
+    description: `Position of the element in ${child.field}[] (0-based).`,
+    sources,
+  });
+  for (const spec of child.columns) {
+    if (spec === keySpec) continue;
+    // The parent's key is the truth about which parent this is; the element's copy of it is dropped.
+    if (taken.has(spec.name)) continue;
+    columns.push(fieldColumn(spec, 'field', sources, elementPath, true));
+    if (spec.amountOrPercentage) columns.push(...discountParts(spec, sources, elementPath));
+  }
+  columns.push(system('_synced_at', 'timestamp', sources, false, 'When svcsync last wrote the row.'));
+  columns.push(system('_deleted_at', 'timestamp', sources, true, 'When svcsync saw the element gone.'));
+
+  const primaryKey = [...parentKeyColumns, child.key ?? POSITION];
+  const childKeySource = (column: string): string => {
+    if (column === POSITION) return SYSTEM;
+    if (column === child.key) return `${elementPath}${child.key}`;
+    const i = parentKeyColumns.indexOf(column);
+    return i >= 0 ? parentKeySource(parentPrimaryKey[i] ?? column) : SYSTEM;
+  };
+  const children = (child.children ?? []).map((grandchild) =>
+    buildChildLayout(grandchild, table, `${fieldPath}[].`, primaryKey, childKeySource, sources),
+  );
+  return {
+    spec: child,
+    table,
+    parentTable,
+    fieldPath,
+    sources,
+    parentKeyColumns,
+    parentKeySources: [...parentPrimaryKey],
+    keyColumn: child.key,
+    primaryKey,
+    columns,
+    children,
+    description: `${child.description ?? `Elements of ${child.field}[].`} Keyed by ${
+      child.key ?? 'position'
+    } within the parent row of ${parentTable}${child.spec ? `; spec ${child.spec}` : ''}.`,
+  };
+}
+
+function lastField(fieldPath: string): string {
+  const parts = fieldPath.replace(/\[\]\.$/, '').split('[].');
+  return parts[parts.length - 1] ?? fieldPath;
+}
+
+function fieldColumn(spec: ColumnSpec, role: 'field' | 'key', sources: readonly Source[], prefix: string, nullable: boolean): LaidColumn {
+  const path = spec.path ?? [spec.name];
+  const column: LaidColumn = {
+    name: spec.name,
+    type: spec.type,
+    nullable,
+    role,
+    source: `${prefix}${path.join('.')}`,
+    spec,
+    path,
+    sources,
+  };
+  if (spec.description !== undefined) column.description = spec.description;
+  return column;
+}
+
+function discountParts(spec: ColumnSpec, sources: readonly Source[], prefix: string): LaidColumn[] {
+  const names = discountColumns(spec);
+  const path = spec.path ?? [spec.name];
+  const source = `${prefix}${path.join('.')}`;
+  return [
+    { name: names.amount, type: 'number', nullable: true, role: 'amount', source, spec, path, sources, description: `${spec.name} when it is an amount.` },
+    {
+      name: names.percentage,
+      type: 'number',
+      nullable: true,
+      role: 'percentage',
+      source,
+      spec,
+      path,
+      sources,
+      description: `${spec.name} when it is a percentage ("12.5%" is 12.5).`,
+    },
+  ];
+}
+
+function system(name: string, type: ColumnType, sources: readonly Source[], nullable: boolean, description: string): LaidColumn {
+  return { name, type, nullable, role: 'system', source: SYSTEM, description, sources };
+}

@@ -1,0 +1,24 @@
+import { cols } from '../columns.js';
+import type { ColumnSpec } from '../types.js';
+
+/** The organization record of spec section 1, the same in every family. */
+export const ORGANIZATION_COLUMNS: readonly ColumnSpec[] = cols(
+  {
+    organization_id: 'id',
+    name: 'text',
+    contact_name: 'text',
+    email: 'text',
+    is_default_org: 'boolean',
+    language_code: 'text',
+    fiscal_year_start_month: 'integer',
+    account_created_date: 'date',
+    time_zone: 'text',
+    is_org_active: 'boolean',
+    currency_id: 'id',
+    currency_code: 'text',
+    currency_symbol: 'text',
+    currency_format: 'text',
+    price_precision: 'integer',
+  },
+  { spec: '1' },
+);

@@ -1,0 +1,133 @@
+import { allChildLayouts, ORGANIZATION_ID, streamLayout, type LaidColumn } from './layout.js';
+import { qualifiedName, streamSources, type ChildSpec, type ColumnSpec, type Source, type StreamSpec } from './types.js';
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+/** Postgres truncates longer identifiers silently, which would merge tables or columns. */
+const MAX_IDENTIFIER = 63;
+const PLACEHOLDER = /\{([^}]*)\}/g;
+
+/**
+ * Mistakes in the catalog, one message each (empty when it is sound). A test runs this on
+ * CATALOG, so a broken entry fails the build instead of a sync.
+ */
+export function validateCatalog(catalog: readonly StreamSpec[]): string[] {
+  const problems: string[] = [];
+  const byName = new Map<string, StreamSpec>();
+  for (const stream of catalog) {
+    const name = qualifiedName(stream);
+    if (byName.has(name)) problems.push(`${name}: declared twice`);
+    byName.set(name, stream);
+  }
+
+  const tables = new Map<string, string>();
+  const claim = (table: string, owner: string): void => {
+    const previous = tables.get(table);
+    if (previous !== undefined) problems.push(`${owner}: table ${table} is also produced by ${previous}`);
+    else tables.set(table, owner);
+    if (!IDENTIFIER.test(table)) problems.push(`${owner}: table name ${table} is not a lower-case identifier`);
+    if (table.length > MAX_IDENTIFIER) problems.push(`${owner}: table name ${table} is longer than ${MAX_IDENTIFIER} characters`);
+  };
+
+  for (const stream of catalog) {
+    const name = qualifiedName(stream);
+    const p = (message: string): void => {
+      problems.push(`${name}: ${message}`);
+    };
+    const sources = streamSources(stream);
+
+    if (stream.recordsKey.length === 0) p('recordsKey is empty');
+    const pk = stream.columns.find((c) => c.name === stream.primaryKey);
+    if (!pk) p(`primary key ${stream.primaryKey} is not a column`);
+    else {
+      if (pk.type !== 'id') p(`primary key ${stream.primaryKey} is ${pk.type}, not an id column`);
+      if (pk.sources && !sources.every((s) => pk.sources?.includes(s))) p(`primary key ${stream.primaryKey} must come from every response`);
+    }
+    if ((stream.redact ?? []).includes(stream.primaryKey)) p('the primary key cannot be redacted');
+
+    checkColumns(stream.columns, sources, p, 'column');
+    if (stream.cursor) {
+      const cursor = stream.columns.find((c) => c.name === stream.cursor?.field);
+      if (!cursor) p(`cursor field ${stream.cursor.field} is not a column`);
+      else {
+        if (cursor.type !== 'timestamp') p(`cursor field ${cursor.name} is ${cursor.type}, not a timestamp`);
+        if (cursor.sources && !cursor.sources.includes('list')) p(`cursor field ${cursor.name} must come from the list`);
+      }
+    }
+
+    const placeholders = [...stream.path.matchAll(PLACEHOLDER)].map((m) => m[1] ?? '');
+    if (stream.parent) {
+      const parent = byName.get(`${stream.family}.${stream.parent.stream}`);
+      if (!parent) p(`parent ${stream.parent.stream} is not a stream of the ${stream.family} family`);
+      else {
+        if (parent === stream) p('is its own parent');
+        if (parent.primaryKey !== stream.parent.key) p(`parent key ${stream.parent.key} is not ${qualifiedName(parent)}'s primary key ${parent.primaryKey}`);
+      }
+      if (placeholders.length !== 1 || placeholders[0] !== stream.parent.key) {
+        p(`path ${stream.path} must contain exactly the placeholder {${stream.parent.key}}`);
+      }
+      if (!stream.columns.some((c) => c.name === stream.parent?.key)) p(`has no column ${stream.parent.key} naming its parent`);
+    } else if (placeholders.length > 0) {
+      p(`path ${stream.path} has placeholders but the stream has no parent`);
+    }
+
+    if (stream.detail) {
+      const detailPlaceholders = [...stream.detail.path.matchAll(PLACEHOLDER)].map((m) => m[1] ?? '');
+      if (detailPlaceholders.length !== 1 || detailPlaceholders[0] !== stream.primaryKey) {
+        p(`detail path ${stream.detail.path} must contain exactly the placeholder {${stream.primaryKey}}`);
+      }
+      if (stream.detail.recordKeys.length === 0) p('detail recordKeys is empty');
+    }
+
+    for (const child of stream.children) checkChild(child, sources, [stream.primaryKey], p);
+
+    const layout = streamLayout(stream);
+    claim(layout.table, name);
+    checkTableColumns(layout.table, layout.columns, p);
+    if (stream.primaryKey !== ORGANIZATION_ID && stream.columns.some((c) => c.name === ORGANIZATION_ID)) {
+      p(`column ${ORGANIZATION_ID} clashes with the column svcsync adds`);
+    }
+    for (const child of allChildLayouts(layout)) {
+      claim(child.table, name);
+      checkTableColumns(child.table, child.columns, p);
+    }
+  }
+  return problems;
+}
+
+function checkColumns(columns: readonly ColumnSpec[], sources: readonly Source[], p: (m: string) => void, what: string): void {
+  for (const c of columns) {
+    if (!IDENTIFIER.test(c.name)) p(`${what} ${c.name} is not a lower-case identifier`);
+    if (c.name.length > MAX_IDENTIFIER) p(`${what} ${c.name} is longer than ${MAX_IDENTIFIER} characters`);
+    if (c.path && c.path.length === 0) p(`${what} ${c.name} has an empty path`);
+    for (const s of c.sources ?? []) if (!sources.includes(s)) p(`${what} ${c.name} comes from the ${s} response, which the stream does not read`);
+    if (c.amountOrPercentage && c.type !== 'text') p(`${what} ${c.name} is amountOrPercentage and must be text`);
+  }
+}
+
+function checkChild(child: ChildSpec, sources: readonly Source[], parentKeys: readonly string[], p: (m: string) => void): void {
+  const where = `child ${child.field}`;
+  const own = child.sources ?? sources;
+  for (const s of own) if (!sources.includes(s)) p(`${where} comes from the ${s} response, which the stream does not read`);
+  if (child.key !== undefined) {
+    if (!child.columns.some((c) => c.name === child.key)) p(`${where}: key ${child.key} is not a column of the child`);
+    if (parentKeys.includes(child.key)) p(`${where}: key ${child.key} is also a key column of the parent`);
+  }
+  for (const c of child.columns) {
+    if (c.sources) p(`${where}: column ${c.name} sets sources; set them on the child instead`);
+  }
+  checkColumns(child.columns, own, (m) => p(`${where}: ${m}`), 'column');
+  for (const grandchild of child.children ?? []) {
+    if (grandchild.sources && grandchild.sources.some((s) => !own.includes(s))) {
+      p(`${where}: child ${grandchild.field} comes from a response its parent does not`);
+    }
+    checkChild(grandchild, own, [...parentKeys, ...(child.key ? [child.key] : [])], (m) => p(`${where}: ${m}`));
+  }
+}
+
+function checkTableColumns(table: string, columns: readonly LaidColumn[], p: (m: string) => void): void {
+  const seen = new Set<string>();
+  for (const c of columns) {
+    if (seen.has(c.name)) p(`table ${table} has two columns named ${c.name}`);
+    seen.add(c.name);
+  }
+}
