@@ -46,6 +46,29 @@ export interface Harness {
   store: MemoryUsageStore;
   limiters: LimiterRegistry;
   events: RequestEvent[];
+  /** Runs a call to completion on fake time (see drive). */
+  run<T>(promise: Promise<T>, stepMs?: number): Promise<T>;
+  /** Waits until no HTTP exchange is in progress and queued callbacks have run. */
+  idle(): Promise<void>;
+}
+
+/**
+ * Counts HTTP exchanges in progress (body included), so tests move the fake clock only
+ * while the client is waiting on it, never while nock is still answering.
+ */
+export function trackedFetch(): { fetch: typeof fetch; pending: () => number } {
+  let pending = 0;
+  const tracked: typeof fetch = async (input, init) => {
+    pending++;
+    try {
+      const r = await globalThis.fetch(input, init);
+      const text = await r.text();
+      return new Response(text, { status: r.status, headers: r.headers });
+    } finally {
+      pending--;
+    }
+  };
+  return { fetch: tracked, pending: () => pending };
 }
 
 export function harness(
@@ -67,6 +90,7 @@ export function harness(
   const store = opts.store ?? new MemoryUsageStore();
   const limiters = new LimiterRegistry({ clock, store, logger });
   const events: RequestEvent[] = [];
+  const tracker = trackedFetch();
   const client = new ApiClient({
     connection: connection(opts.connection),
     settings: { request_timeout_ms: opts.timeoutMs ?? 60_000, max_retries: opts.maxRetries ?? 3 },
@@ -76,31 +100,46 @@ export function harness(
     limiters,
     random: opts.random ?? (() => 0.5),
     onRequest: (e) => events.push(e),
-    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    fetch: opts.fetch ?? tracker.fetch,
     ...(opts.policy ? { policy: opts.policy } : {}),
   });
-  return { client, clock, log, secrets, store, limiters, events };
+  const idle = () => settle(tracker.pending);
+  return { client, clock, log, secrets, store, limiters, events, idle, run: (p, stepMs) => drive(clock, p, stepMs, idle) };
 }
 
-/** Lets real I/O (nock's interceptors) make progress without moving the fake clock. */
-export async function settle(rounds = 20): Promise<void> {
-  for (let i = 0; i < rounds; i++) await new Promise<void>((r) => setImmediate(r));
+/**
+ * Lets real I/O (nock answering) and queued callbacks finish without moving the fake
+ * clock: yields to the event loop until nothing is in flight, then a few more turns.
+ */
+export async function settle(pending: () => number = () => 0): Promise<void> {
+  // Quiet means nothing in flight at three checks in a row: a callback chain that starts
+  // a new request (token first, then the API call) gets the turns it needs to start it.
+  for (let i = 0, quiet = 0; i < 100_000 && quiet < 3; i++) {
+    for (let j = 0; j < 5; j++) await new Promise<void>((r) => setImmediate(r));
+    quiet = pending() === 0 ? quiet + 1 : 0;
+  }
 }
 
 /**
  * Runs a promise to completion, moving the fake clock in steps only while the code is
- * waiting on it. Returns the settled value or rethrows.
+ * idle (waiting on a timer). Returns the settled value or rethrows.
  */
-export async function drive<T>(clock: FakeClock, promise: Promise<T>, stepMs = 100, maxMs = 3_600_000): Promise<T> {
+export async function drive<T>(
+  clock: FakeClock,
+  promise: Promise<T>,
+  stepMs = 100,
+  idle: () => Promise<void> = () => settle(),
+  maxMs = 6 * 3_600_000,
+): Promise<T> {
   let done = false;
   promise.then(
     () => (done = true),
     () => (done = true),
   );
-  await settle();
+  await idle();
   for (let moved = 0; !done && moved <= maxMs; moved += stepMs) {
     await clock.advance(stepMs);
-    await settle();
+    await idle();
   }
   return promise;
 }

@@ -14,8 +14,8 @@ describe('access token', () => {
     const token = nock(ACCOUNTS).post('/oauth/v2/token').once().reply(200, tokenReply());
     const api = nock(API).get('/books/v3/users').query(true).times(21).reply(200, ok);
     const calls = Array.from({ length: 20 }, () => h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
-    await drive(h.clock, Promise.all(calls));
-    await drive(h.clock, h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    await h.run(Promise.all(calls));
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     expect(token.isDone()).toBe(true);
     expect(api.isDone()).toBe(true);
     expect(h.events).toHaveLength(21);
@@ -32,9 +32,9 @@ describe('access token', () => {
       .reply(200, tokenReply());
     nock(API).get('/books/v3/users').query(true).times(2).reply(200, ok);
     const a = harness();
-    await drive(a.clock, a.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    await a.run(a.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     const b = harness({ connection: { redirect_uri: 'https://example.test/cb' } });
-    await drive(b.clock, b.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    await b.run(b.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     const [first, second] = bodies.map((s) => JSON.parse(s) as Record<string, string>);
     expect(first).toEqual({
       grant_type: 'refresh_token',
@@ -59,13 +59,13 @@ describe('access token', () => {
         return [200, ok];
       });
     const call = () => h.client.get({ family: 'books', organizationId: '1', path: '/users' });
-    await drive(h.clock, call());
+    await h.run(call());
     // 54 minutes in: 6 minutes left, more than the 5-minute margin — same token.
     await h.clock.advance(54 * 60_000);
-    await drive(h.clock, call());
+    await h.run(call());
     // 56 minutes in: inside the margin — a new token before the old one expires.
     await h.clock.advance(2 * 60_000);
-    await drive(h.clock, call());
+    await h.run(call());
     expect(seen).toEqual([
       `Svc-oauthtoken ${SECRETS.accessToken}`,
       `Svc-oauthtoken ${SECRETS.accessToken}`,
@@ -77,9 +77,9 @@ describe('access token', () => {
     const h = harness();
     const tokens = nock(ACCOUNTS).post('/oauth/v2/token').once().reply(200, tokenReply(SECRETS.accessToken, 10));
     nock(API).get('/books/v3/users').query(true).times(2).reply(200, ok);
-    await drive(h.clock, h.client.get({ family: 'books', organizationId: '1', path: '/users' }), 1);
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }), 1);
     await h.clock.advance(4_000);
-    await drive(h.clock, h.client.get({ family: 'books', organizationId: '1', path: '/users' }), 1);
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }), 1);
     expect(tokens.isDone()).toBe(true);
   });
 
@@ -87,7 +87,7 @@ describe('access token', () => {
     const h = harness();
     nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken, 3600, 'https://eu-api.example.test'));
     const api = nock('https://eu-api.example.test').get('/inventory/v1/salesorders').query({ organization_id: '7' }).reply(200, ok);
-    await drive(h.clock, h.client.get({ family: 'inventory', organizationId: '7', path: '/salesorders' }));
+    await h.run(h.client.get({ family: 'inventory', organizationId: '7', path: '/salesorders' }));
     expect(api.isDone()).toBe(true);
   });
 
@@ -95,7 +95,7 @@ describe('access token', () => {
     const h = harness({ connection: { api_url: 'http://proxy.example.test:8080' } });
     nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply());
     const api = nock('http://proxy.example.test:8080').get('/books/v3/users').query(true).reply(200, ok);
-    await drive(h.clock, h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     expect(api.isDone()).toBe(true);
   });
 
@@ -113,7 +113,7 @@ describe('access token', () => {
       .query(true)
       .matchHeader('authorization', `Svc-oauthtoken ${SECRETS.accessToken2}`)
       .reply(200, ok);
-    const body = await drive(h.clock, h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    const body = await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     expect(body['code']).toBe(0);
     expect(h.events.map((e) => e.outcome)).toEqual(['retried', 'ok']);
     expect(h.client.stats().failures).toBe(0);
@@ -123,7 +123,7 @@ describe('access token', () => {
     const h = harness();
     nock(ACCOUNTS).post('/oauth/v2/token').times(2).reply(200, tokenReply());
     nock(API).get('/inventory/v1/salesorders').query(true).times(2).reply(401, { code: 57, message: 'not authorized' });
-    const err = await drive(h.clock, h.client.get({ family: 'inventory', organizationId: '1', path: '/salesorders' })).catch((e: unknown) => e);
+    const err = await h.run(h.client.get({ family: 'inventory', organizationId: '1', path: '/salesorders' })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AuthorizationError);
     expect((err as AuthorizationError).kind).toBe('authorization');
     expect(exitCodeFor(err)).toBe(ExitCode.authorization);
@@ -149,9 +149,9 @@ describe('access token', () => {
       .times(10)
       .reply(200, ok);
     // Let the first token arrive so all ten go out with it.
-    await drive(h.clock, h.client.connect());
+    await h.run(h.client.connect());
     const calls = Array.from({ length: 10 }, () => h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
-    await drive(h.clock, Promise.all(calls));
+    await h.run(Promise.all(calls));
     expect(second.isDone()).toBe(true);
   });
 });
