@@ -1,0 +1,425 @@
+/**
+ * Generated records plus an overlay of changes. Base record `slot` of a stream is produced
+ * on demand; modified and created records live in the overlay, deleted slots in a set.
+ * Ordered views (arrays of slots) and serialized JSON are cached until the stream changes.
+ */
+import { OrgGen, type Family, type IdStyle, type OrgInfo } from './organizations.js';
+import { Rng, hash4 } from './random.js';
+import { baseTimes } from './generators.js';
+import { STREAMS, findStream } from './stream-catalog.js';
+import type { Rec, SortOrder, StreamDef, Times } from './stream-types.js';
+
+/** Children per parent are numbered parentSlot * CHILD_STRIDE + k. */
+export const CHILD_STRIDE = 64;
+const LIST_CACHE_MAX = 250_000;
+const DETAIL_CACHE_MAX = 50_000;
+
+export interface MutationCounts {
+  modified: number;
+  created: number;
+  deleted: number;
+}
+export interface MutationSummary extends MutationCounts {
+  /** Counts per `family.stream`, summed over organizations. */
+  streams: Record<string, MutationCounts>;
+}
+export interface MutateOptions {
+  modify?: number;
+  create?: number;
+  delete?: number;
+  families?: Family[];
+  streams?: string[];
+  organizationId?: string;
+}
+
+const ID_FIELD = /"(?!organization_id")([A-Za-z_]*_id)":"(\d+)"/g;
+
+/** JSON text; number-style organizations send digit-only `*_id` values as bare JSON numbers. */
+export function toJson(value: unknown, idStyle: IdStyle): string {
+  const text = JSON.stringify(value);
+  return idStyle === 'number' ? text.replace(ID_FIELD, '"$1":$2') : text;
+}
+
+function pickFields(rec: Rec, fields: readonly string[]): Rec {
+  const out: Rec = {};
+  for (const f of fields) if (f in rec) out[f] = rec[f];
+  return out;
+}
+
+class StreamState {
+  version = 0;
+  nextSlot: number;
+  readonly overlay = new Map<number, Rec>();
+  readonly meta = new Map<number, Times>();
+  readonly deleted = new Set<number>();
+  readonly childOverlay = new Map<number, Rec[]>();
+  readonly listJson = new Map<number, string>();
+  readonly detailJson = new Map<number, string>();
+  readonly views = new Map<string, Int32Array>();
+  allChildren: { version: string; parents: Int32Array; index: Int32Array } | undefined;
+
+  constructor(readonly def: StreamDef, readonly baseCount: number) {
+    this.nextSlot = baseCount;
+  }
+
+  changed(slot?: number): void {
+    this.version++;
+    this.views.clear();
+    if (slot !== undefined) {
+      this.listJson.delete(slot);
+      this.detailJson.delete(slot);
+    }
+  }
+}
+
+export interface ViewRequest {
+  filterKey: string;
+  predicate: ((rec: Rec) => boolean) | undefined;
+  column: string | undefined;
+  order: SortOrder;
+}
+
+export class OrgData {
+  readonly g: OrgGen;
+  private readonly states = new Map<string, StreamState>();
+
+  constructor(seed: number, readonly org: OrgInfo, scale: number, startMs: number) {
+    this.g = new OrgGen(seed, org, scale, startMs);
+    for (const def of STREAMS) {
+      this.states.set(`${def.family}.${def.stream}`, new StreamState(def, def.kind === 'top' && def.count ? def.count(scale) : 0));
+    }
+  }
+
+  state(def: StreamDef): StreamState {
+    const s = this.states.get(`${def.family}.${def.stream}`);
+    if (!s) throw new Error(`unknown stream ${def.family}.${def.stream}`);
+    return s;
+  }
+
+  parentDef(def: StreamDef): StreamDef {
+    const p = def.parentStream ? findStream(def.family, def.parentStream) : undefined;
+    if (!p) throw new Error(`stream ${def.stream} has no parent`);
+    return p;
+  }
+
+  // ------------------------------------------------------------ top-level records
+
+  isLive(def: StreamDef, slot: number): boolean {
+    const s = this.state(def);
+    if (!Number.isInteger(slot) || slot < 0 || slot >= s.nextSlot || s.deleted.has(slot)) return false;
+    return slot < s.baseCount || s.overlay.has(slot);
+  }
+
+  /** The full record (shared object for overlay records: callers must not change it). */
+  record(def: StreamDef, slot: number): Rec {
+    return this.state(def).overlay.get(slot) ?? def.generate(this.g, slot, undefined);
+  }
+
+  times(def: StreamDef, slot: number): Times {
+    return this.state(def).meta.get(slot) ?? baseTimes(this.g, def, slot);
+  }
+
+  slotOfId(def: StreamDef, id: string): number | undefined {
+    const slot = this.g.slotOf(def.space, id);
+    return slot !== undefined && this.isLive(def, slot) ? slot : undefined;
+  }
+
+  listShape(def: StreamDef, rec: Rec): Rec {
+    return def.listFields ? pickFields(rec, def.listFields) : rec;
+  }
+
+  detailShape(def: StreamDef, slot: number, rec: Rec): Rec {
+    let out: Rec;
+    if (def.detailFields) out = pickFields(rec, def.detailFields);
+    else if (def.detailOmit) {
+      out = {};
+      for (const k of Object.keys(rec)) if (!def.detailOmit.has(k)) out[k] = rec[k];
+    } else out = { ...rec };
+    for (const embed of def.embeds ?? []) {
+      const child = findStream(def.family, embed.stream);
+      if (child) out[embed.field] = this.children(child, slot);
+    }
+    return out;
+  }
+
+  listJson(def: StreamDef, slot: number): string {
+    const s = this.state(def);
+    let text = s.listJson.get(slot);
+    if (text === undefined) {
+      text = toJson(this.listShape(def, this.record(def, slot)), this.org.idStyle);
+      if (s.listJson.size >= LIST_CACHE_MAX) s.listJson.clear();
+      s.listJson.set(slot, text);
+    }
+    return text;
+  }
+
+  detailJson(def: StreamDef, slot: number): string {
+    const s = this.state(def);
+    let text = s.detailJson.get(slot);
+    if (text === undefined) {
+      text = toJson(this.detailShape(def, slot, this.record(def, slot)), this.org.idStyle);
+      if (s.detailJson.size >= DETAIL_CACHE_MAX) s.detailJson.clear();
+      s.detailJson.set(slot, text);
+    }
+    return text;
+  }
+
+  liveSlots(def: StreamDef): number[] {
+    const s = this.state(def);
+    const out: number[] = [];
+    for (let slot = 0; slot < s.nextSlot; slot++) if (this.isLive(def, slot)) out.push(slot);
+    return out;
+  }
+
+  /** Live slots of a top-level stream in the requested order, cached until the stream changes. */
+  view(def: StreamDef, req: ViewRequest): Int32Array {
+    const s = this.state(def);
+    const key = `${req.filterKey}|${req.column ?? ''}|${req.order}`;
+    const cached = s.views.get(key);
+    if (cached) return cached;
+    const keep = req.predicate;
+    const accept = (slot: number): boolean => !keep || keep(this.listShape(def, this.record(def, slot)));
+    let result: Int32Array;
+    if (req.column !== undefined && req.column === def.changeField && def.timeOrder === 'change') {
+      // Base slots are already newest-first; only the (small) overlay needs sorting.
+      const top = [...s.overlay.keys()].filter((slot) => !s.deleted.has(slot) && accept(slot));
+      top.sort((a, b) => this.times(def, b).change - this.times(def, a).change || b - a);
+      const out: number[] = top;
+      for (let slot = 0; slot < s.baseCount; slot++) {
+        if (s.overlay.has(slot) || s.deleted.has(slot)) continue;
+        if (accept(slot)) out.push(slot);
+      }
+      result = Int32Array.from(out);
+      if (req.order === 'A') result.reverse();
+    } else {
+      const slots = this.liveSlots(def).filter(accept);
+      if (req.column !== undefined) {
+        const keys = new Map<number, number | string>();
+        for (const slot of slots) keys.set(slot, this.sortKey(def, slot, req.column));
+        slots.sort((a, b) => compareKeys(keys.get(a), keys.get(b)) || a - b);
+        if (req.order === 'D') slots.reverse();
+      } else if (req.order === 'D') slots.reverse();
+      result = Int32Array.from(slots);
+    }
+    s.views.set(key, result);
+    return result;
+  }
+
+  private sortKey(def: StreamDef, slot: number, column: string): number | string {
+    if (column === 'created_time' && def.timeOrder !== 'none') return this.times(def, slot).created;
+    if (column === def.changeField && def.timeOrder !== 'none') return this.times(def, slot).change;
+    const value = this.record(def, slot)[column];
+    if (typeof value === 'number') return value;
+    return typeof value === 'string' ? value.toLowerCase() : '';
+  }
+
+  // ------------------------------------------------------------ child records
+
+  children(def: StreamDef, parentSlot: number): Rec[] {
+    const s = this.state(def);
+    const over = s.childOverlay.get(parentSlot);
+    if (over) return over;
+    const parentDef = this.parentDef(def);
+    const n = parentSlot < this.state(parentDef).baseCount && def.childCount ? def.childCount(this.g, parentSlot) : 0;
+    if (n === 0) return [];
+    const parent = this.record(parentDef, parentSlot);
+    const out: Rec[] = [];
+    for (let k = 0; k < n; k++) out.push(def.generate(this.g, parentSlot * CHILD_STRIDE + k, parent));
+    return out;
+  }
+
+  childCount(def: StreamDef, parentSlot: number): number {
+    const over = this.state(def).childOverlay.get(parentSlot);
+    if (over) return over.length;
+    const parentDef = this.parentDef(def);
+    return parentSlot < this.state(parentDef).baseCount && def.childCount ? def.childCount(this.g, parentSlot) : 0;
+  }
+
+  /** Every child of every live parent, parents in slot order (for `/vendorcredits/refunds`). */
+  allChildren(def: StreamDef): { parents: Int32Array; index: Int32Array } {
+    const s = this.state(def);
+    const parentDef = this.parentDef(def);
+    const version = `${s.version}:${this.state(parentDef).version}`;
+    if (s.allChildren?.version === version) return s.allChildren;
+    const parents: number[] = [];
+    const index: number[] = [];
+    for (const p of this.liveSlots(parentDef)) {
+      const n = this.childCount(def, p);
+      for (let i = 0; i < n; i++) {
+        parents.push(p);
+        index.push(i);
+      }
+    }
+    s.allChildren = { version, parents: Int32Array.from(parents), index: Int32Array.from(index) };
+    return s.allChildren;
+  }
+
+  findChild(def: StreamDef, parentSlot: number, id: string): Rec | undefined {
+    return this.children(def, parentSlot).find((c) => c[def.idField] === id);
+  }
+
+  // ------------------------------------------------------------ truth
+
+  truth(def: StreamDef): Rec[] {
+    if (def.kind === 'top') {
+      return this.liveSlots(def).map((slot) => structuredClone(this.detailShape(def, slot, this.record(def, slot))));
+    }
+    const out: Rec[] = [];
+    for (const p of this.liveSlots(this.parentDef(def))) for (const c of this.children(def, p)) out.push(structuredClone(c));
+    return out;
+  }
+
+  count(def: StreamDef): number {
+    const s = this.state(def);
+    if (def.kind === 'top') {
+      let n = s.baseCount;
+      for (const slot of s.deleted) if (slot < s.baseCount) n--;
+      for (const slot of s.overlay.keys()) if (slot >= s.baseCount) n++;
+      return n;
+    }
+    let n = 0;
+    for (const p of this.liveSlots(this.parentDef(def))) n += this.childCount(def, p);
+    return n;
+  }
+
+  // ------------------------------------------------------------ mutation
+
+  mutate(def: StreamDef, counts: { modify: number; create: number; delete: number }, now: number, round: number): MutationCounts {
+    const r = new Rng(hash4(this.g.seed, round, this.org.index * 256 + def.space, 0xabc));
+    const done: MutationCounts = { modified: 0, created: 0, deleted: 0 };
+    if (def.kind === 'top') {
+      for (let i = 0; i < counts.modify && def.modify; i++) {
+        const slot = this.randomLive(def, r);
+        if (slot === undefined) break;
+        const rec = structuredClone(this.record(def, slot));
+        def.modify(this.g, rec, r);
+        this.stamp(def, slot, rec, now, false);
+        done.modified++;
+        // A changed vendor credit sometimes gains a refund, as a real refund would change it.
+        const refundDef = def.embeds && r.bool(0.5) ? findStream(def.family, 'vendor_credit_refunds') : undefined;
+        if (refundDef) this.addChild(refundDef, slot, now);
+      }
+      for (let i = 0; i < counts.create && def.creatable; i++) {
+        const s = this.state(def);
+        const slot = s.nextSlot++;
+        const rec = def.generate(this.g, slot, undefined);
+        this.stamp(def, slot, rec, now, true);
+        done.created++;
+      }
+      for (let i = 0; i < counts.delete && def.deletable; i++) {
+        const slot = this.randomLive(def, r);
+        if (slot === undefined) break;
+        const s = this.state(def);
+        s.deleted.add(slot);
+        s.overlay.delete(slot);
+        s.meta.delete(slot);
+        s.changed(slot);
+        done.deleted++;
+      }
+      return done;
+    }
+    const s = this.state(def);
+    const parentDef = this.parentDef(def);
+    for (let i = 0; i < counts.modify && def.modify; i++) {
+      const p = this.randomParent(def, r, true);
+      if (p === undefined) break;
+      const list = this.children(def, p).map((c) => structuredClone(c));
+      const victim = list[r.int(list.length)];
+      if (!victim) break;
+      def.modify(this.g, victim, r);
+      s.childOverlay.set(p, list);
+      s.changed();
+      this.touchParent(parentDef, p, now);
+      done.modified++;
+    }
+    for (let i = 0; i < counts.create && def.creatable; i++) {
+      const p = this.randomParent(def, r, false);
+      if (p === undefined || !this.addChild(def, p, now)) break;
+      done.created++;
+    }
+    for (let i = 0; i < counts.delete && def.deletable; i++) {
+      const p = this.randomParent(def, r, true);
+      if (p === undefined) break;
+      const list = this.children(def, p).slice();
+      list.splice(r.int(list.length), 1);
+      s.childOverlay.set(p, list);
+      s.changed();
+      this.touchParent(parentDef, p, now);
+      done.deleted++;
+    }
+    return done;
+  }
+
+  private addChild(def: StreamDef, parentSlot: number, now: number): boolean {
+    const s = this.state(def);
+    const list = this.children(def, parentSlot).slice();
+    let k = 0;
+    for (const c of list) {
+      const slot = this.g.slotOf(def.space, String(c[def.idField]));
+      if (slot !== undefined) k = Math.max(k, (slot % CHILD_STRIDE) + 1);
+    }
+    if (k >= CHILD_STRIDE) return false;
+    const parentDef = this.parentDef(def);
+    list.push(def.generate(this.g, parentSlot * CHILD_STRIDE + k, this.record(parentDef, parentSlot)));
+    s.childOverlay.set(parentSlot, list);
+    s.changed();
+    this.touchParent(parentDef, parentSlot, now);
+    return true;
+  }
+
+  private touchParent(parentDef: StreamDef, parentSlot: number, now: number): void {
+    const ps = this.state(parentDef);
+    if (!parentDef.changeField) {
+      ps.changed(parentSlot);
+      return;
+    }
+    const rec = ps.overlay.get(parentSlot) ?? structuredClone(this.record(parentDef, parentSlot));
+    this.stamp(parentDef, parentSlot, rec, now, false);
+  }
+
+  private stamp(def: StreamDef, slot: number, rec: Rec, now: number, created: boolean): void {
+    const s = this.state(def);
+    const prev = this.times(def, slot);
+    const times: Times = { created: created ? now : prev.created, change: def.changeField ? now : prev.change };
+    if (def.changeField) rec[def.changeField] = this.g.ts(now);
+    if (created && 'created_time' in rec) rec['created_time'] = this.g.ts(now);
+    s.overlay.set(slot, rec);
+    s.meta.set(slot, times);
+    s.changed(slot);
+  }
+
+  private randomLive(def: StreamDef, r: Rng): number | undefined {
+    const s = this.state(def);
+    for (let attempt = 0; attempt < 64; attempt++) {
+      const slot = r.int(s.nextSlot);
+      if (this.isLive(def, slot)) return slot;
+    }
+    const live = this.liveSlots(def);
+    return live.length ? live[r.int(live.length)] : undefined;
+  }
+
+  private randomParent(def: StreamDef, r: Rng, needChildren: boolean): number | undefined {
+    const parentDef = this.parentDef(def);
+    for (let attempt = 0; attempt < 64; attempt++) {
+      const p = this.randomLive(parentDef, r);
+      if (p === undefined) return undefined;
+      if (!needChildren || this.childCount(def, p) > 0) return p;
+    }
+    return undefined;
+  }
+}
+
+function compareKeys(a: number | string | undefined, b: number | string | undefined): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  if (typeof a === 'number') return -1;
+  if (typeof b === 'number') return 1;
+  const x = a ?? '';
+  const y = b ?? '';
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+export function streamsFor(opts: MutateOptions): StreamDef[] {
+  return STREAMS.filter(
+    (d) => (!opts.families || opts.families.includes(d.family)) && (!opts.streams || opts.streams.includes(d.stream)),
+  );
+}
