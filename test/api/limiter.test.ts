@@ -1,0 +1,272 @@
+import { describe, expect, it } from 'vitest';
+import type { Limits } from '../../src/config/plans.js';
+import { FakeClock } from '../../src/core/clock.js';
+import { QuotaExhaustedError } from '../../src/core/errors.js';
+import { silentLogger } from '../../src/core/logger.js';
+import { LimiterRegistry, MemoryUsageStore, OrgLimiter, type UsageRecord, type UsageStore } from '../../src/api/limiter.js';
+
+const limits = (over: Partial<Limits> = {}): Limits => ({
+  per_minute: 100,
+  per_day: 100_000,
+  concurrency: 5,
+  window_ms: 60_000,
+  reserve: 0,
+  ...over,
+});
+
+function limiter(opts: { clock: FakeClock; limits?: Limits; store?: UsageStore; timeZone?: string; org?: string }): OrgLimiter {
+  return new OrgLimiter({
+    organizationId: opts.org ?? '1',
+    limits: opts.limits ?? limits(),
+    timeZone: opts.timeZone ?? 'UTC',
+    clock: opts.clock,
+    store: opts.store ?? new MemoryUsageStore(),
+    logger: silentLogger(),
+  });
+}
+
+/** Most events in any window of `windowMs` (closed at both ends, the strict reading). */
+function maxInAnyWindow(times: number[], windowMs: number): number {
+  const t = [...times].sort((a, b) => a - b);
+  let best = 0;
+  for (let i = 0, j = 0; j < t.length; j++) {
+    while (t[j]! - t[i]! > windowMs) i++;
+    best = Math.max(best, j - i + 1);
+  }
+  return best;
+}
+
+/** Runs until every promise settled, moving fake time in small steps. */
+async function runAll(clock: FakeClock, promises: Array<Promise<unknown>>, stepMs = 50): Promise<void> {
+  let done = 0;
+  for (const p of promises) p.then(() => done++, () => done++);
+  for (let i = 0; i < 1_000_000 && done < promises.length; i++) await clock.advance(stepMs);
+}
+
+describe('OrgLimiter: window and concurrency', () => {
+  it('never lets more than per_minute starts into any window, nor more than concurrency in flight, with 300 queued', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 15, 10));
+    const l = limiter({ clock });
+    const starts: number[] = [];
+    const ends: number[] = [];
+    let inFlight = 0;
+    let maxInFlight = 0;
+    // Response times vary (deterministically) between 120 ms and 2.9 s.
+    const durations = Array.from({ length: 300 }, (_, i) => 120 + ((i * 7919) % 2800));
+    const jobs = durations.map((d) =>
+      l.schedule(async () => {
+        starts.push(clock.now());
+        maxInFlight = Math.max(maxInFlight, ++inFlight);
+        await clock.sleep(d);
+        inFlight--;
+        ends.push(clock.now());
+      }),
+    );
+    await runAll(clock, jobs);
+    expect(starts).toHaveLength(300);
+    expect(maxInFlight).toBe(5);
+    // Whether the server counts arrivals at our start or at our finish, no window sees more than 100.
+    expect(maxInAnyWindow(starts, 60_000)).toBeLessThanOrEqual(100);
+    expect(maxInAnyWindow(ends, 60_000)).toBeLessThanOrEqual(100);
+    // And the limiter does not waste the window: three windows and a bit, not more.
+    expect(Math.max(...ends) - Math.min(...starts)).toBeLessThan(4 * 60_000);
+    expect(l.usedToday()).toBe(300);
+  });
+
+  it('holds a slot for window_ms after the response finished, not after it started', async () => {
+    const clock = new FakeClock(0);
+    const l = limiter({ clock, limits: limits({ per_minute: 2, concurrency: 2, window_ms: 1_000 }) });
+    const starts: number[] = [];
+    const job = (ms: number) =>
+      l.schedule(async () => {
+        starts.push(clock.now());
+        await clock.sleep(ms);
+      });
+    const all = [job(500), job(100), job(0)];
+    await runAll(clock, all, 10);
+    // The third waits for the shorter one: finished at 100, slot back at 1100.
+    expect(starts).toEqual([0, 0, 1_100]);
+  });
+
+  it('runs one fewer at a time after lowerConcurrency, never fewer than one', async () => {
+    const clock = new FakeClock(0);
+    const l = limiter({ clock, limits: limits({ concurrency: 3 }) });
+    l.lowerConcurrency();
+    expect(l.concurrency()).toBe(2);
+    l.lowerConcurrency();
+    l.lowerConcurrency();
+    expect(l.concurrency()).toBe(1);
+    let inFlight = 0;
+    let max = 0;
+    const jobs = Array.from({ length: 6 }, () =>
+      l.schedule(async () => {
+        max = Math.max(max, ++inFlight);
+        await clock.sleep(10);
+        inFlight--;
+      }),
+    );
+    await runAll(clock, jobs, 5);
+    expect(max).toBe(1);
+    // Twenty successes in a row raise it one step.
+    for (let i = 0; i < 20; i++) l.recordSuccess();
+    expect(l.concurrency()).toBe(2);
+  });
+
+  it('holds every request back while paused after a 429 code 44', async () => {
+    const clock = new FakeClock(0);
+    const l = limiter({ clock });
+    l.pause(30_000);
+    const starts: number[] = [];
+    const job = l.schedule(async () => void starts.push(clock.now()));
+    await runAll(clock, [job], 1_000);
+    expect(starts).toEqual([30_000]);
+  });
+
+  it('takes an aborted request out of the queue without running it', async () => {
+    const clock = new FakeClock(0);
+    const l = limiter({ clock, limits: limits({ concurrency: 1 }) });
+    let ran = 0;
+    const first = l.schedule(() => clock.sleep(1_000));
+    const controller = new AbortController();
+    const second = l.schedule(async () => void ran++, controller.signal);
+    controller.abort(new Error('stop'));
+    await expect(second).rejects.toThrow('stop');
+    await runAll(clock, [first]);
+    expect(ran).toBe(0);
+    expect(l.usedToday()).toBe(1);
+  });
+});
+
+describe('OrgLimiter: daily budget', () => {
+  it('stops at the quota less the reserve, without running the request', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 15, 10));
+    const l = limiter({ clock, limits: limits({ per_day: 20, reserve: 0.1 }) });
+    expect(l.budget()).toBe(18);
+    let ran = 0;
+    const jobs = Array.from({ length: 25 }, () => l.schedule(async () => void ran++));
+    const results = await Promise.allSettled(jobs);
+    expect(ran).toBe(18);
+    const rejected = results.filter((r) => r.status === 'rejected') as PromiseRejectedResult[];
+    expect(rejected).toHaveLength(7);
+    const e = rejected[0]!.reason as QuotaExhaustedError;
+    expect(e).toBeInstanceOf(QuotaExhaustedError);
+    expect(e.resumeAt.toISOString()).toBe('2026-01-16T00:00:00.000Z');
+    expect(e.message).toContain('daily budget of 18 requests');
+    expect(e.message).toContain('continue at 2026-01-16T00:00:00.000Z');
+    expect(e.hint).toContain('midnight UTC');
+    expect(l.remainingToday()).toBe(0);
+    expect(() => l.assertAvailable()).toThrow(QuotaExhaustedError);
+  });
+
+  it('keeps the count across a restart over the same store', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 15, 10));
+    const store = new MemoryUsageStore();
+    const logger = silentLogger();
+    const cfg = { limits: limits({ per_day: 20, reserve: 0.1 }), timeZone: 'UTC' };
+    const before = new LimiterRegistry({ clock, store, logger });
+    const a = await before.get('1', cfg);
+    for (let i = 0; i < 15; i++) await a.schedule(async () => undefined);
+    await before.flush();
+
+    const after = new LimiterRegistry({ clock, store, logger });
+    const b = await after.get('1', cfg);
+    expect(b.usedToday()).toBe(15);
+    expect(b.remainingToday()).toBe(3);
+    for (let i = 0; i < 3; i++) await b.schedule(async () => undefined);
+    await expect(b.schedule(async () => undefined)).rejects.toBeInstanceOf(QuotaExhaustedError);
+  });
+
+  it('starts a new day at midnight in the configured zone, not UTC', async () => {
+    // 23:59:59 in Tokyo is 14:59:59 UTC; the UTC date stays 15 January across the reset.
+    const clock = new FakeClock(Date.UTC(2026, 0, 15, 14, 59, 59));
+    const store = new MemoryUsageStore();
+    const l = limiter({ clock, store, timeZone: 'Asia/Tokyo', limits: limits({ per_day: 5, reserve: 0 }) });
+    for (let i = 0; i < 5; i++) await l.schedule(async () => undefined);
+    await expect(l.schedule(async () => undefined)).rejects.toBeInstanceOf(QuotaExhaustedError);
+    expect(l.nextReset().toISOString()).toBe('2026-01-15T15:00:00.000Z');
+    await clock.advance(2_000);
+    expect(l.usedToday()).toBe(0);
+    await l.schedule(async () => undefined);
+    await l.flush();
+    expect(await store.load('1')).toEqual({ organizationId: '1', day: '2026-01-16', count: 1, blockedUntil: null });
+  });
+
+  it('fails queued requests when the budget runs out while they wait', async () => {
+    const clock = new FakeClock(0);
+    const l = limiter({ clock, limits: limits({ per_day: 10, reserve: 0, concurrency: 2 }) });
+    let ran = 0;
+    const jobs = Array.from({ length: 40 }, () =>
+      l.schedule(async () => {
+        ran++;
+        await clock.sleep(100);
+      }),
+    );
+    await runAll(clock, jobs);
+    const results = await Promise.allSettled(jobs);
+    expect(ran).toBe(10);
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(30);
+  });
+});
+
+describe('OrgLimiter: block after 429 code 45', () => {
+  it('fails fast until the reset, rejects those waiting, and persists the block', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 15, 10));
+    const store = new MemoryUsageStore();
+    const l = limiter({ clock, store, limits: limits({ concurrency: 1 }) });
+    let ran = 0;
+    const running = l.schedule(() => clock.sleep(100));
+    const waiting = l.schedule(async () => void ran++);
+    const until = new Date(Date.UTC(2026, 0, 16));
+    l.block(until);
+    await expect(waiting).rejects.toBeInstanceOf(QuotaExhaustedError);
+    await expect(l.schedule(async () => void ran++)).rejects.toThrow(/continue at 2026-01-16T00:00:00.000Z/);
+    expect(l.blockedUntil()?.toISOString()).toBe('2026-01-16T00:00:00.000Z');
+    await runAll(clock, [running]);
+    await l.flush();
+    expect((await store.load('1'))?.blockedUntil).toBe(until.getTime());
+
+    await clock.advanceTo(until.getTime() + 1);
+    expect(l.blockedUntil()).toBeNull();
+    await l.schedule(async () => void ran++);
+    expect(ran).toBe(1);
+  });
+});
+
+describe('usage persistence', () => {
+  it('keeps saves ordered, coalesced and off the hot path', async () => {
+    const clock = new FakeClock(0);
+    const saved: UsageRecord[] = [];
+    let release: () => void = () => undefined;
+    let gate = new Promise<void>((r) => (release = r));
+    const slowStore: UsageStore = {
+      load: async () => null,
+      save: async (r) => {
+        await gate;
+        saved.push({ ...r });
+      },
+    };
+    const l = limiter({ clock, store: slowStore, limits: limits({ concurrency: 10 }) });
+    // Fifty requests finish while the first save is still stuck: saving must not hold them up.
+    for (let i = 0; i < 50; i++) await l.schedule(async () => undefined);
+    expect(l.usedToday()).toBe(50);
+    release();
+    gate = Promise.resolve();
+    await l.flush();
+    expect(saved.length).toBeLessThan(50);
+    expect(saved.map((r) => r.count)).toEqual([...saved.map((r) => r.count)].sort((a, b) => a - b));
+    expect(saved.at(-1)?.count).toBe(50);
+  });
+
+  it('shares one limiter per organization across callers of the registry', async () => {
+    const clock = new FakeClock(0);
+    const registry = new LimiterRegistry({ clock, store: new MemoryUsageStore(), logger: silentLogger() });
+    const cfg = { limits: limits(), timeZone: 'UTC' };
+    const [a, b, c] = await Promise.all([registry.get('1', cfg), registry.get('1', cfg), registry.get('2', cfg)]);
+    expect(a).toBe(b);
+    expect(a).not.toBe(c);
+  });
+
+  it('rejects an unknown time zone as a configuration error', () => {
+    expect(() => limiter({ clock: new FakeClock(0), timeZone: 'Mars/Olympus' })).toThrow(/quota_reset_time_zone: "Mars\/Olympus"/);
+  });
+});
