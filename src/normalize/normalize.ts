@@ -1,0 +1,283 @@
+import { createHash } from 'node:crypto';
+import type { Source, StreamSpec } from '../catalog/types.js';
+import { streamPlan, type ChildPlan, type FieldStep, type StreamPlan } from './plan.js';
+import { jsonText, parseDiscount, parseInstant, toId, type Note, type SqlValue } from './values.js';
+
+export type { SqlValue } from './values.js';
+export type Row = Record<string, SqlValue>;
+
+export interface NormalizeWarning {
+  table: string;
+  /** The record's id (for a child row, the id of the record it belongs to). */
+  id: string;
+  /** The field as found in the record: 'discount', 'line_items[2].rate'. */
+  field: string;
+  message: string;
+}
+
+export interface ChildRows {
+  table: string;
+  /**
+   * organization_id and the record's key: these rows replace every row of `table` that
+   * belongs to that record. For a grandchild table too (price brackets of all the plan's
+   * add-ons), so elements of a parent element that disappeared go with it.
+   */
+  parentKey: Row;
+  /** This child table's full primary key. */
+  keyColumns: string[];
+  /** Every column of this child table, in table order; every row has all of them. */
+  columns: string[];
+  rows: Row[];
+}
+
+export interface NormalizedRecord {
+  table: string;
+  id: string;
+  key: Row;
+  /** Epoch ms of the cursor field; null when the stream has no cursor or the record lacks it. */
+  changedAt: number | null;
+  /** Columns this source writes: the key, its fields, its system columns. Fixed per (stream, source). */
+  columns: string[];
+  row: Row;
+  /** SHA-1 of the record's JSON text; compared across list reads to spot changes. */
+  hash: string;
+  /**
+   * One entry per child table whose array the record carries, even empty; a record that
+   * omits an array leaves that table alone (A24).
+   */
+  children: ChildRows[];
+  warnings: NormalizeWarning[];
+}
+
+export interface NormalizeOptions {
+  organizationId: string;
+  source: Source;
+  /** ISO-8601 UTC instant written to _synced_at (the caller owns the clock). */
+  syncedAt: string;
+  /**
+   * The parent record's id, for a stream read per parent: fills the parent column
+   * when the record itself lacks it.
+   */
+  parentId?: string;
+}
+
+const REDACTED = '[redacted]';
+
+/**
+ * A raw record of `stream`, as one response (`source`) gave it, into the row of the
+ * stream's table and the rows of its child tables. Pure: the same input gives the same
+ * output, and nothing is read or written. Throws only when the record has no primary key.
+ */
+export function normalizeRecord(stream: StreamSpec, raw: Record<string, unknown>, opts: NormalizeOptions): NormalizedRecord {
+  const plan = streamPlan(stream, opts.source);
+  const note: Note = { message: null };
+  const warnings: NormalizeWarning[] = [];
+
+  const id = primaryKeyOf(plan, raw, note);
+  if (note.message !== null) {
+    warnings.push({ table: plan.table, id, field: plan.primaryKey, message: note.message });
+    note.message = null;
+  }
+  const organizationId = plan.keyedByOrganization ? id : opts.organizationId;
+  const key: Row = plan.keyedByOrganization ? { organization_id: id } : { organization_id: organizationId, [plan.primaryKey]: id };
+
+  const row: Row = {};
+  row.organization_id = organizationId;
+  if (!plan.keyedByOrganization) row[plan.primaryKey] = id;
+  writeSteps(plan.steps, raw, row, note, warnings, plan.table, id, '');
+  if (plan.parentColumn !== null && opts.parentId !== undefined) {
+    const current = row[plan.parentColumn];
+    if (current === null || current === undefined || current === '') row[plan.parentColumn] = opts.parentId;
+  }
+
+  const text = rawText(plan, raw);
+  const hash = createHash('sha1').update(text).digest('hex');
+  row[plan.rawColumn] = text;
+  if (plan.writesHash) row._hash = hash;
+  row._synced_at = opts.syncedAt;
+  row._deleted_at = null;
+
+  let changedAt: number | null = null;
+  if (plan.cursor !== null) {
+    const value = valueAt(raw, plan.cursor.head, plan.cursor.tail);
+    if (typeof value === 'string') changedAt = parseInstant(value);
+  }
+
+  const children: ChildRows[] = [];
+  if (plan.childPlans.length > 0) {
+    const slots: (ChildRows | undefined)[] = new Array<ChildRows | undefined>(plan.childPlans.length);
+    const ctx: ChildContext = { plan, rootKey: key, slots, note, warnings, id, syncedAt: opts.syncedAt };
+    for (const child of plan.children) normalizeChild(ctx, child, raw, row, '');
+    for (const entry of slots) if (entry !== undefined) children.push(entry);
+  }
+
+  return { table: plan.table, id, key, changedAt, columns: plan.columns as string[], row, hash, children, warnings };
+}
+
+/** The columns `normalizeRecord` writes for this stream and source, in order. */
+export function columnsFor(stream: StreamSpec, source: Source): string[] {
+  return [...streamPlan(stream, source).columns];
+}
+
+function primaryKeyOf(plan: StreamPlan, raw: Record<string, unknown>, note: Note): string {
+  const value = raw[plan.primaryKey];
+  const id = value === undefined || value === null ? null : toId(value, note);
+  if (id === null || id === '' || typeof id !== 'string') {
+    let snippet: string;
+    try {
+      snippet = jsonText(raw).slice(0, 200);
+    } catch {
+      snippet = '(unprintable)';
+    }
+    throw new Error(`${plan.stream}: record has no ${plan.primaryKey} (its primary key): ${snippet}`);
+  }
+  return id;
+}
+
+function rawText(plan: StreamPlan, raw: Record<string, unknown>): string {
+  if (plan.redact.length === 0) return jsonText(raw);
+  let copy: Record<string, unknown> | null = null;
+  for (const field of plan.redact) {
+    const value = raw[field];
+    if (value !== undefined && value !== null && value !== '') {
+      copy ??= { ...raw };
+      copy[field] = REDACTED;
+    }
+  }
+  return jsonText(copy ?? raw);
+}
+
+function valueAt(record: Record<string, unknown>, head: string, tail: readonly string[] | null): unknown {
+  let value: unknown = record[head];
+  if (tail === null) return value;
+  for (const segment of tail) {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+    value = (value as Record<string, unknown>)[segment];
+  }
+  return value;
+}
+
+function writeSteps(
+  steps: readonly FieldStep[],
+  record: Record<string, unknown>,
+  row: Row,
+  note: Note,
+  warnings: NormalizeWarning[],
+  table: string,
+  id: string,
+  prefix: string,
+): void {
+  for (const s of steps) {
+    const value = valueAt(record, s.head, s.tail);
+    if (s.discount === null) {
+      row[s.name] = value === undefined ? null : s.convert(value, note);
+    } else {
+      const d = parseDiscount(value, note);
+      row[s.name] = d.text;
+      row[s.discount.amount] = d.amount;
+      row[s.discount.percentage] = d.percentage;
+    }
+    if (note.message !== null) {
+      warnings.push({ table, id, field: `${prefix}${s.label}`, message: note.message });
+      note.message = null;
+    }
+  }
+}
+
+interface ChildContext {
+  plan: StreamPlan;
+  rootKey: Row;
+  slots: (ChildRows | undefined)[];
+  note: Note;
+  warnings: NormalizeWarning[];
+  id: string;
+  syncedAt: string;
+}
+
+function entryFor(ctx: ChildContext, child: ChildPlan): ChildRows {
+  let entry = ctx.slots[child.index];
+  if (entry === undefined) {
+    entry = {
+      table: child.table,
+      parentKey: ctx.rootKey,
+      keyColumns: child.keyColumns as string[],
+      columns: child.columns as string[],
+      rows: [],
+    };
+    ctx.slots[child.index] = entry;
+  }
+  return entry;
+}
+
+function arrayOf(record: Record<string, unknown>, child: ChildPlan): unknown[] | undefined {
+  for (const field of child.fields) {
+    const value = record[field];
+    if (Array.isArray(value)) return value;
+  }
+  return undefined;
+}
+
+/**
+ * The rows of one child array of one parent (the record, or an element of a parent array).
+ * `parentRow` holds the parent's key columns; `prefix` locates the parent in warnings.
+ */
+function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<string, unknown>, parentRow: Row, prefix: string): void {
+  const elements = arrayOf(record, child);
+  if (elements === undefined) {
+    const present = child.fields.find((f) => record[f] !== undefined && record[f] !== null);
+    if (present !== undefined) {
+      ctx.warnings.push({ table: child.table, id: ctx.id, field: `${prefix}${present}`, message: 'expected an array; left this table untouched' });
+    }
+    return;
+  }
+  const entry = entryFor(ctx, child);
+  // An empty parent array means its elements' arrays are empty too: clear them all.
+  if (elements.length === 0) {
+    for (const d of child.descendants) {
+      const descendant = ctx.plan.childPlans[d];
+      if (descendant !== undefined) entryFor(ctx, descendant);
+    }
+    return;
+  }
+  const seen = child.key === null ? null : new Set<string>();
+  const field = child.fields.find((f) => Array.isArray(record[f])) ?? child.field;
+  for (let i = 0; i < elements.length; i++) {
+    const element = elements[i];
+    const at = `${prefix}${field}[${i}]`;
+    if (element === null || typeof element !== 'object' || Array.isArray(element)) {
+      ctx.warnings.push({ table: child.table, id: ctx.id, field: at, message: 'element is not an object; skipped' });
+      continue;
+    }
+    const values = element as Record<string, unknown>;
+    const row: Row = {};
+    for (let k = 0; k < child.parentKeyColumns.length; k++) {
+      row[child.parentKeyColumns[k] as string] = parentRow[child.parentKeySources[k] as string] ?? null;
+    }
+    if (child.key !== null && seen !== null) {
+      const raw = values[child.key.head];
+      let key = raw === undefined ? null : child.key.convert(raw, ctx.note);
+      if (ctx.note.message !== null) {
+        ctx.warnings.push({ table: child.table, id: ctx.id, field: `${at}.${child.key.label}`, message: ctx.note.message });
+        ctx.note.message = null;
+      }
+      const text = key === null ? '' : String(key);
+      if (text === '' || seen.has(text)) {
+        ctx.warnings.push({
+          table: child.table,
+          id: ctx.id,
+          field: `${at}.${child.key.label}`,
+          message: text === '' ? `no ${child.key.label}; keyed by position as #${i}` : `${child.key.label} ${text} repeats within the record; keyed by position as #${i}`,
+        });
+        key = `#${i}`;
+      }
+      seen.add(String(key));
+      row[child.key.name] = key;
+    }
+    row._position = i;
+    writeSteps(child.steps, values, row, ctx.note, ctx.warnings, child.table, ctx.id, `${at}.`);
+    row._synced_at = ctx.syncedAt;
+    row._deleted_at = null;
+    entry.rows.push(row);
+    for (const grandchild of child.children) normalizeChild(ctx, grandchild, values, row, `${at}.`);
+  }
+}

@@ -1,0 +1,152 @@
+import { allChildLayouts, ORGANIZATION_ID, POSITION, streamLayout, type ChildLayout, type LaidColumn } from '../catalog/layout.js';
+import { qualifiedName, type Source, type StreamSpec } from '../catalog/types.js';
+import { CONVERTERS, type Converter } from './values.js';
+
+/**
+ * What the normalizer does for one (stream, source), worked out once from the catalog:
+ * which columns to write, where each value sits and which converter it goes through.
+ * Records then run through flat arrays with no per-record closures or lookups by name.
+ */
+
+export interface FieldStep {
+  /** The column; for a discount, the text column (amount and percentage follow it). */
+  name: string;
+  /** First path segment, and the rest when the value is nested (null when it is not). */
+  head: string;
+  tail: readonly string[] | null;
+  /** Field path used in warnings, relative to the element ('billing_address.city'). */
+  label: string;
+  convert: Converter;
+  discount: { amount: string; percentage: string } | null;
+}
+
+export interface ChildPlan {
+  table: string;
+  field: string;
+  /** The field and its other spellings; the first one present wins. */
+  fields: readonly string[];
+  /** Index of this plan in StreamPlan.childPlans (depth-first), and of its descendants. */
+  index: number;
+  descendants: readonly number[];
+  columns: readonly string[];
+  keyColumns: readonly string[];
+  /** Parent key columns of this table, and the parent row's columns they copy. */
+  parentKeyColumns: readonly string[];
+  parentKeySources: readonly string[];
+  key: FieldStep | null;
+  steps: readonly FieldStep[];
+  children: readonly ChildPlan[];
+}
+
+export interface StreamPlan {
+  stream: string;
+  table: string;
+  source: Source;
+  primaryKey: string;
+  keyedByOrganization: boolean;
+  columns: readonly string[];
+  steps: readonly FieldStep[];
+  rawColumn: '_raw' | '_raw_detail';
+  writesHash: boolean;
+  cursor: { head: string; tail: readonly string[] | null } | null;
+  /** The column naming the parent record, filled from the caller when the record lacks it. */
+  parentColumn: string | null;
+  redact: readonly string[];
+  children: readonly ChildPlan[];
+  /** Every child plan, depth-first: the order of NormalizedRecord.children. */
+  childPlans: readonly ChildPlan[];
+}
+
+const plans = new WeakMap<StreamSpec, Partial<Record<Source, StreamPlan>>>();
+
+export function streamPlan(stream: StreamSpec, source: Source): StreamPlan {
+  let bySource = plans.get(stream);
+  if (!bySource) {
+    bySource = {};
+    plans.set(stream, bySource);
+  }
+  let plan = bySource[source];
+  if (!plan) {
+    plan = compile(stream, source);
+    bySource[source] = plan;
+  }
+  return plan;
+}
+
+function writes(c: LaidColumn, source: Source): boolean {
+  return c.sources.includes(source);
+}
+
+function step(c: LaidColumn, columns: readonly LaidColumn[]): FieldStep {
+  const path = c.path ?? [c.name];
+  const isDiscount = c.spec?.amountOrPercentage === true;
+  let discount: FieldStep['discount'] = null;
+  if (isDiscount) {
+    const i = columns.indexOf(c);
+    discount = { amount: columns[i + 1]?.name ?? `${c.name}__amount`, percentage: columns[i + 2]?.name ?? `${c.name}__percentage` };
+  }
+  return {
+    name: c.name,
+    head: path[0] ?? c.name,
+    tail: path.length > 1 ? path.slice(1) : null,
+    label: path.join('.'),
+    convert: CONVERTERS[c.type],
+    discount,
+  };
+}
+
+function compile(stream: StreamSpec, source: Source): StreamPlan {
+  const layout = streamLayout(stream);
+  const written = layout.columns.filter((c) => c.role === 'organization' || c.role === 'key' || writes(c, source));
+  const steps = written.filter((c) => c.role === 'field').map((c) => step(c, layout.columns));
+  const cursorColumn = stream.cursor ? stream.columns.find((c) => c.name === stream.cursor?.field) : undefined;
+  const cursorPath = cursorColumn ? (cursorColumn.path ?? [cursorColumn.name]) : null;
+
+  const childPlans: ChildPlan[] = [];
+  const compileChild = (child: ChildLayout): ChildPlan => {
+    const index = childPlans.length;
+    const plan: ChildPlan = {
+      table: child.table,
+      field: child.spec.field,
+      fields: [child.spec.field, ...(child.spec.aliases ?? [])],
+      index,
+      descendants: [],
+      columns: child.columns.map((c) => c.name),
+      keyColumns: child.primaryKey,
+      parentKeyColumns: child.parentKeyColumns,
+      parentKeySources: child.parentKeySources,
+      key: null,
+      steps: [],
+      children: [],
+    };
+    childPlans.push(plan);
+    const keyColumn = child.columns.find((c) => c.role === 'key');
+    const children = child.children.map(compileChild);
+    return Object.assign(plan, {
+      key: keyColumn ? step(keyColumn, child.columns) : null,
+      steps: child.columns.filter((c) => c.role === 'field').map((c) => step(c, child.columns)),
+      children,
+      descendants: allChildLayouts(child).map((d) => childPlans.findIndex((p) => p.table === d.table)),
+    });
+  };
+  const children = layout.children.filter((c) => c.sources.includes(source)).map(compileChild);
+
+  return {
+    stream: qualifiedName(stream),
+    table: layout.table,
+    source,
+    primaryKey: stream.primaryKey,
+    keyedByOrganization: stream.primaryKey === ORGANIZATION_ID,
+    columns: written.map((c) => c.name),
+    steps,
+    rawColumn: source === 'list' ? '_raw' : '_raw_detail',
+    writesHash: written.some((c) => c.name === '_hash'),
+    cursor: cursorPath ? { head: cursorPath[0] ?? '', tail: cursorPath.length > 1 ? cursorPath.slice(1) : null } : null,
+    parentColumn: stream.parent && steps.some((s) => s.name === stream.parent?.key) ? stream.parent.key : null,
+    redact: stream.redact ?? [],
+    children,
+    childPlans,
+  };
+}
+
+export { POSITION };

@@ -1,0 +1,289 @@
+import type { ColumnType } from '../catalog/types.js';
+
+/**
+ * One converter per column type, from whatever the API sent to what the warehouse stores.
+ * They never throw: a value that cannot be kept becomes null and the converter leaves a
+ * message in the `Note` it is handed, which the normalizer turns into a warning naming
+ * the table, record and field. A converter leaves the note alone when all is well, so
+ * one note object serves a whole record without allocating per value.
+ */
+
+export type SqlValue = string | number | boolean | null;
+
+/** Where a converter explains a value it dropped or doubts. */
+export interface Note {
+  message: string | null;
+}
+
+export type Converter = (value: unknown, note: Note) => SqlValue;
+
+const PLAIN_DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)$/;
+const INTEGRAL_DECIMAL = /^[+-]?\d+(?:\.0*)?$/;
+const HOURS_MINUTES = /^([+-]?)(\d+):(\d{1,2})(?::(\d{1,2}))?$/;
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+const PERCENTAGE = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*%$/;
+// Offsets come as +0530, +05:30, -0800, Z, or not at all; seconds and fractions are optional.
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?\s*(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/;
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'bigint') return value.toString();
+  try {
+    const text = JSON.stringify(value) ?? String(value);
+    return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+  } catch {
+    return typeof value;
+  }
+}
+
+function blank(text: string): boolean {
+  return text.length === 0 || text.trim().length === 0;
+}
+
+/** JSON text of any value; bigints (which JSON.stringify rejects) become their digits. */
+export function jsonText(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? 'null';
+  } catch {
+    return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? 'null';
+  }
+}
+
+/** Ids are text exactly as sent; a JSON number becomes its decimal digits. */
+export const toId: Converter = (value, note) => {
+  if (typeof value === 'string') return value;
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'number') {
+    if (Number.isInteger(value)) {
+      if (Number.isSafeInteger(value)) return String(value);
+      note.message = `id ${describe(value)} arrived as a number beyond 2^53; its last digits may not be the ones sent`;
+      return BigInt(value).toString();
+    }
+    if (!Number.isFinite(value)) {
+      note.message = `id ${String(value)} is not a number that can be kept`;
+      return null;
+    }
+    note.message = `id ${describe(value)} is not a whole number; kept as its JSON text`;
+    return JSON.stringify(value);
+  }
+  if (typeof value === 'bigint') return value.toString();
+  note.message = `id ${describe(value)} is not a string or number; kept as its JSON text`;
+  return jsonText(value);
+};
+
+export const toText: Converter = (value, note) => {
+  if (typeof value === 'string') return value;
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  note.message = `expected text, got ${Array.isArray(value) ? 'an array' : 'an object'}; kept as JSON text`;
+  return jsonText(value);
+};
+
+export const toInteger: Converter = (value, note) => {
+  if (typeof value === 'number') {
+    if (Number.isInteger(value)) return value;
+    note.message = `${describe(value)} is not a whole number`;
+    return null;
+  }
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'string') {
+    if (blank(value)) return null;
+    const text = value.trim();
+    if (INTEGRAL_DECIMAL.test(text)) {
+      const n = Number(text);
+      if (Number.isSafeInteger(n)) return n;
+    }
+    note.message = `${describe(value)} is not a whole number`;
+    return null;
+  }
+  if (typeof value === 'bigint' && value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)) {
+    return Number(value);
+  }
+  note.message = `${describe(value)} is not a whole number`;
+  return null;
+};
+
+export const toNumber: Converter = (value, note) => {
+  if (typeof value === 'number') {
+    if (Number.isFinite(value)) return value;
+    note.message = `${String(value)} is not a finite number`;
+    return null;
+  }
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'string') {
+    if (blank(value)) return null;
+    const text = value.trim();
+    if (PLAIN_DECIMAL.test(text)) return Number(text);
+    note.message = `${describe(value)} is not a number`;
+    return null;
+  }
+  if (typeof value === 'bigint') return Number(value);
+  note.message = `${describe(value)} is not a number`;
+  return null;
+};
+
+/** Hours as a number; the API also sends "hh:mm" text ("12:30" is 12.5, "0:05" is 5/60). */
+export const toHours: Converter = (value, note) => {
+  if (typeof value === 'string') {
+    if (blank(value)) return null;
+    const text = value.trim();
+    const m = HOURS_MINUTES.exec(text);
+    if (m) {
+      const minutes = Number(m[3]);
+      const seconds = m[4] === undefined ? 0 : Number(m[4]);
+      if (minutes < 60 && seconds < 60) {
+        const hours = Number(m[2]) + minutes / 60 + seconds / 3600;
+        return m[1] === '-' ? -hours : hours;
+      }
+    } else if (PLAIN_DECIMAL.test(text)) {
+      return Number(text);
+    }
+    note.message = `${describe(value)} is neither hours nor hh:mm`;
+    return null;
+  }
+  return toNumber(value, note);
+};
+
+export const toBoolean: Converter = (value, note) => {
+  if (typeof value === 'boolean') return value;
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'string') {
+    if (blank(value)) return null;
+    const text = value.trim().toLowerCase();
+    if (text === 'true' || text === '1') return true;
+    if (text === 'false' || text === '0') return false;
+  } else if (value === 1 || value === 0) {
+    return value === 1;
+  }
+  note.message = `${describe(value)} is not a boolean`;
+  return null;
+};
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+function validDate(year: number, month: number, day: number): boolean {
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month);
+}
+
+/** yyyy-mm-dd, kept as text in that form. */
+export const toDate: Converter = (value, note) => {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'string') {
+    if (blank(value)) return null;
+    const m = DATE.exec(value);
+    if (m && validDate(Number(m[1]), Number(m[2]), Number(m[3]))) return value;
+    // A timestamp where a date belongs still names the day it was written on.
+    const head = DATE.exec(value.slice(0, 10));
+    if (head && validDate(Number(head[1]), Number(head[2]), Number(head[3])) && parseInstant(value) !== null) {
+      note.message = `${describe(value)} is a timestamp where a date was expected; kept its date`;
+      return value.slice(0, 10);
+    }
+  }
+  note.message = `${describe(value)} is not a yyyy-mm-dd date`;
+  return null;
+};
+
+/** Set by parseInstantText when the text carried no offset (and so was read as UTC). */
+let lastHadNoOffset = false;
+
+function parseInstantText(text: string): number | null {
+  const m = INSTANT.exec(text.trim());
+  if (!m) return null;
+  const year = Number(m[1]);
+  const month = Number(m[2]);
+  const day = Number(m[3]);
+  const hour = m[4] === undefined ? 0 : Number(m[4]);
+  const minute = m[5] === undefined ? 0 : Number(m[5]);
+  const second = m[6] === undefined ? 0 : Number(m[6]);
+  const millis = m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0'));
+  if (!validDate(year, month, day) || hour > 23 || minute > 59 || second > 59) return null;
+  let offsetMinutes = 0;
+  lastHadNoOffset = m[8] === undefined && m[9] === undefined;
+  if (m[9] !== undefined) {
+    const oh = Number(m[10]);
+    const om = m[11] === undefined ? 0 : Number(m[11]);
+    if (oh > 23 || om > 59) return null;
+    offsetMinutes = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  const local = Date.UTC(year, month - 1, day, hour, minute, second, millis);
+  // Date.UTC maps years 0-99 onto 1900-1999.
+  const fixed = year < 100 ? new Date(local).setUTCFullYear(year) : local;
+  return fixed - offsetMinutes * 60_000;
+}
+
+/**
+ * The instant a timestamp names, in epoch milliseconds, or null when it is not one.
+ * Offsets may be +0530, +05:30, -0800 or Z; text without an offset is read as UTC.
+ * Cursors compare these numbers, never the text.
+ */
+export function parseInstant(text: string): number | null {
+  return parseInstantText(text);
+}
+
+/** An instant as ISO-8601 UTC text ending in Z (`2026-11-20T04:45:30.000Z`). */
+export const toTimestamp: Converter = (value, note) => {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'string') {
+    if (blank(value)) return null;
+    const ms = parseInstantText(value);
+    if (ms !== null && Number.isFinite(ms)) {
+      if (lastHadNoOffset) note.message = `${describe(value)} has no UTC offset; read as UTC`;
+      return new Date(ms).toISOString();
+    }
+  }
+  note.message = `${describe(value)} is not a timestamp`;
+  return null;
+};
+
+/** Any value as JSON text; null stays null. */
+export const toJson: Converter = (value) => (value === null || value === undefined ? null : jsonText(value));
+
+export const CONVERTERS: Readonly<Record<ColumnType, Converter>> = {
+  id: toId,
+  text: toText,
+  integer: toInteger,
+  number: toNumber,
+  hours: toHours,
+  boolean: toBoolean,
+  date: toDate,
+  timestamp: toTimestamp,
+  json: toJson,
+};
+
+/** One value through its type's converter, with the warning if any (for callers outside the normalizer and tests). */
+export function convertValue(type: ColumnType, value: unknown): { value: SqlValue; warning: string | null } {
+  const note: Note = { message: null };
+  const converted = CONVERTERS[type](value, note);
+  return { value: converted, warning: note.message };
+}
+
+export interface Discount {
+  /** The discount as sent, as text ("12.5%", "25"). */
+  text: string | null;
+  amount: number | null;
+  percentage: number | null;
+}
+
+/**
+ * A discount is an amount or a percentage written as text. The text is kept, and the one
+ * it is parsed into the matching number: 25 or "25.00" is an amount, "12.5%" a percentage.
+ */
+export function parseDiscount(value: unknown, note: Note): Discount {
+  if (value === null || value === undefined) return { text: null, amount: null, percentage: null };
+  if (typeof value === 'number') {
+    if (Number.isFinite(value)) return { text: String(value), amount: value, percentage: null };
+    note.message = `discount ${String(value)} is not a finite number`;
+    return { text: null, amount: null, percentage: null };
+  }
+  const converted = toText(value, note);
+  const text = converted === null ? null : String(converted);
+  if (text === null || blank(text)) return { text: null, amount: null, percentage: null };
+  const trimmed = text.trim();
+  const pct = PERCENTAGE.exec(trimmed);
+  if (pct) return { text, amount: null, percentage: Number(pct[1]) };
+  if (PLAIN_DECIMAL.test(trimmed)) return { text, amount: Number(trimmed), percentage: null };
+  note.message ??= `discount ${describe(value)} is neither an amount nor a percentage; kept as text only`;
+  return { text, amount: null, percentage: null };
+}
