@@ -75,6 +75,8 @@ function oauthError(action: string, identifier: string, status: number): Authori
 interface RawAnswer {
   status: number;
   body: unknown;
+  /** The body was not JSON (decided by the caller: revoke ignores bodies, A21). */
+  invalidBody: boolean;
 }
 
 async function postForm(
@@ -107,23 +109,15 @@ async function postForm(
     });
     const text = await response.text();
     let body: unknown;
+    let invalidBody = false;
     try {
       body = text.trim() === '' ? undefined : parseJson(text);
     } catch {
-      body = undefined;
-      if (response.status < 400 || response.status >= 500) {
-        throw new RetriableError(`${action}: ${request} → HTTP ${response.status}: the body is not valid JSON`, {
-          request,
-          status: response.status,
-          reason: 'invalid_body',
-          hint: 'the authorization server answered with something other than JSON; svcsync retries.',
-        });
-      }
+      invalidBody = true;
     }
-    return { status: response.status, body };
+    return { status: response.status, body, invalidBody };
   } catch (err) {
     if (deps.signal?.aborted) throw deps.signal.reason;
-    if (err instanceof RetriableError) throw err;
     throw new RetriableError(`${action}: ${request} ${timedOut ? 'timed out' : 'failed: ' + describe(err)}`, {
       request,
       reason: timedOut ? 'timeout' : 'network',
@@ -154,6 +148,14 @@ function readTokenAnswer(answer: RawAnswer, action: string): TokenResponse | Svc
       status: answer.status,
       reason: 'server',
       hint: 'the authorization server failed; svcsync retries.',
+    });
+  }
+  if (answer.status < 400 && answer.invalidBody) {
+    return new RetriableError(`${action}: POST /oauth/v2/token → HTTP ${answer.status}: the body is not valid JSON`, {
+      request: 'POST /oauth/v2/token',
+      status: answer.status,
+      reason: 'invalid_body',
+      hint: 'the authorization server answered with something other than JSON; svcsync retries. Check accounts_url if it persists.',
     });
   }
   if (answer.status >= 400) {

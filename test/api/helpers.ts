@@ -81,12 +81,14 @@ export function harness(
     random?: () => number;
     fetch?: typeof fetch;
     policy?: ApiClientOptions['policy'];
+    /** Log through a registry that knows no secret, to prove none is ever written (not merely scrubbed). */
+    unscrubbedLog?: boolean;
   } = {},
 ): Harness {
   const clock = opts.clock ?? new FakeClock(Date.UTC(2026, 0, 15, 10, 0, 0));
   const log = new CapturedLog();
   const secrets = new SecretRegistry();
-  const logger = createLogger({ level: 'debug', destination: log, secrets, pretty: false });
+  const logger = createLogger({ level: 'debug', destination: log, secrets: opts.unscrubbedLog ? new SecretRegistry() : secrets, pretty: false });
   const store = opts.store ?? new MemoryUsageStore();
   const limiters = new LimiterRegistry({ clock, store, logger });
   const events: RequestEvent[] = [];

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidJsonError, parseJson } from '../../src/api/json.js';
+import { classify } from '../../src/api/classify.js';
+
+describe('parseJson', () => {
+  it('keeps an integer too large for a double exact, as its digits', () => {
+    const body = parseJson('{"salesorders":[{"salesorder_id":4600000000123456789}]}') as { salesorders: Array<{ salesorder_id: unknown }> };
+    expect(body.salesorders[0]!.salesorder_id).toBe('4600000000123456789');
+  });
+
+  it.each([
+    ['a negative large integer', '{"a":-9007199254740993}', { a: '-9007199254740993' }],
+    ['a large integer in an array', '[1,12345678901234567890]', [1, '12345678901234567890']],
+    ['a large integer at the top level', '98765432109876543210', '98765432109876543210'],
+    ['the largest safe integer stays a number', '{"a":9007199254740991,"b":12345678901234567}', { a: 9007199254740991, b: '12345678901234567' }],
+    ['decimals next to a large integer stay numbers', '{"id":4600000000123456789,"rate":12.5,"qty":3}', { id: '4600000000123456789', rate: 12.5, qty: 3 }],
+    ['digits inside strings are untouched', '{"ref":"x:1234567890123456789","n":1}', { ref: 'x:1234567890123456789', n: 1 }],
+    ['ids sent as strings stay strings', '{"contact_id":"460000000012345"}', { contact_id: '460000000012345' }],
+    ['ordinary JSON', '{"code":0,"message":"success","page_context":{"has_more_page":false}}', { code: 0, message: 'success', page_context: { has_more_page: false } }],
+  ])('%s', (_name, text, expected) => {
+    expect(parseJson(text)).toEqual(expected);
+  });
+
+  it.each(['', '<html>502 Bad Gateway</html>', '{"code":0,"users":[', '{"id":46000000001234567890'])(
+    'throws InvalidJsonError for %j, which classify() retries',
+    (text) => {
+      let err: unknown;
+      try {
+        parseJson(text);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(InvalidJsonError);
+      const kind = classify({ method: 'GET', path: '/books/v3/users', status: 200, parseError: err }, 0);
+      expect(kind).toMatchObject({ kind: 'retriable', reason: 'invalid_body' });
+    },
+  );
+});
