@@ -90,7 +90,8 @@ function currencyOf(g: OrgGen, r: Rng): { code: string; id: string; symbol: stri
   const options = FOREIGN.filter((c) => c !== base);
   const code = r.pick(options);
   const entry = CURRENCIES.find((c) => c[0] === code);
-  return { code, id: g.id(1, 1 + FOREIGN.indexOf(code as (typeof FOREIGN)[number])), symbol: entry?.[1] ?? code, rate: r.money(0.4, 90, 4) };
+  const slot = 1 + CURRENCIES.filter((c) => c[0] !== base).findIndex((c) => c[0] === code);
+  return { code, id: g.id(1, slot), symbol: entry?.[1] ?? code, rate: r.money(0.4, 90, 4) };
 }
 
 function gstFields(g: OrgGen, r: Rng): { gst_no: string; gst_treatment: string; place_of_supply: string } {
@@ -264,7 +265,7 @@ function lineItems(g: OrgGen, r: Rng, space: number, slot: number, kind: 'so' | 
       const invoiced = r.int(quantity + 1);
       Object.assign(base, {
         quantity_invoiced: invoiced, quantity_packed: invoiced, quantity_shipped: r.int(invoiced + 1),
-        unit: r.pick(['pcs', 'kg', 'box', 'hrs']), tax_id: pct ? g.id(5, pct) : '', tds_tax_id: '',
+        unit: r.pick(['pcs', 'kg', 'box', 'hrs']), tax_id: pct ? g.id(5, Math.round(pct * 100)) : '', tds_tax_id: '',
         tax_name: pct ? `Tax ${pct}%` : '', tax_type: pct ? 'tax' : '', tax_percentage: pct, item_total: total,
         is_invoiced: invoiced === quantity, image_id: '', image_name: '', image_type: '',
         location_id: g.id(6, 1), location_name: 'Head Office', hsn_or_sac: g.profile.gst ? r.digits(6) : '',
@@ -276,7 +277,7 @@ function lineItems(g: OrgGen, r: Rng, space: number, slot: number, kind: 'so' | 
         sku: `SKU-${r.digits(5)}`, account_id: g.id(3, r.int(6)), account_name: r.pick(ACCOUNTS),
         product_type: r.pick(['goods', 'service', 'digital_service']), location_id: g.id(6, 1), location_name: 'Head Office',
         reverse_charge_tax_id: '', reverse_charge_tax_name: '', reverse_charge_tax_percentage: '', reverse_charge_tax_amount: '',
-        unit: r.pick(['pcs', 'kg', 'box']), tax_id: pct ? g.id(5, pct) : '', tds_tax_id: '', tax_treatment_code: '',
+        unit: r.pick(['pcs', 'kg', 'box']), tax_id: pct ? g.id(5, Math.round(pct * 100)) : '', tds_tax_id: '', tax_treatment_code: '',
         tax_exemption_id: '', tax_exemption_code: '', tax_name: pct ? `Tax ${pct}%` : '', tax_type: pct ? 'tax' : '',
         tax_percentage: pct, item_total: total, item_total_inclusive_of_tax: round(total * (1 + pct / 100), prec),
         hsn_or_sac: g.profile.gst ? r.digits(6) : '',
@@ -744,7 +745,7 @@ export function recurringExpense(g: OrgGen, slot: number, times: Times): Rec {
     project_name: '',
     is_billable: billable,
     is_inclusive_tax: false,
-    tax_id: pct ? g.id(5, pct) : '',
+    tax_id: pct ? g.id(5, Math.round(pct * 100)) : '',
     tax_name: pct ? `Tax ${pct}%` : '',
     tax_percentage: pct,
     product_type: r.pick(['goods', 'service']),
@@ -777,7 +778,7 @@ export function recurringExpense(g: OrgGen, slot: number, times: Times): Rec {
       description: '',
       amount,
       tax_amount: tax,
-      tax_id: pct ? g.id(5, pct) : '',
+      tax_id: pct ? g.id(5, Math.round(pct * 100)) : '',
       tax_name: pct ? `Tax ${pct}%` : '',
       tax_type: pct ? 'tax' : '',
       tax_percentage: pct,

@@ -1,0 +1,189 @@
+/**
+ * A local server that behaves like the four API families of ../shared/spec/api.md, for the
+ * demo, the end-to-end tests and the benchmarks. Self-contained: it shares no code with the
+ * client, so a misreading of the spec in one cannot hide the same misreading in the other.
+ */
+import { OrgData, streamsFor, type MutateOptions, type MutationSummary } from './data-store.js';
+import { PLANS, limitsFor, type Limits, type Plan } from './limits.js';
+import { DEFAULT_CREDENTIALS, OAuthServer, type Credentials } from './oauth.js';
+import { buildOrganizations, type Family } from './organizations.js';
+import { emptyLog, type RequestLog } from './request-log.js';
+import { SandboxClock, type SandboxTimer } from './sandbox-clock.js';
+import { SandboxServer, type Faults } from './server.js';
+import { findStream } from './stream-catalog.js';
+
+export type { Family } from './organizations.js';
+export type { Faults } from './server.js';
+export type { RequestLog } from './request-log.js';
+export type { MutationSummary, MutationCounts, MutateOptions } from './data-store.js';
+export type { Plan, Limits } from './limits.js';
+export { PLAN_LIMITS, PLANS } from './limits.js';
+export { STREAM_NAMES } from './stream-catalog.js';
+
+export interface SandboxOptions {
+  host?: string;
+  port?: number;
+  seed?: number;
+  scale?: number;
+  organizations?: number;
+  plan?: Plan;
+  limits?: Partial<Limits>;
+  unlimited?: boolean;
+  timeScale?: number;
+  startTime?: string;
+  tokenExpiresIn?: number;
+  faults?: Faults;
+  credentials?: Partial<Credentials> & { scopes?: string[] };
+}
+
+export interface SandboxOrganization {
+  organization_id: string;
+  name: string;
+  currency_code: string;
+  time_zone: string;
+  offset: string;
+  idStyle: 'string' | 'number';
+}
+
+export interface Sandbox {
+  url: string;
+  accountsUrl: string;
+  credentials: Credentials;
+  organizations(): SandboxOrganization[];
+  now(): number;
+  clock: { now(): number; setTimeout(fn: () => void, ms: number): SandboxTimer; sleep(ms: number, signal?: AbortSignal): Promise<void> };
+  advanceClock(ms: number): void;
+  truth(organizationId: string, family: Family, stream: string): Array<Record<string, unknown>>;
+  count(organizationId: string, family: Family, stream: string): number;
+  mutate(opts: MutateOptions): MutationSummary;
+  issueGrantCode(opts?: { scopes?: string[] }): string;
+  setFaults(faults: Faults): void;
+  requestLog(): RequestLog;
+  resetRequestLog(): void;
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_START_TIME = '2026-11-20T08:00:00Z';
+
+function check(condition: boolean, message: string): void {
+  if (!condition) throw new RangeError(message);
+}
+
+function checkRate(name: string, value: number | undefined): void {
+  if (value !== undefined) check(Number.isFinite(value) && value >= 0 && value <= 1, `faults.${name} must be between 0 and 1`);
+}
+
+export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  const seed = options.seed ?? 42;
+  const scale = options.scale ?? 50;
+  const orgCount = options.organizations ?? 3;
+  const plan = options.plan ?? 'free';
+  const timeScale = options.timeScale ?? 1;
+  const startMs = Date.parse(options.startTime ?? DEFAULT_START_TIME);
+  const expiresIn = options.tokenExpiresIn ?? 3600;
+  check(Number.isInteger(seed), 'seed must be an integer');
+  check(Number.isInteger(scale) && scale >= 0 && scale <= 1_000_000, 'scale must be an integer from 0 to 1000000');
+  check(Number.isInteger(orgCount) && orgCount >= 1 && orgCount <= 99, 'organizations must be an integer from 1 to 99');
+  check(PLANS.includes(plan), `plan must be one of ${PLANS.join(', ')}`);
+  check(Number.isFinite(timeScale) && timeScale > 0, 'timeScale must be a positive number');
+  check(Number.isFinite(startMs), 'startTime must be an ISO 8601 instant');
+  check(Number.isFinite(expiresIn) && expiresIn > 0, 'tokenExpiresIn must be a positive number of seconds');
+  const faults = options.faults ?? {};
+  checkRate('rate5xx', faults.rate5xx);
+  checkRate('rate429', faults.rate429);
+  checkRate('rateTruncated', faults.rateTruncated);
+  const limits = limitsFor(plan, options.limits);
+  for (const [k, v] of Object.entries(limits)) check(Number.isFinite(v) && v >= 1, `limits.${k} must be a positive number`);
+
+  const clock = new SandboxClock(startMs, timeScale);
+  const orgs = buildOrganizations(seed, orgCount);
+  const data = new Map(orgs.map((o) => [o.organization_id, new OrgData(seed, o, scale, startMs)]));
+  const { scopes, ...given } = options.credentials ?? {};
+  const credentials: Credentials = { ...DEFAULT_CREDENTIALS, ...given };
+  let url = '';
+  const oauth = new OAuthServer(credentials, scopes, expiresIn, () => url);
+  const server = new SandboxServer({ clock, timeScale, seed, orgs, data, oauth, limits, unlimited: options.unlimited ?? false, faults });
+  const address = await server.listen(options.host ?? '127.0.0.1', options.port ?? 0);
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  url = `http://${host}:${address.port}`;
+  let mutationRound = 0;
+
+  const orgData = (organizationId: string): OrgData => {
+    const d = data.get(organizationId);
+    if (!d) throw new RangeError(`unknown organization ${organizationId}`);
+    return d;
+  };
+  const streamDef = (family: Family, stream: string) => {
+    const def = findStream(family, stream);
+    if (!def) throw new RangeError(`unknown stream ${family}.${stream}`);
+    return def;
+  };
+
+  return {
+    url,
+    accountsUrl: url,
+    credentials: { ...credentials },
+    organizations: () =>
+      orgs.map((o) => ({
+        organization_id: o.organization_id,
+        name: o.profile.name,
+        currency_code: o.profile.currency_code,
+        time_zone: o.profile.time_zone,
+        offset: o.offset,
+        idStyle: o.idStyle,
+      })),
+    now: () => clock.now(),
+    clock: {
+      now: () => clock.now(),
+      setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+      sleep: (ms, signal) => clock.sleep(ms, signal),
+    },
+    advanceClock: (ms) => clock.advance(ms),
+    truth(organizationId, family, stream) {
+      const d = orgData(organizationId);
+      if (stream === 'organizations') return [d.g.organizationRecord()];
+      return d.truth(streamDef(family, stream));
+    },
+    count(organizationId, family, stream) {
+      const d = orgData(organizationId);
+      if (stream === 'organizations') return 1;
+      return d.count(streamDef(family, stream));
+    },
+    mutate(opts) {
+      const summary: MutationSummary = { modified: 0, created: 0, deleted: 0, streams: {} };
+      const targets = opts.organizationId ? [orgData(opts.organizationId)] : [...data.values()];
+      const counts = { modify: opts.modify ?? 0, create: opts.create ?? 0, delete: opts.delete ?? 0 };
+      const round = ++mutationRound;
+      const now = clock.now();
+      for (const d of targets) {
+        for (const def of streamsFor(opts)) {
+          const done = d.mutate(def, counts, now, round);
+          const key = `${def.family}.${def.stream}`;
+          const entry = (summary.streams[key] ??= { modified: 0, created: 0, deleted: 0 });
+          entry.modified += done.modified;
+          entry.created += done.created;
+          entry.deleted += done.deleted;
+          summary.modified += done.modified;
+          summary.created += done.created;
+          summary.deleted += done.deleted;
+        }
+      }
+      return summary;
+    },
+    issueGrantCode: (opts) => oauth.issueGrantCode(clock.now(), opts?.scopes),
+    setFaults(f) {
+      checkRate('rate5xx', f.rate5xx);
+      checkRate('rate429', f.rate429);
+      checkRate('rateTruncated', f.rateTruncated);
+      server.faults = { ...f };
+    },
+    requestLog: () => structuredClone(server.log),
+    resetRequestLog() {
+      server.log = emptyLog();
+    },
+    async stop() {
+      clock.dispose();
+      await server.close();
+    },
+  };
+}

@@ -1,0 +1,360 @@
+/**
+ * The HTTP side: routing, authorization, organization identification, limits, faults and
+ * the response envelope. Built on node:http directly; list pages are joined from cached
+ * per-record JSON so a page costs string concatenation, not serialization.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { OrgData, toJson } from './data-store.js';
+import { OrgLimiter, type Limits, type Rejection } from './limits.js';
+import { OAuthServer, hasScope } from './oauth.js';
+import type { Family, OrgInfo } from './organizations.js';
+import { Rng, hash4 } from './random.js';
+import { bump, emptyLog, type RequestLog } from './request-log.js';
+import { matchRoute, type Route, type RouteMatch } from './routes.js';
+import { findStream } from './stream-catalog.js';
+import type { SandboxClock } from './sandbox-clock.js';
+import type { StreamDef } from './stream-types.js';
+
+export interface Faults {
+  rate5xx?: number;
+  rate429?: number;
+  rateTruncated?: number;
+  latencyMs?: number;
+}
+
+const MAX_PER_PAGE = 200;
+
+const ORG_HEADER: Partial<Record<Family, string>> = {
+  invoice: 'x-com-svc-invoice-organizationid',
+  billing: 'x-com-svc-subscriptions-organizationid',
+};
+const ORG_HEADER_NAME: Partial<Record<Family, string>> = {
+  invoice: 'X-com-svc-invoice-organizationid',
+  billing: 'X-com-svc-subscriptions-organizationid',
+};
+
+interface Answer {
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+const err = (status: number, code: number, message: string, headers?: Record<string, string>): Answer => ({
+  status,
+  body: JSON.stringify({ code, message }),
+  ...(headers ? { headers } : {}),
+});
+
+class BadRequest extends Error {}
+
+export interface ServerDeps {
+  clock: SandboxClock;
+  timeScale: number;
+  seed: number;
+  orgs: OrgInfo[];
+  data: Map<string, OrgData>;
+  oauth: OAuthServer;
+  limits: Limits;
+  unlimited: boolean;
+  faults: Faults;
+}
+
+export class SandboxServer {
+  readonly server: http.Server;
+  log: RequestLog = emptyLog();
+  faults: Faults;
+  private readonly limiters = new Map<string, OrgLimiter>();
+  private readonly faultRng: Rng;
+  private orgListJson: string | undefined;
+
+  constructor(private readonly deps: ServerDeps) {
+    this.faults = { ...deps.faults };
+    this.faultRng = new Rng(hash4(deps.seed, 0xfa, 0x17, 0));
+    for (const org of deps.orgs) this.limiters.set(org.organization_id, new OrgLimiter(deps.limits));
+    this.server = http.createServer({ keepAlive: true, keepAliveTimeout: 30_000 }, (req, res) => this.onRequest(req, res));
+  }
+
+  listen(host: string, port: number): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => resolve(this.server.address() as AddressInfo));
+    });
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  private send(res: http.ServerResponse, answer: Answer, endpoint: string, org: string | undefined, truncate = false): void {
+    this.log.total++;
+    bump(this.log.byEndpoint, endpoint);
+    bump(this.log.byStatus, String(answer.status));
+    if (org) bump(this.log.byOrganization, org);
+    let body = answer.body;
+    if (truncate) body = body.slice(0, Math.max(1, Math.floor(body.length / 2)));
+    const headers: Record<string, string | number> = {
+      'content-type': 'application/json;charset=UTF-8',
+      'content-length': Buffer.byteLength(body),
+      ...answer.headers,
+    };
+    res.writeHead(answer.status, headers);
+    res.end(body);
+  }
+
+  private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+    const method = req.method ?? 'GET';
+    if (path === '/oauth/v2/token' || path === '/oauth/v2/token/revoke') {
+      this.onToken(req, res, path, method, query);
+      return;
+    }
+    let match: RouteMatch | undefined;
+    try {
+      match = matchRoute(path);
+    } catch {
+      match = undefined;
+    }
+    if (!match) {
+      this.send(res, err(404, 5, 'Invalid URL Passed'), `${method} (unknown)`, undefined);
+      return;
+    }
+    const { route } = match;
+    const endpoint = `${method} ${route.template}`;
+    if (method !== 'GET') {
+      this.send(res, err(405, 37, `The HTTP method ${method} is not allowed for the requested resource`, { allow: 'GET' }), endpoint, undefined);
+      return;
+    }
+    const now = this.deps.clock.now();
+    const auth = this.deps.oauth.authenticate(req.headers.authorization, now);
+    if (!auth.ok) {
+      this.send(res, err(401, 14, 'Invalid OAuth token'), endpoint, undefined);
+      return;
+    }
+    if (!hasScope(auth.scopes, route.scope)) {
+      this.send(res, err(401, 57, 'You are not authorized to perform this operation'), endpoint, undefined);
+      return;
+    }
+    if (route.kind === 'organizations') {
+      // Organization lists carry no organization and count toward no limit (assumption A14).
+      this.send(res, { status: 200, body: this.organizationsBody() }, endpoint, undefined);
+      return;
+    }
+    const orgId = this.organizationOf(route.family, req, query);
+    if (orgId.error) {
+      this.send(res, orgId.error, endpoint, undefined);
+      return;
+    }
+    const data = this.deps.data.get(orgId.id) as OrgData;
+    const limiter = this.limiters.get(orgId.id) as OrgLimiter;
+    const f = this.faults;
+    if (f.rate429 && this.faultRng.next() < f.rate429) {
+      this.log.faults['429']++;
+      const code = this.faultRng.bool() ? 44 : 1070;
+      this.log.rateLimited[code === 44 ? '44' : '1070']++;
+      const rejection: Rejection = { code, message: code === 44 ? 'Access to the API is blocked for this organization.' : 'Too many requests in process.', retryAfterMs: 1000, limit: code === 44 ? this.deps.limits.per_minute : this.deps.limits.concurrency, remaining: 0 };
+      this.send(res, this.tooMany(rejection), endpoint, orgId.id);
+      return;
+    }
+    if (!this.deps.unlimited) {
+      const rejection = limiter.admit(now);
+      if (rejection) {
+        this.log.rateLimited[String(rejection.code) as '44' | '45' | '1070']++;
+        this.send(res, this.tooMany(rejection), endpoint, orgId.id);
+        return;
+      }
+    }
+    const finish = (): void => {
+      let answer: Answer;
+      let truncate = false;
+      if (f.rate5xx && this.faultRng.next() < f.rate5xx) {
+        this.log.faults['5xx']++;
+        answer = this.faultRng.bool() ? err(500, 1000, 'Internal Error') : err(503, 1000, 'Service temporarily unavailable');
+      } else {
+        try {
+          answer = this.answer(match, data, query);
+        } catch (e) {
+          answer = e instanceof BadRequest ? err(400, 2, e.message) : err(500, 1000, 'Internal Error');
+        }
+        if (answer.status === 200 && f.rateTruncated && this.faultRng.next() < f.rateTruncated) {
+          this.log.faults.truncated++;
+          truncate = true;
+        }
+      }
+      // Released before the response is written, so a client that waits for a full response
+      // before its next request can never be refused for concurrency.
+      if (!this.deps.unlimited) limiter.release();
+      this.send(res, answer, endpoint, orgId.id, truncate);
+    };
+    if (f.latencyMs && f.latencyMs > 0) {
+      this.log.faults.latency++;
+      setTimeout(finish, f.latencyMs);
+    } else finish();
+  }
+
+  private tooMany(r: Rejection): Answer {
+    const realS = Math.max(1, Math.ceil(r.retryAfterMs / this.deps.timeScale / 1000));
+    return err(429, r.code, r.message, {
+      'retry-after': String(realS),
+      'x-rate-limit-limit': String(r.limit),
+      'x-rate-limit-remaining': String(r.remaining),
+      'x-rate-limit-reset': String(realS),
+    });
+  }
+
+  private organizationOf(family: Family, req: http.IncomingMessage, query: URLSearchParams): { id: string; error?: undefined } | { id?: undefined; error: Answer } {
+    const header = ORG_HEADER[family];
+    const name = header ? (ORG_HEADER_NAME[family] as string) : 'organization_id';
+    const raw = header ? req.headers[header] : query.get('organization_id');
+    const value = Array.isArray(raw) ? raw[0] : raw;
+    if (value === undefined || value === null || value === '') {
+      return { error: err(400, 2, `The ${header ? 'header' : 'parameter'} ${name} is required to identify the organization`) };
+    }
+    if (!this.deps.data.has(value)) {
+      return { error: err(400, 6041, `Invalid value passed for ${name}: no organization ${value} is accessible with this token`) };
+    }
+    return { id: value };
+  }
+
+  private organizationsBody(): string {
+    if (!this.orgListJson) {
+      const orgs = [...this.deps.data.values()].map((d) => JSON.stringify(d.g.organizationRecord()));
+      this.orgListJson =
+        `{"code":0,"message":"success","organizations":[${orgs.join(',')}],"page_context":` +
+        JSON.stringify({ page: 1, per_page: MAX_PER_PAGE, has_more_page: false, report_name: 'Organizations', sort_column: '', sort_order: 'A' }) +
+        '}';
+    }
+    return this.orgListJson;
+  }
+
+  private answer(match: RouteMatch, data: OrgData, query: URLSearchParams): Answer {
+    const { route } = match;
+    const def = findStream(route.family, route.stream) as StreamDef;
+    switch (route.kind) {
+      case 'list':
+        return this.list(route, def, data, query);
+      case 'detail': {
+        const slot = data.slotOfId(def, match.id ?? '');
+        if (slot === undefined) return this.missing(def);
+        return { status: 200, body: `{"code":0,"message":"success","${route.key}":${data.detailJson(def, slot)}}` };
+      }
+      case 'children':
+      case 'child': {
+        const parentDef = data.parentDef(def);
+        const parent = data.slotOfId(parentDef, match.id ?? '');
+        if (parent === undefined) return this.missing(parentDef);
+        if (route.kind === 'child') {
+          const rec = data.findChild(def, parent, match.child ?? '');
+          if (!rec) return this.missing(def);
+          return { status: 200, body: `{"code":0,"message":"success","${route.key}":${toJson(rec, data.org.idStyle)}}` };
+        }
+        const all = data.children(def, parent);
+        const { page, perPage } = paging(query);
+        const items = all.slice((page - 1) * perPage, page * perPage).map((c) => toJson(c, data.org.idStyle));
+        return this.page(route.key, items, page, perPage, all.length, def.reportName, '', 'A');
+      }
+      case 'all-children': {
+        const { parents, index } = data.allChildren(def);
+        const { page, perPage } = paging(query);
+        const items: string[] = [];
+        const end = Math.min(parents.length, page * perPage);
+        for (let i = (page - 1) * perPage; i < end; i++) {
+          const c = data.children(def, parents[i] as number)[index[i] as number];
+          if (c) items.push(toJson(c, data.org.idStyle));
+        }
+        return this.page(route.key, items, page, perPage, parents.length, def.reportName, '', 'A');
+      }
+      default:
+        return err(404, 5, 'Invalid URL Passed');
+    }
+  }
+
+  private missing(def: StreamDef): Answer {
+    return err(404, 1002, `${def.reportName.replace(/s$/, '')} does not exist.`);
+  }
+
+  private list(route: Route, def: StreamDef, data: OrgData, query: URLSearchParams): Answer {
+    const { page, perPage } = paging(query);
+    let predicate: ((rec: Record<string, unknown>) => boolean) | undefined;
+    let filterKey = '';
+    if (def.filter) {
+      const value = query.get('filter_by') ?? def.defaultFilter ?? '';
+      const p = def.filter(value);
+      if (p === null) throw new BadRequest(`Invalid value passed for filter_by: ${value}`);
+      predicate = p;
+      filterKey = p ? value : '';
+    }
+    const productId = def.stream === 'plans' ? query.get('product_id') : null;
+    if (productId) {
+      const inner = predicate;
+      predicate = (rec) => rec['product_id'] === productId && (!inner || inner(rec));
+      filterKey += `|product_id=${productId}`;
+    }
+    let column = def.defaultSort?.column;
+    let order = def.defaultSort?.order ?? 'A';
+    if (def.sortColumns) {
+      const requested = query.get('sort_column');
+      if (requested !== null) {
+        if (!def.sortColumns.includes(requested)) throw new BadRequest(`Invalid value passed for sort_column: ${requested}`);
+        column = requested;
+        order = 'A';
+      }
+      const o = query.get('sort_order');
+      if (o !== null) {
+        if (o !== 'A' && o !== 'D') throw new BadRequest(`Invalid value passed for sort_order: ${o}`);
+        order = o;
+      }
+    }
+    const view = data.view(def, { filterKey, predicate, column, order });
+    const end = Math.min(view.length, page * perPage);
+    const items: string[] = [];
+    for (let i = (page - 1) * perPage; i < end; i++) items.push(data.listJson(def, view[i] as number));
+    return this.page(route.key, items, page, perPage, view.length, def.reportName, column ?? '', order);
+  }
+
+  private page(key: string, items: string[], page: number, perPage: number, total: number, report: string, sortColumn: string, order: string): Answer {
+    const context = `{"page":${page},"per_page":${perPage},"has_more_page":${page * perPage < total},"report_name":${JSON.stringify(report)},"sort_column":${JSON.stringify(sortColumn)},"sort_order":"${order}"}`;
+    return { status: 200, body: `{"code":0,"message":"success","${key}":[${items.join(',')}],"page_context":${context}}` };
+  }
+
+  private onToken(req: http.IncomingMessage, res: http.ServerResponse, path: string, method: string, query: URLSearchParams): void {
+    const endpoint = `${method} ${path}`;
+    if (method !== 'POST') {
+      // Spec 5.2: a GET on the token URL yields a server error.
+      this.send(res, err(500, 1000, 'Internal Error'), endpoint, undefined);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const params = new URLSearchParams(query);
+      const type = String(req.headers['content-type'] ?? '');
+      const text = Buffer.concat(chunks).toString('utf8');
+      if (text && !type.includes('json')) for (const [k, v] of new URLSearchParams(text)) params.set(k, v);
+      const now = this.deps.clock.now();
+      const answer = path.endsWith('/revoke') ? this.deps.oauth.revoke(params) : this.deps.oauth.token(params, now);
+      if (answer.grant) this.log.token[answer.grant]++;
+      else this.log.token.errors++;
+      this.send(res, { status: answer.status, body: JSON.stringify(answer.body) }, endpoint, undefined);
+    });
+  }
+}
+
+function paging(query: URLSearchParams): { page: number; perPage: number } {
+  return { page: intParam(query, 'page', 1, Number.MAX_SAFE_INTEGER), perPage: intParam(query, 'per_page', 200, MAX_PER_PAGE) };
+}
+
+function intParam(query: URLSearchParams, name: string, fallback: number, max: number): number {
+  const raw = query.get(name);
+  if (raw === null) return fallback;
+  if (!/^\d+$/.test(raw)) throw new BadRequest(`Invalid value passed for ${name}: must be an integer between 1 and ${max}`);
+  const n = Number(raw);
+  if (n < 1 || n > max) throw new BadRequest(`Invalid value passed for ${name}: must be an integer between 1 and ${max}`);
+  return n;
+}
