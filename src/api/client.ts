@@ -233,7 +233,7 @@ export class ApiClient {
           // Everyone queued for this organization waits too, not just this call.
           limiter?.pause(waitMs);
           emit('rate_limited');
-          log.info({ attempt: attemptNo, wait_ms: waitMs }, 'per-minute limit reached (429 code 44); waiting for the window');
+          log.warn({ attempt: attemptNo, wait_ms: waitMs }, 'per-minute limit reached (429 code 44); waiting for the window');
         } else if (err.reason === 'concurrency') {
           if (++concurrencyRetries > this.policy.maxConcurrencyRetries) return fail(err);
           limiter?.lowerConcurrency();
