@@ -284,11 +284,11 @@ export class SandboxServer {
     let predicate: ((rec: Record<string, unknown>) => boolean) | undefined;
     let filterKey = '';
     if (def.filter) {
-      const value = query.get('filter_by') ?? def.defaultFilter ?? '';
-      const p = def.filter(value);
+      const value = query.get('filter_by') ?? def.defaultFilter;
+      const p = value === undefined ? undefined : def.filter(value);
       if (p === null) throw new BadRequest(`Invalid value passed for filter_by: ${value}`);
       predicate = p;
-      filterKey = p ? value : '';
+      filterKey = p && value ? value : '';
     }
     const productId = def.stream === 'plans' ? query.get('product_id') : null;
     if (productId) {
