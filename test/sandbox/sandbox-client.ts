@@ -5,8 +5,8 @@ export interface Harness {
   sb: Sandbox;
   token: string;
   orgs: ReturnType<Sandbox['organizations']>;
-  /** GET with the token and the organization identified the way the family wants it. */
-  get(family: Family, path: string, org?: string, extraHeaders?: Record<string, string>): Promise<Response>;
+  /** GET with the token (org null: none sent) and the organization identified the way the family wants it. */
+  get(family: Family, path: string, org?: string | null, extraHeaders?: Record<string, string>): Promise<Response>;
   json(family: Family, path: string, org?: string): Promise<{ status: number; body: Record<string, unknown> }>;
   /** Every record of a list across all its pages. */
   all(family: Family, path: string, key: string, org?: string): Promise<Array<Record<string, unknown>>>;
@@ -41,7 +41,7 @@ export async function harness(options: SandboxOptions = {}): Promise<Harness> {
     sb,
     token: await tokenFor(sb),
     orgs: sb.organizations(),
-    get: (family, path, org = h.orgs[0]?.organization_id, extra) => orgRequest(sb, family, path, org, h.token, extra),
+    get: (family, path, org = h.orgs[0]?.organization_id, extra) => orgRequest(sb, family, path, org ?? undefined, h.token, extra),
     async json(family, path, org) {
       const res = await h.get(family, path, org);
       return { status: res.status, body: (await res.json()) as Record<string, unknown> };
