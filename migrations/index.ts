@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as stateTables from './20261122T050000-state-tables.js';
+import * as warehouseTables from './20261122T060000-warehouse-tables.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -7,4 +8,5 @@ import * as stateTables from './20261122T050000-state-tables.js';
  */
 export const MIGRATIONS: Record<string, Migration> = {
   '20261122T050000-state-tables': stateTables,
+  '20261122T060000-warehouse-tables': warehouseTables,
 };

@@ -8,8 +8,9 @@ export interface LoggerSetup {
   level?: string;
   /** Pretty, human-readable output; the default when stdout is a terminal. */
   pretty?: boolean;
-  /** Where JSON lines go (tests capture them here). Defaults to stdout (fd 1). */
+  /** Where JSON lines go (tests capture them here). Defaults to stderr, so stdout carries only results. */
   destination?: DestinationStream;
+  fd?: 1 | 2;
   secrets: SecretRegistry;
 }
 
@@ -51,18 +52,20 @@ export function createLogger(setup: LoggerSetup): Logger {
     hooks: { streamWrite: (line: string) => setup.secrets.scrub(line) },
   };
   if (setup.destination) return pino(options, setup.destination);
-  const pretty = setup.pretty ?? Boolean(process.stdout.isTTY);
+  const fd = setup.fd ?? 2;
+  const pretty = setup.pretty ?? Boolean((fd === 1 ? process.stdout : process.stderr).isTTY);
   if (pretty) {
     // pino-pretty in the same thread: a transport worker would outlive short CLI runs.
     // Loaded lazily so JSON-only runs never pay for it.
     return pino(options, createPrettyStream());
   }
-  return pino(options, pino.destination({ dest: 1, sync: false }));
+  // Synchronous writes: a CLI that exits right after its last line must not lose it.
+  return pino(options, pino.destination({ dest: fd, sync: true }));
 }
 
 function createPrettyStream(): DestinationStream {
   const pretty = requirePretty();
-  return pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,app', sync: true });
+  return pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,app', sync: true, destination: 2 });
 }
 
 const requireFromHere = createRequire(import.meta.url);

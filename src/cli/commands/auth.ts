@@ -1,0 +1,114 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { parse as parseYaml } from 'yaml';
+import { exchangeGrantCode, resolveAccountsUrl, revokeToken } from '../../api/oauth.js';
+import { DEFAULT_CONFIG_PATH, interpolateEnv } from '../../config/load.js';
+import { REGIONS, type Region } from '../../config/plans.js';
+import type { ConnectionConfig } from '../../config/schema.js';
+import { systemClock } from '../../core/clock.js';
+import { ConfigError } from '../../core/errors.js';
+import { SecretRegistry } from '../../core/secrets.js';
+import { loadRuntime, type Cli } from '../runtime.js';
+
+interface ExchangeFlags {
+  code: string;
+  connection?: string;
+  clientId?: string;
+  clientSecret?: string;
+  region?: Region;
+  accountsUrl?: string;
+  redirectUri?: string;
+}
+
+/**
+ * Client credentials for the exchange. A newcomer has no refresh token yet, so the config
+ * file cannot be validated whole: flags and SVC_CLIENT_ID / SVC_CLIENT_SECRET come first,
+ * then the named (or only) connection of the file, read leniently.
+ */
+function exchangeCredentials(cli: Cli, flags: ExchangeFlags): { connection: Pick<ConnectionConfig, 'region' | 'accounts_url' | 'name'>; clientId: string; clientSecret: string; redirectUri?: string | undefined } {
+  let fromFile: Record<string, unknown> | undefined;
+  const path = cli.global().config ?? DEFAULT_CONFIG_PATH;
+  if (existsSync(path)) {
+    const doc = interpolateEnv(parseYaml(readFileSync(path, 'utf8')) ?? {}, { ...process.env }, []) as { connections?: Array<Record<string, unknown>> };
+    const list = doc.connections ?? [];
+    fromFile = flags.connection ? list.find((c) => c['name'] === flags.connection) : list.length === 1 ? list[0] : undefined;
+  }
+  const pick = (flag: string | undefined, env: string, key: string): string | undefined => {
+    const v = flag ?? process.env[env] ?? (typeof fromFile?.[key] === 'string' ? (fromFile[key] as string) : undefined);
+    return v && v.trim() ? v : undefined;
+  };
+  const clientId = pick(flags.clientId, 'SVC_CLIENT_ID', 'client_id');
+  const clientSecret = pick(flags.clientSecret, 'SVC_CLIENT_SECRET', 'client_secret');
+  const problems: string[] = [];
+  if (!clientId) problems.push('--client-id: required (or SVC_CLIENT_ID, or client_id in the config file)');
+  if (!clientSecret) problems.push('--client-secret: required (or SVC_CLIENT_SECRET, or client_secret in the config file)');
+  if (problems.length) throw new ConfigError('auth exchange needs the client credentials:', problems);
+  const region = (flags.region ?? (fromFile?.['region'] as Region | undefined) ?? 'us') as Region;
+  const accountsUrl = flags.accountsUrl ?? (fromFile?.['accounts_url'] as string | undefined);
+  return {
+    connection: { name: (fromFile?.['name'] as string | undefined) ?? 'connection', region, ...(accountsUrl ? { accounts_url: accountsUrl } : {}) },
+    clientId: clientId!,
+    clientSecret: clientSecret!,
+    redirectUri: flags.redirectUri ?? (fromFile?.['redirect_uri'] as string | undefined),
+  };
+}
+
+export function authCommand(cli: Cli): Command {
+  const auth = new Command('auth').description('obtain or revoke the refresh token svcsync uses');
+  auth
+    .command('exchange')
+    .description('exchange a self-client grant code (authorization_code grant) for a refresh token and print what to put in the config')
+    .requiredOption('--code <code>', 'the grant code generated in the developer console (single use, valid 60-120 s)')
+    .option('--connection <name>', 'take the client id, secret and region from this connection of the config file')
+    .option('--client-id <id>', 'client id (default: SVC_CLIENT_ID or the config file)')
+    .option('--client-secret <secret>', 'client secret (default: SVC_CLIENT_SECRET or the config file)')
+    .addOption(new Option('--region <region>', 'data center of the client').choices([...REGIONS]))
+    .option('--accounts-url <url>', 'authorization server (overrides the region)')
+    .option('--redirect-uri <uri>', 'only for clients registered with one')
+    .action(async (flags: ExchangeFlags) => {
+      const secrets = new SecretRegistry();
+      secrets.add(flags.code);
+      const creds = exchangeCredentials(cli, flags);
+      secrets.add(creds.clientSecret);
+      const accountsUrl = resolveAccountsUrl(creds.connection as ConnectionConfig, undefined, 0);
+      const result = await exchangeGrantCode({ accountsUrl, clientId: creds.clientId, clientSecret: creds.clientSecret, code: flags.code, redirectUri: creds.redirectUri, secrets, clock: systemClock, timeoutMs: 30_000 });
+      process.stdout.write(
+        [
+          'Refresh token obtained. It does not expire until revoked; keep it out of the config file and out of version control.',
+          'Put it in the environment where svcsync runs:',
+          '',
+          `  export SVC_REFRESH_TOKEN='${result.refresh_token}'`,
+          '',
+          'and reference it from svcsync.yaml:',
+          '',
+          '  connections:',
+          `    - name: ${creds.connection.name}`,
+          `      client_id: \${SVC_CLIENT_ID}`,
+          `      client_secret: \${SVC_CLIENT_SECRET}`,
+          `      refresh_token: \${SVC_REFRESH_TOKEN}`,
+          '',
+          `API domain: ${result.api_domain}${result.scope ? `; scopes granted: ${result.scope}` : ''}`,
+          'Then run `svcsync check`.',
+          '',
+        ].join('\n'),
+      );
+    });
+  auth
+    .command('revoke')
+    .description("revoke a connection's refresh token (svcsync cannot call the API with it afterwards)")
+    .option('--connection <name>', 'the connection whose refresh token to revoke (default: the only one)')
+    .action(async (flags: { connection?: string }) => {
+      const rt = loadRuntime(cli.global());
+      const list = rt.config.connections.filter((c) => !flags.connection || c.name === flags.connection);
+      if (list.length !== 1) {
+        throw new ConfigError(flags.connection ? `--connection ${flags.connection}: no connection has that name` : 'several connections are configured; name one with --connection', [], {
+          hint: `Configured: ${rt.config.connections.map((c) => c.name).join(', ')}.`,
+        });
+      }
+      const connection = list[0]!;
+      const accountsUrl = resolveAccountsUrl(connection, rt.config.regions, rt.config.connections.indexOf(connection));
+      await revokeToken({ accountsUrl, token: connection.refresh_token, secrets: rt.secrets, clock: rt.clock, timeoutMs: 30_000 });
+      process.stdout.write(`Revoked the refresh token of connection ${connection.name}. Remove it from the environment, and run \`svcsync auth exchange --code ...\` to get a new one.\n`);
+    });
+  return auth;
+}

@@ -1,0 +1,83 @@
+import { Command } from 'commander';
+import { ApiClient } from '../../api/client.js';
+import { scopeFor } from '../../api/families.js';
+import { LimiterRegistry } from '../../api/limiter.js';
+import { CATALOG } from '../../catalog/index.js';
+import { qualifiedName, type StreamSpec } from '../../catalog/types.js';
+import { AuthorizationError, ExitCode, SvcsyncError } from '../../core/errors.js';
+import { isOrganizationList } from '../../extractors/organization-sync.js';
+import { recordsOf } from '../../extractors/pager.js';
+import { migrateToLatest } from '../../loaders/migrate.js';
+import { WarehouseUsageStore } from '../../state/usage-store.js';
+import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
+
+function short(error: unknown): string {
+  return error instanceof SvcsyncError ? error.describe() : error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Like a connector's `check`: for each connection, obtains a token, lists the organizations
+ * of each family, and reads one record of each stream of the first organization, so that a
+ * missing scope shows up now rather than in the middle of a sync.
+ */
+export function checkCommand(cli: Cli): Command {
+  return new Command('check')
+    .description('verify credentials and scopes: list the organizations and streams each connection can reach')
+    .option('--connection <name>', 'only this connection')
+    .option('--no-streams', 'only list organizations (one request per family)')
+    .action(async (flags: { connection?: string; streams: boolean }) => {
+      const rt = loadRuntime(cli.global());
+      let worst: number = ExitCode.ok;
+      await withWarehouse(rt.config.warehouse, async (warehouse) => {
+        await migrateToLatest(warehouse);
+        const limiters = new LimiterRegistry({ clock: rt.clock, store: new WarehouseUsageStore(warehouse.db, () => rt.clock.now()), logger: rt.logger });
+        for (const [index, connection] of rt.config.connections.entries()) {
+          if (flags.connection && connection.name !== flags.connection) continue;
+          const out: string[] = [`connection ${connection.name} (region ${connection.region}, plan ${connection.plan})`];
+          const client = new ApiClient({ connection, connectionIndex: index, regions: rt.config.regions, settings: rt.config.sync, clock: rt.clock, logger: rt.logger, secrets: rt.secrets, limiters });
+          let reachable = 0;
+          for (const family of connection.families) {
+            const orgStream = CATALOG.find((s) => s.family === family && isOrganizationList(s));
+            if (!orgStream) continue;
+            let orgs: Record<string, unknown>[];
+            try {
+              orgs = recordsOf(orgStream, await client.get({ family, path: orgStream.path }), `GET ${family}${orgStream.path}`);
+            } catch (error) {
+              const scope = scopeFor(family, 'GET', orgStream.path);
+              out.push(`  ✗ ${family}: cannot list organizations${scope ? ` (needs scope ${scope})` : ''}: ${short(error).split('\n').join(' ')}`);
+              if (error instanceof AuthorizationError && worst === ExitCode.ok) worst = ExitCode.authorization;
+              else if (!(error instanceof AuthorizationError)) worst = ExitCode.unexpected;
+              continue;
+            }
+            const wanted = orgs.filter((o) => !connection.organizations || connection.organizations.includes(String(o['organization_id'])));
+            reachable += wanted.length;
+            out.push(`  ✓ ${family}: ${wanted.length} organization(s)${connection.organizations ? ' (of the configured ones)' : ''}`);
+            for (const o of wanted) out.push(`      ${String(o['organization_id'])}  ${String(o['name'] ?? '')}${o['is_org_active'] === false ? '  (inactive)' : ''}`);
+            const first = wanted.find((o) => o['is_org_active'] !== false);
+            if (!flags.streams || !first) continue;
+            const orgId = String(first['organization_id']);
+            const streams = CATALOG.filter((s: StreamSpec) => s.family === family && !s.parent && !isOrganizationList(s) && (!connection.streams || connection.streams.includes(s.name) || connection.streams.includes(qualifiedName(s))));
+            for (const s of streams) {
+              const scope = scopeFor(family, 'GET', s.path);
+              try {
+                const query: Record<string, string | number> = { ...(s.query ?? {}) };
+                if (s.paginated) Object.assign(query, { page: 1, per_page: 1 });
+                recordsOf(s, await client.get({ family, organizationId: orgId, path: s.path, query }), `GET ${family}${s.path}`);
+                out.push(`      ✓ ${qualifiedName(s)}${scope ? ` (${scope})` : ''}`);
+              } catch (error) {
+                out.push(`      ✗ ${qualifiedName(s)}${scope ? ` — scope ${scope}` : ''}: ${short(error).split('\n').join(' ')}`);
+                if (error instanceof AuthorizationError && worst === ExitCode.ok) worst = ExitCode.authorization;
+                else if (!(error instanceof AuthorizationError)) worst = worst === ExitCode.ok ? ExitCode.partial : worst;
+              }
+            }
+          }
+          if (reachable === 0 && worst === ExitCode.ok) worst = ExitCode.partial;
+          const used = client.stats().requests;
+          out.push(`  ${used} request(s) used by this check`);
+          process.stdout.write(`${out.join('\n')}\n`);
+        }
+        await limiters.flush();
+      });
+      cli.exit(worst);
+    });
+}

@@ -1,0 +1,123 @@
+import { Command } from 'commander';
+import { CompiledQuery } from 'kysely';
+import { connectionLimits } from '../../api/client.js';
+import { quotaDay } from '../../api/quota-day.js';
+import { CATALOG } from '../../catalog/index.js';
+import { qualifiedName, tableName } from '../../catalog/types.js';
+import { dailyBudget } from '../../config/plans.js';
+import { migrateToLatest } from '../../loaders/migrate.js';
+import type { Warehouse } from '../../loaders/warehouse.js';
+import { listStreamStates } from '../../state/stream-state.js';
+import { stateDb } from '../../state/tables.js';
+import type { Config } from '../../config/schema.js';
+import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
+
+export interface StatusStream {
+  stream: string;
+  cursor: string | null;
+  inProgress: string | null;
+  lastStatus: string | null;
+  lastFinishedAt: string | null;
+  lastError: string | null;
+  rows: number;
+  deleted: number;
+  pending: number;
+}
+
+export interface StatusOrganization {
+  connection: string;
+  organizationId: string;
+  name: string | null;
+  families: string[];
+  requestsToday: number;
+  budget: number;
+  blockedUntil: string | null;
+  streams: StatusStream[];
+}
+
+async function rowCounts(warehouse: Warehouse): Promise<Map<string, { rows: number; deleted: number }>> {
+  const out = new Map<string, { rows: number; deleted: number }>();
+  for (const stream of CATALOG) {
+    const table = tableName(stream);
+    try {
+      const result = await warehouse.db.executeQuery<{ organization_id: string; live: number | string; gone: number | string }>(
+        CompiledQuery.raw(`SELECT "organization_id", SUM(CASE WHEN "_deleted_at" IS NULL THEN 1 ELSE 0 END) AS live, SUM(CASE WHEN "_deleted_at" IS NULL THEN 0 ELSE 1 END) AS gone FROM "${table}" GROUP BY "organization_id"`),
+      );
+      for (const r of result.rows) out.set(`${r.organization_id}|${qualifiedName(stream)}`, { rows: Number(r.live), deleted: Number(r.gone) });
+    } catch {
+      // A table the warehouse does not have yet has no rows to count.
+    }
+  }
+  return out;
+}
+
+/** Everything `svcsync status` shows, read from the warehouse alone (no API calls). */
+export async function collectStatus(config: Config, warehouse: Warehouse, now: number): Promise<StatusOrganization[]> {
+  await migrateToLatest(warehouse);
+  const db = stateDb(warehouse.db);
+  const orgRows = await db.selectFrom('_svcsync_organizations').selectAll().orderBy('connection').orderBy('organization_id').execute();
+  const states = await listStreamStates(warehouse.db);
+  const pending = await db.selectFrom('_svcsync_pending').select(['connection', 'organization_id', 'stream']).select((eb) => eb.fn.countAll<number>().as('n')).groupBy(['connection', 'organization_id', 'stream']).execute();
+  const usage = await db.selectFrom('_svcsync_usage').selectAll().orderBy('day', 'desc').execute();
+  const counts = await rowCounts(warehouse);
+  const orgs = new Map<string, StatusOrganization>();
+  for (const o of orgRows) {
+    const key = `${o.connection}|${o.organization_id}`;
+    const connection = config.connections.find((c) => c.name === o.connection);
+    const limits = connection ? connectionLimits(connection) : null;
+    let entry = orgs.get(key);
+    if (!entry) {
+      // Today is the quota day of the connection's reset zone, as the limiter counts it.
+      const today = quotaDay(now, connection?.quota_reset_time_zone ?? 'UTC');
+      const u = usage.find((x) => x.organization_id === o.organization_id && x.day === today);
+      const blocked = u?.blocked_until && Date.parse(u.blocked_until) > now ? u.blocked_until : null;
+      entry = { connection: o.connection, organizationId: o.organization_id, name: o.name, families: [], requestsToday: u ? Number(u.count) : 0, budget: limits ? dailyBudget(limits) : 0, blockedUntil: blocked, streams: [] };
+      orgs.set(key, entry);
+    }
+    entry.families.push(o.family);
+  }
+  for (const s of states) {
+    const entry = orgs.get(`${s.connection}|${s.organization_id}`);
+    if (!entry) continue;
+    const c = counts.get(`${s.organization_id}|${s.stream}`) ?? { rows: 0, deleted: 0 };
+    entry.streams.push({
+      stream: s.stream,
+      cursor: s.cursor,
+      inProgress: s.pass_kind ? `${s.pass_kind} pass at page ${s.pass_next_page}` : null,
+      lastStatus: s.last_status,
+      lastFinishedAt: s.last_finished_at,
+      lastError: s.last_error,
+      rows: c.rows,
+      deleted: c.deleted,
+      pending: Number(pending.filter((p) => p.connection === s.connection && p.organization_id === s.organization_id && p.stream === s.stream).reduce((a, p) => a + Number(p.n), 0)),
+    });
+  }
+  return [...orgs.values()];
+}
+
+export function renderStatus(orgs: readonly StatusOrganization[]): string {
+  if (orgs.length === 0) return 'Nothing synced yet: run `svcsync sync` (or `svcsync check` to see what the connections reach).\n';
+  const lines: string[] = [];
+  for (const o of orgs) {
+    const blocked = o.blockedUntil ? `, quota spent: paused until ${o.blockedUntil}` : '';
+    lines.push(`${o.connection} / ${o.organizationId}${o.name ? ` (${o.name})` : ''} — ${o.families.join(', ')}; requests today ${o.requestsToday} of ${o.budget}${blocked}`);
+    for (const s of o.streams) {
+      const last = s.lastStatus ? `${s.lastStatus} ${s.lastFinishedAt ?? ''}` : 'never run';
+      const extra = [s.inProgress, s.pending ? `${s.pending} pending` : null, s.deleted ? `${s.deleted} deleted` : null].filter(Boolean).join(', ');
+      lines.push(`  ${s.stream.padEnd(36)} ${String(s.rows).padStart(8)} rows  cursor ${s.cursor ?? '—'}  last ${last}${extra ? `  (${extra})` : ''}`);
+      if (s.lastError && s.lastStatus !== 'ok') lines.push(`      ${s.lastError.split('\n')[0]}`);
+    }
+  }
+  return lines.join('\n') + '\n';
+}
+
+export function statusCommand(cli: Cli): Command {
+  return new Command('status')
+    .description('show per connection, organization and stream: cursor, last run, rows, requests used today of the budget')
+    .option('--json', 'as JSON')
+    .action(async (flags: { json?: boolean }) => {
+      const rt = loadRuntime(cli.global());
+      const orgs = await withWarehouse(rt.config.warehouse, (w) => collectStatus(rt.config, w, rt.clock.now()));
+      process.stdout.write(flags.json ? `${JSON.stringify(orgs, null, 2)}\n` : renderStatus(orgs));
+    });
+}

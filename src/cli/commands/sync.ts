@@ -1,0 +1,98 @@
+import { Command, Option } from 'commander';
+import { ConfigError } from '../../core/errors.js';
+import { CATALOG } from '../../catalog/index.js';
+import { qualifiedName } from '../../catalog/types.js';
+import { runSync, type SyncSummary } from '../../extractors/sync-run.js';
+import type { SyncMode } from '../../extractors/stream-pass.js';
+import { parseInstant } from '../../normalize/values.js';
+import { createProgress } from '../progress.js';
+import { abortOnSignals, loadRuntime, withWarehouse, type Cli, type GlobalOptions } from '../runtime.js';
+import { renderSummary } from '../summary.js';
+
+interface SyncFlags {
+  connection?: string;
+  org?: string;
+  stream?: string[];
+  reconcile?: boolean;
+  since?: string;
+  json?: boolean;
+}
+
+/** Checks --stream values against the catalog so a typo is an error, not an empty run. */
+export function checkStreamNames(names: readonly string[] | undefined): void {
+  if (!names) return;
+  const known = new Set(CATALOG.flatMap((s) => [qualifiedName(s), s.name]));
+  const unknown = names.filter((n) => !known.has(n));
+  if (unknown.length) {
+    throw new ConfigError(`--stream: unknown stream ${unknown.map((u) => `"${u}"`).join(', ')}`, [], {
+      hint: 'Use family.stream or stream; `svcsync schema` lists them (e.g. inventory.sales_orders).',
+    });
+  }
+}
+
+function parseSince(since: string | undefined): string | undefined {
+  if (since === undefined) return undefined;
+  const text = /^\d{4}-\d{2}-\d{2}$/.test(since) ? `${since}T00:00:00Z` : since;
+  const ms = parseInstant(text);
+  if (ms === null) throw new ConfigError(`--since: "${since}" is not a date`, [], { hint: 'Use yyyy-mm-dd or an ISO-8601 instant such as 2026-01-31T00:00:00Z.' });
+  return new Date(ms).toISOString();
+}
+
+export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mode: SyncMode, command: string): Promise<number> {
+  checkStreamNames(flags.stream);
+  const since = parseSince(flags.since);
+  const rt = loadRuntime(global);
+  const { signal, dispose } = abortOnSignals(rt.logger);
+  const progress = createProgress(rt.logger, Boolean(process.stderr.isTTY) && !flags.json);
+  let summary: SyncSummary;
+  try {
+    summary = await withWarehouse(rt.config.warehouse, (warehouse) =>
+      runSync({
+        config: rt.config,
+        warehouse,
+        clock: rt.clock,
+        logger: rt.logger,
+        secrets: rt.secrets,
+        signal,
+        progress,
+        command,
+        mode,
+        since,
+        connection: flags.connection,
+        organization: flags.org,
+        streams: flags.stream,
+      }),
+    );
+  } finally {
+    progress.stop();
+    dispose();
+  }
+  process.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : renderSummary(summary));
+  return summary.exitCode;
+}
+
+const collect = (value: string, previous: string[] = []): string[] => [...previous, ...value.split(',').map((v) => v.trim()).filter(Boolean)];
+
+export function syncCommands(cli: Cli): Command[] {
+  const sync = new Command('sync')
+    .description('run one incremental sync of everything configured (or the parts named)')
+    .option('--connection <name>', 'only this connection')
+    .option('--org <id>', 'only this organization')
+    .addOption(new Option('--stream <names>', 'only these streams (family.stream or stream; repeat or comma-separate)').argParser(collect))
+    .option('--reconcile', 're-read every record of incremental streams and mark the ones the API no longer has as deleted')
+    .option('--json', 'print the run summary as JSON')
+    .action(async (flags: SyncFlags) => {
+      cli.exit(await runSyncCommand(cli.global(), flags, flags.reconcile ? 'reconcile' : 'incremental', flags.reconcile ? 'sync --reconcile' : 'sync'));
+    });
+  const backfill = new Command('backfill')
+    .description('re-read history ignoring cursors; resumable, it continues where it stopped')
+    .option('--connection <name>', 'only this connection')
+    .option('--org <id>', 'only this organization')
+    .addOption(new Option('--stream <names>', 'only these streams (family.stream or stream)').argParser(collect))
+    .option('--since <date>', 'only records changed since this date (yyyy-mm-dd or ISO instant)')
+    .option('--json', 'print the run summary as JSON')
+    .action(async (flags: SyncFlags) => {
+      cli.exit(await runSyncCommand(cli.global(), flags, 'backfill', 'backfill'));
+    });
+  return [sync, backfill];
+}

@@ -1,0 +1,51 @@
+import { Command, CommanderError } from 'commander';
+import { ExitCode, SvcsyncError, exitCodeFor } from '../core/errors.js';
+import { authCommand } from './commands/auth.js';
+import { checkCommand } from './commands/check.js';
+import { demoCommand } from './commands/demo.js';
+import { migrateCommand, schemaCommand } from './commands/schema.js';
+import { statusCommand } from './commands/status.js';
+import { syncCommands } from './commands/sync.js';
+import type { Cli, GlobalOptions } from './runtime.js';
+import { sandboxCommand } from './sandbox-command.js';
+
+export function buildProgram(cli: { exit(code: number): void }): Command {
+  const program = new Command('svcsync')
+    .description('Keep a SQLite or Postgres warehouse current with the books, inventory, invoice and billing API families.')
+    .option('-c, --config <path>', 'configuration file (YAML or JSON)', './svcsync.yaml')
+    .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (default: info; warn on a terminal)')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  const shared: Cli = { global: () => program.opts<GlobalOptions>(), exit: cli.exit };
+  program.addCommand(demoCommand(shared));
+  for (const c of syncCommands(shared)) program.addCommand(c);
+  program.addCommand(statusCommand(shared));
+  program.addCommand(checkCommand(shared));
+  program.addCommand(authCommand(shared));
+  program.addCommand(schemaCommand());
+  program.addCommand(migrateCommand(shared));
+  program.addCommand(sandboxCommand());
+  for (const c of program.commands) c.exitOverride();
+  return program;
+}
+
+/** Runs the command line and returns the exit code (documented in the README). */
+export async function main(argv: string[]): Promise<number> {
+  let code: number = ExitCode.ok;
+  const program = buildProgram({ exit: (c) => void (code = c) });
+  try {
+    await program.parseAsync(argv);
+    return code;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end here with code 0; usage errors are configuration errors.
+      return error.exitCode === 0 ? ExitCode.ok : ExitCode.config;
+    }
+    if (error instanceof SvcsyncError) {
+      process.stderr.write(`svcsync: ${error.describe()}\n`);
+      return exitCodeFor(error);
+    }
+    process.stderr.write(`svcsync: unexpected failure: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return ExitCode.unexpected;
+  }
+}

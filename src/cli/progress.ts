@@ -1,0 +1,46 @@
+import cliProgress from 'cli-progress';
+import type { Logger } from '../core/logger.js';
+import type { ProgressReporter } from '../extractors/context.js';
+
+/**
+ * On a terminal: one line per stream in flight with its pages, records and the requests
+ * left today. Elsewhere: progress goes to the JSON log (a line per stream, pages at debug).
+ */
+export function createProgress(logger: Logger, interactive = Boolean(process.stderr.isTTY)): ProgressReporter & { stop(): void } {
+  if (!interactive) {
+    return {
+      streamStarted: () => undefined,
+      page: (e) => logger.debug({ organization_id: e.organizationId, stream: e.stream, page: e.page, records: e.records, requests_left_today: e.requestsLeftToday }, 'page committed'),
+      streamFinished: (e) => logger.info({ organization_id: e.organizationId, stream: e.stream, status: e.status, records: e.records, pages: e.pages }, 'stream finished'),
+      stop: () => undefined,
+    };
+  }
+  const multibar = new cliProgress.MultiBar(
+    {
+      stream: process.stderr,
+      clearOnComplete: false,
+      hideCursor: true,
+      format: ' {name} | page {page} | {records} records, {written} written | {left} requests left today',
+      barsize: 0,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  const bars = new Map<string, cliProgress.SingleBar>();
+  const id = (e: { connection: string; organizationId: string; stream: string }): string => `${e.connection}/${e.organizationId}/${e.stream}`;
+  return {
+    streamStarted: (e) => {
+      if (bars.has(id(e))) return;
+      bars.set(id(e), multibar.create(1, 0, { name: `${e.organizationId} ${e.stream}`.padEnd(44), page: 0, records: 0, written: 0, left: '?' }));
+    },
+    page: (e) => {
+      bars.get(id(e))?.update(0, { page: e.page, records: e.records, written: e.written, left: e.requestsLeftToday ?? '?' });
+    },
+    streamFinished: (e) => {
+      const bar = bars.get(id(e));
+      if (!bar) return;
+      bar.update(1, { page: `${e.pages} (${e.status})`, records: e.records });
+      bar.stop();
+    },
+    stop: () => multibar.stop(),
+  };
+}

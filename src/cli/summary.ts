@@ -1,0 +1,45 @@
+import type { SyncSummary } from '../extractors/sync-run.js';
+
+function pad(s: string, n: number): string {
+  return s.length >= n ? s : s + ' '.repeat(n - s.length);
+}
+function lpad(s: string, n: number): string {
+  return s.length >= n ? s : ' '.repeat(n - s.length) + s;
+}
+
+function duration(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  const s = ms / 1000;
+  if (s < 120) return `${s.toFixed(1)} s`;
+  return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+}
+
+/** The one-screen summary every run ends with. */
+export function renderSummary(summary: SyncSummary): string {
+  const lines: string[] = [];
+  const elapsed = Date.parse(summary.finishedAt) - Date.parse(summary.startedAt);
+  lines.push(`svcsync ${summary.command} — run ${summary.runId}, ${duration(elapsed)}, ${summary.requests} API requests`);
+  for (const f of summary.connectionFailures) lines.push(`  ✗ connection ${f.connection}: ${f.error}`);
+  for (const org of summary.organizations) {
+    const mark = org.status === 'ok' ? '✓' : org.status === 'quota' ? '⏸' : '✗';
+    const totals = org.streams.reduce((a, s) => ({ written: a.written + s.written, records: a.records + s.records, deleted: a.deleted + s.deleted }), { written: 0, records: 0, deleted: 0 });
+    lines.push(`  ${mark} ${org.connection} / organization ${org.organizationId} (${org.families.join(', ')}): ${org.status}, ${totals.records} records read, ${totals.written} written, ${totals.deleted} marked deleted`);
+    const notable = org.streams.filter((s) => s.records > 0 || s.status !== 'ok');
+    for (const s of notable) {
+      const status = s.status === 'ok' ? '' : `  ${s.status}${s.error ? `: ${s.error.split('\n')[0]}` : ''}`;
+      lines.push(`      ${pad(s.stream, 36)} ${lpad(String(s.records), 8)} read ${lpad(String(s.written), 8)} written ${lpad(String(s.requests), 6)} req${status}`);
+    }
+    if (org.status === 'quota' && org.resumeAt) lines.push(`      daily quota spent: continues after ${org.resumeAt} (run the same command again then; nothing is lost)`);
+    else if (org.error && org.status !== 'ok') lines.push(`      ${org.error.split('\n').join('\n      ')}`);
+  }
+  if (summary.usage.length) {
+    lines.push('  Requests today (per organization, against svcsync\'s budget = daily quota less the reserve):');
+    for (const u of summary.usage) {
+      const blocked = u.blockedUntil ? `, paused until ${u.blockedUntil}` : '';
+      lines.push(`      ${pad(u.organizationId, 24)} ${u.usedToday} of ${u.budget} (plan quota ${u.perDay}), resets ${u.nextReset}${blocked}`);
+    }
+  }
+  const codes: Record<number, string> = { 0: 'success', 1: 'failed', 2: 'configuration error', 3: 'authorization error', 4: 'partial: some work is left for the next run' };
+  lines.push(`  Result: ${codes[summary.exitCode] ?? summary.exitCode} (exit ${summary.exitCode})`);
+  return lines.join('\n') + '\n';
+}

@@ -1,0 +1,164 @@
+import pLimit from 'p-limit';
+import type { StreamSpec } from '../catalog/types.js';
+import { qualifiedName, tableName } from '../catalog/types.js';
+import { childStreamsOf } from '../catalog/index.js';
+import { FatalError } from '../core/errors.js';
+import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
+import { completePending, enqueuePending, takePending } from '../state/pending.js';
+import type { StreamKey } from '../state/stream-state.js';
+import type { SyncContext } from './context.js';
+import { fillPath, pages } from './pager.js';
+import { cascade, detailIsEnabled, normalizePage } from './stream-pass.js';
+
+export interface CompletionResult {
+  items: number;
+  records: number;
+  requests: number;
+  /** Parents or records that turned out to be gone (the API answered "does not exist"). */
+  gone: number;
+}
+
+/** Items taken from the queue per transaction. */
+const BATCH = 50;
+const MAX_CHILD_PAGES = 1_000;
+
+function isGone(error: unknown): boolean {
+  return error instanceof FatalError && error.code === 1002;
+}
+
+/** How many fetches run at once for one organization; the limiter still has the last word. */
+function fanOut(ctx: SyncContext): number {
+  return Math.max(1, Math.min(ctx.connection.limits?.concurrency ?? (ctx.connection.plan === 'free' ? 5 : 10), 10));
+}
+
+/**
+ * Fetches the single record of every queued id (list records that lack line items), writes
+ * the detail columns and child tables, and takes the ids off the queue in the same
+ * transaction. A record the API no longer has is marked deleted.
+ */
+export async function completeDetails(ctx: SyncContext, organizationId: string, stream: StreamSpec): Promise<CompletionResult> {
+  const result: CompletionResult = { items: 0, records: 0, requests: 0, gone: 0 };
+  if (!stream.detail || !detailIsEnabled(ctx, stream)) return result;
+  const detail = stream.detail;
+  const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(stream) };
+  const table = tableName(stream);
+  const limit = pLimit(fanOut(ctx));
+  for (;;) {
+    ctx.signal.throwIfAborted();
+    const batch = await takePending(ctx.warehouse.db, key, 'detail', BATCH);
+    if (batch.length === 0) return result;
+    const syncedAt = ctx.stamp.next();
+    const fetched = await Promise.all(
+      batch.map((item) =>
+        limit(async (): Promise<{ id: string; record: NormalizedRecord | null }> => {
+          const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
+          try {
+            const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal });
+            result.requests++;
+            const raw = detail.recordKeys.map((k) => body[k]).find((v) => v && typeof v === 'object' && !Array.isArray(v)) as Record<string, unknown> | undefined;
+            if (!raw) {
+              throw new FatalError(`GET ${stream.family}${path}: the response has none of the keys ${detail.recordKeys.map((k) => `"${k}"`).join(', ')}.`, {
+                hint: `Add the key this API uses to the detail recordKeys of ${qualifiedName(stream)} in src/catalog.`,
+              });
+            }
+            const n = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt });
+            for (const w of n.warnings) ctx.logger.warn({ table: w.table, record: w.id, field: w.field }, w.message);
+            return { id: item.item_id, record: n };
+          } catch (error) {
+            if (isGone(error)) {
+              result.requests++;
+              return { id: item.item_id, record: null };
+            }
+            throw error;
+          }
+        }),
+      ),
+    );
+    await ctx.warehouse.db.transaction().execute(async (trx) => {
+      const present = fetched.filter((f) => f.record !== null).map((f) => f.record!);
+      await ctx.writer.writeRecords(trx, present, syncedAt);
+      for (const f of fetched) {
+        if (f.record === null) {
+          await ctx.writer.markDeleted(trx, table, stream.primaryKey, organizationId, f.id, syncedAt);
+          result.gone++;
+        }
+      }
+      if (result.gone) await cascade(ctx, trx, stream, organizationId, syncedAt);
+      await completePending(trx, key, 'detail', batch.map((b) => b.item_id));
+    });
+    result.items += batch.length;
+    result.records += fetched.length;
+  }
+}
+
+/**
+ * Reads a child stream (refunds of a vendor credit, persons of a contact, tasks of a project)
+ * for every parent queued for it. Each parent's children are a full refresh: rows the parent
+ * no longer lists are marked deleted. Rows and the queue entry commit together.
+ */
+export async function completeChildren(ctx: SyncContext, organizationId: string, child: StreamSpec, parent: StreamSpec): Promise<CompletionResult> {
+  const result: CompletionResult = { items: 0, records: 0, requests: 0, gone: 0 };
+  const link = child.parent!;
+  const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(child) };
+  const table = tableName(child);
+  const grandchildren = childStreamsOf(child);
+  const limit = pLimit(fanOut(ctx));
+  for (;;) {
+    ctx.signal.throwIfAborted();
+    const batch = await takePending(ctx.warehouse.db, key, 'children', BATCH);
+    if (batch.length === 0) return result;
+    await Promise.all(
+      batch.map((item) =>
+        limit(async () => {
+          const parentId = item.item_id;
+          const startedAt = ctx.stamp.next();
+          const path = fillPath(child.path, { [link.key]: parentId });
+          const records: NormalizedRecord[] = [];
+          let gone = false;
+          let requests = 0;
+          try {
+            for await (const page of pages({
+              client: ctx.client,
+              stream: child,
+              organizationId,
+              path,
+              query: { ...(child.query ?? {}) },
+              perPage: ctx.config.sync.per_page,
+              startPage: 1,
+              signal: ctx.signal,
+              maxPages: MAX_CHILD_PAGES,
+            })) {
+              requests++;
+              records.push(...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }));
+            }
+          } catch (error) {
+            if (!isGone(error)) throw error;
+            requests++;
+            gone = true;
+          }
+          result.requests += requests;
+          const syncedAt = ctx.stamp.next();
+          for (const r of records) r.row['_synced_at'] = syncedAt;
+          await ctx.warehouse.db.transaction().execute(async (trx) => {
+            await ctx.writer.writeRecords(trx, records, syncedAt);
+            // Everything this parent still has was just written; older rows of it are gone.
+            const removed = await ctx.writer.markVanished(trx, table, organizationId, syncedAt, syncedAt, { column: link.key, value: parentId });
+            if (gone) {
+              await ctx.writer.markDeleted(trx, tableName(parent), parent.primaryKey, organizationId, parentId, syncedAt);
+              await cascade(ctx, trx, parent, organizationId, syncedAt);
+            } else if (removed > 0) {
+              await cascade(ctx, trx, child, organizationId, syncedAt);
+            }
+            for (const g of grandchildren) {
+              await enqueuePending(trx, { ...key, stream: qualifiedName(g) }, 'children', records.map((r) => r.id), item.reason === 'changed' ? 'changed' : (item.reason as 'backfill' | 'reconcile'), syncedAt);
+            }
+            await completePending(trx, key, 'children', [parentId]);
+          });
+          result.items++;
+          result.records += records.length;
+          if (gone) result.gone++;
+        }),
+      ),
+    );
+  }
+}

@@ -1,0 +1,53 @@
+import type { ApiClient } from '../api/client.js';
+import type { LimiterRegistry } from '../api/limiter.js';
+import type { StreamSpec } from '../catalog/types.js';
+import type { Config, ConnectionConfig } from '../config/schema.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { TableWriter } from '../loaders/table-writer.js';
+import type { Warehouse } from '../loaders/warehouse.js';
+
+/** What a stream reports while it runs; the CLI draws bars on a terminal and logs otherwise. */
+export interface ProgressReporter {
+  streamStarted(e: { connection: string; organizationId: string; stream: string; kind: string }): void;
+  page(e: { connection: string; organizationId: string; stream: string; page: number; records: number; written: number; requestsLeftToday: number | null }): void;
+  streamFinished(e: { connection: string; organizationId: string; stream: string; status: 'ok' | 'failed' | 'partial'; records: number; pages: number }): void;
+}
+
+export const silentProgress: ProgressReporter = {
+  streamStarted: () => undefined,
+  page: () => undefined,
+  streamFinished: () => undefined,
+};
+
+/**
+ * Instants used as `_synced_at` and pass start times. Strictly increasing within a process
+ * (even under a clock that does not move), so "written before this pass started" is a
+ * comparison that cannot tie.
+ */
+export class Stamp {
+  private last = 0;
+  constructor(private readonly clock: Clock) {}
+  next(): string {
+    const now = Math.max(this.clock.now(), this.last + 1);
+    this.last = now;
+    return new Date(now).toISOString();
+  }
+}
+
+/** Everything a sync needs, passed explicitly; nothing is global. */
+export interface SyncContext {
+  config: Config;
+  connection: ConnectionConfig;
+  warehouse: Warehouse;
+  writer: TableWriter;
+  client: ApiClient;
+  limiters: LimiterRegistry;
+  catalog: readonly StreamSpec[];
+  logger: Logger;
+  clock: Clock;
+  stamp: Stamp;
+  signal: AbortSignal;
+  progress: ProgressReporter;
+  runId: string;
+}

@@ -1,0 +1,256 @@
+import type { StreamSpec } from '../catalog/types.js';
+import { qualifiedName, tableName } from '../catalog/types.js';
+import { childStreamsOf } from '../catalog/index.js';
+import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
+import { parseInstant } from '../normalize/values.js';
+import { enqueuePending, type PendingReason } from '../state/pending.js';
+import { loadStreamState, passColumns, saveStreamState, type PassKind, type PassState, type StreamKey } from '../state/stream-state.js';
+import type { SyncContext } from './context.js';
+import { pages, type RawRecord } from './pager.js';
+
+/** What the caller asked for; the pass kind follows from it and the stream. */
+export type SyncMode = 'incremental' | 'backfill' | 'reconcile';
+
+export interface PassOptions {
+  mode: SyncMode;
+  /** backfill --since: records changed before this are not re-read (sorted streams stop there). */
+  since?: string | undefined;
+}
+
+export interface PassResult {
+  kind: PassKind;
+  pages: number;
+  /** Records received. */
+  records: number;
+  /** Rows written (new or changed, or every row on full reads). */
+  written: number;
+  /** Rows marked deleted at the end of a full read. */
+  deleted: number;
+  requests: number;
+  resumed: boolean;
+  unsorted: boolean;
+}
+
+const MAX_PAGES = 100_000;
+
+function passKindFor(stream: StreamSpec, mode: SyncMode): PassKind {
+  if (!stream.cursor) return 'full';
+  return mode;
+}
+
+/** A resumed pass of kind `have` already does what `want` asks (a full read covers an incremental one). */
+function satisfies(have: PassKind, want: PassKind): boolean {
+  return have === want || (want === 'incremental' && (have === 'backfill' || have === 'reconcile' || have === 'full'));
+}
+
+function maxInstant(a: string | null, b: number | null): string | null {
+  if (b === null) return a;
+  if (a === null) return new Date(b).toISOString();
+  return Date.parse(a) >= b ? a : new Date(b).toISOString();
+}
+
+/**
+ * The cursor after a pass: the newest change committed, but never later than the pass's
+ * start (records changed while the pass was paging may have slid past it) and never
+ * earlier than the cursor it had.
+ */
+export function nextCursor(previous: string | null, maxChanged: string | null, passStartedAt: string): string | null {
+  if (maxChanged === null) return previous;
+  const candidate = Math.min(Date.parse(maxChanged), Date.parse(passStartedAt));
+  if (previous !== null && Date.parse(previous) >= candidate) return previous;
+  return new Date(candidate).toISOString();
+}
+
+/**
+ * Runs (or resumes) one pass over a top-level stream of one organization. Each page's rows,
+ * the work it creates for child streams and single-record completion, and the pass's
+ * position are committed in one transaction; the cursor moves only when the pass ends.
+ */
+export async function runStreamPass(ctx: SyncContext, organizationId: string, stream: StreamSpec, options: PassOptions): Promise<PassResult[]> {
+  const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(stream) };
+  const want = passKindFor(stream, options.mode);
+  const results: PassResult[] = [];
+  const state = await loadStreamState(ctx.warehouse.db, key);
+  if (state.pass) {
+    const resumedKind = state.pass.kind;
+    results.push(await walk(ctx, key, stream, state.pass, state.cursor, true));
+    if (satisfies(resumedKind, want)) return results;
+  }
+  const fresh = await loadStreamState(ctx.warehouse.db, key);
+  const startedAt = ctx.stamp.next();
+  let floor: string | null = null;
+  if (want === 'incremental' && fresh.cursor) {
+    floor = new Date(Date.parse(fresh.cursor) - ctx.config.sync.lookback_seconds * 1000).toISOString();
+  } else if (want === 'backfill' && options.since) {
+    floor = options.since;
+  }
+  const pass: PassState = { kind: want, startedAt, nextPage: 1, floor, maxChanged: null, unsorted: false, records: 0 };
+  results.push(await walk(ctx, key, stream, pass, fresh.cursor, false));
+  return results;
+}
+
+async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: PassState, cursor: string | null, resumed: boolean): Promise<PassResult> {
+  const log = ctx.logger.child({ organization_id: key.organizationId, stream: key.stream });
+  const table = tableName(stream);
+  const children = childStreamsOf(stream);
+  const detailEnabled = detailIsEnabled(ctx, stream);
+  // Sorting only pays when a floor lets the walk stop early.
+  const sortParams = pass.floor !== null && stream.cursor?.sort ? stream.cursor.sort.params : null;
+  const floorMs = pass.floor !== null ? Date.parse(pass.floor) : null;
+  const result: PassResult = { kind: pass.kind, pages: 0, records: 0, written: 0, deleted: 0, requests: 0, resumed, unsorted: pass.unsorted };
+  const fullRead = pass.kind !== 'incremental';
+  const everyParent = pass.kind === 'backfill' || pass.kind === 'reconcile';
+  let previousChanged: number | null = null;
+
+  ctx.progress.streamStarted({ connection: key.connection, organizationId: key.organizationId, stream: key.stream, kind: pass.kind });
+  log.info({ pass: pass.kind, page: pass.nextPage, resumed, floor: pass.floor }, resumed ? 'resuming pass' : 'starting pass');
+
+  const iterator = pages({
+    client: ctx.client,
+    stream,
+    organizationId: key.organizationId,
+    path: stream.path,
+    query: { ...(stream.query ?? {}), ...(sortParams ?? {}) },
+    perPage: ctx.config.sync.per_page,
+    startPage: pass.nextPage,
+    signal: ctx.signal,
+    maxPages: MAX_PAGES,
+  });
+
+  for await (const page of iterator) {
+    result.pages++;
+    result.requests++;
+    result.records += page.records.length;
+    const syncedAt = ctx.stamp.next();
+    const normalized = normalizePage(ctx, stream, key.organizationId, page.records, syncedAt);
+
+    // Check the order the server was asked for; a list out of order is read whole.
+    let reachedFloor = false;
+    if (sortParams && !pass.unsorted) {
+      for (const n of normalized) {
+        if (n.changedAt === null || (previousChanged !== null && n.changedAt > previousChanged)) {
+          pass.unsorted = true;
+          result.unsorted = true;
+          log.warn({ page: page.page }, 'the server did not return this list newest first; reading every page this run (costs requests, loses nothing)');
+          break;
+        }
+        previousChanged = n.changedAt;
+      }
+    }
+    if (sortParams && !pass.unsorted && floorMs !== null) {
+      reachedFloor = normalized.some((n) => n.changedAt !== null && n.changedAt < floorMs);
+    }
+    for (const n of normalized) pass.maxChanged = maxInstant(pass.maxChanged, n.changedAt);
+
+    const stored = await ctx.writer.storedHashes(ctx.warehouse.db, table, stream.primaryKey, key.organizationId, normalized.map((n) => n.id));
+    const changed = normalized.filter((n) => {
+      const s = stored.get(n.id);
+      return !s || s.deleted || s.hash !== n.hash;
+    });
+    const toWrite = fullRead ? normalized : changed;
+    const parentIds = (everyParent ? normalized : changed).map((n) => n.id);
+    const detailIds = changed.map((n) => n.id);
+    const finished = !page.hasMore || reachedFloor;
+    pass.nextPage = page.page + 1;
+    pass.records += page.records.length;
+
+    let deleted = 0;
+    await ctx.warehouse.db.transaction().execute(async (trx) => {
+      await ctx.writer.writeRecords(trx, toWrite, syncedAt);
+      const reason: PendingReason = pass.kind === 'backfill' ? 'backfill' : pass.kind === 'reconcile' ? 'reconcile' : 'changed';
+      for (const child of children) {
+        await enqueuePending(trx, { ...key, stream: qualifiedName(child) }, 'children', parentIds, reason, syncedAt);
+      }
+      if (detailEnabled && detailIds.length) await enqueuePending(trx, key, 'detail', detailIds, 'changed', syncedAt);
+      if (finished) {
+        if (pass.kind === 'full' || pass.kind === 'reconcile') {
+          deleted = await markVanishedWithChildren(ctx, trx, stream, key.organizationId, pass.startedAt, syncedAt);
+        }
+        const newCursor = stream.cursor ? nextCursor(cursor, pass.maxChanged, pass.startedAt) : null;
+        await saveStreamState(trx, key, { cursor: newCursor, ...passColumns(null) }, syncedAt);
+      } else {
+        await saveStreamState(trx, key, passColumns(pass), syncedAt);
+      }
+    });
+    result.written += toWrite.length;
+    result.deleted += deleted;
+    const limiter = ctx.limiters.peek(key.organizationId);
+    ctx.progress.page({
+      connection: key.connection,
+      organizationId: key.organizationId,
+      stream: key.stream,
+      page: page.page,
+      records: result.records,
+      written: result.written,
+      requestsLeftToday: limiter ? limiter.remainingToday() : null,
+    });
+    if (finished) break;
+  }
+  log.info({ pass: pass.kind, pages: result.pages, records: result.records, written: result.written, deleted: result.deleted }, 'pass finished');
+  return result;
+}
+
+function detailIsEnabled(ctx: SyncContext, stream: StreamSpec): boolean {
+  if (!stream.detail) return false;
+  if (stream.detail.setting) {
+    const v = (ctx.config.sync as Record<string, unknown>)[stream.detail.setting];
+    if (typeof v === 'boolean') return v;
+  }
+  return stream.detail.defaultEnabled;
+}
+export { detailIsEnabled };
+
+export function normalizePage(ctx: SyncContext, stream: StreamSpec, organizationId: string, records: RawRecord[], syncedAt: string, parent?: { key: string; value: string }): NormalizedRecord[] {
+  const out: NormalizedRecord[] = [];
+  for (const raw of records) {
+    // Organization lists are not organization-scoped: each record is its own organization.
+    const orgId = stream.primaryKey === 'organization_id' ? String(raw['organization_id'] ?? organizationId) : organizationId;
+    const n = normalizeRecord(stream, raw, { organizationId: orgId, source: 'list', syncedAt });
+    if (parent && (n.row[parent.key] === null || n.row[parent.key] === undefined) && n.columns.includes(parent.key)) {
+      // Child lists do not always repeat their parent's id; the path says it.
+      n.row[parent.key] = parent.value;
+    }
+    for (const w of n.warnings) ctx.logger.warn({ table: w.table, record: w.id, field: w.field }, w.message);
+    out.push(n);
+  }
+  return out;
+}
+
+/**
+ * After a full read: rows of this organization not written since the pass began are gone.
+ * Their child-table rows and the rows of child streams under them go with them.
+ */
+export async function markVanishedWithChildren(
+  ctx: SyncContext,
+  db: Parameters<SyncContext['writer']['markVanished']>[0],
+  stream: StreamSpec,
+  organizationId: string,
+  passStartedAt: string,
+  now: string,
+): Promise<number> {
+  const table = tableName(stream);
+  const deleted = await ctx.writer.markVanished(db, table, organizationId, passStartedAt, now);
+  if (deleted > 0) await cascade(ctx, db, stream, organizationId, now);
+  return deleted;
+}
+
+/** Marks the dependants of rows of `stream` that were marked deleted at `deletedAt`. */
+export async function cascade(ctx: SyncContext, db: Parameters<SyncContext['writer']['markVanished']>[0], stream: StreamSpec, organizationId: string, deletedAt: string): Promise<void> {
+  const table = tableName(stream);
+  for (const childTable of childTableNames(table, stream.children)) {
+    await ctx.writer.cascadeDeleted(db, childTable, table, stream.primaryKey, stream.primaryKey, organizationId, deletedAt);
+  }
+  for (const child of childStreamsOf(stream)) {
+    const n = await ctx.writer.cascadeDeleted(db, tableName(child), table, child.parent!.key, stream.primaryKey, organizationId, deletedAt);
+    if (n > 0) await cascade(ctx, db, child, organizationId, deletedAt);
+  }
+}
+
+function childTableNames(table: string, children: StreamSpec['children']): string[] {
+  const out: string[] = [];
+  for (const c of children) {
+    const name = `${table}__${c.field}`;
+    out.push(name, ...childTableNames(name, c.children ?? []));
+  }
+  return out;
+}

@@ -1,0 +1,74 @@
+import type { Kysely, Transaction } from 'kysely';
+import { stateDb, type PendingRow } from './tables.js';
+import type { StreamKey } from './stream-state.js';
+
+/**
+ * Work owed for records already committed: a child stream to read for a parent, or a
+ * single-record fetch to complete a list record. Enqueued in the same transaction as the
+ * parent's page, removed in the same transaction as the work's rows, so a crash between
+ * the two leaves the work queued rather than lost.
+ */
+export type PendingKind = 'children' | 'detail';
+export type PendingReason = 'changed' | 'backfill' | 'reconcile';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Db = Kysely<any> | Transaction<any>;
+
+/** Rows per statement, well under SQLite's and Postgres's bound-parameter limits. */
+const CHUNK = 500;
+
+export async function enqueuePending(db: Db, key: StreamKey, kind: PendingKind, itemIds: readonly string[], reason: PendingReason, now: string): Promise<void> {
+  for (let i = 0; i < itemIds.length; i += CHUNK) {
+    const values = itemIds.slice(i, i + CHUNK).map((item_id) => ({
+      connection: key.connection,
+      organization_id: key.organizationId,
+      stream: key.stream,
+      kind,
+      item_id,
+      reason,
+      enqueued_at: now,
+    }));
+    await stateDb(db)
+      .insertInto('_svcsync_pending')
+      .values(values)
+      .onConflict((oc) => oc.columns(['connection', 'organization_id', 'stream', 'kind', 'item_id']).doNothing())
+      .execute();
+  }
+}
+
+export async function takePending(db: Db, key: StreamKey, kind: PendingKind, limit: number): Promise<PendingRow[]> {
+  return stateDb(db)
+    .selectFrom('_svcsync_pending')
+    .selectAll()
+    .where('connection', '=', key.connection)
+    .where('organization_id', '=', key.organizationId)
+    .where('stream', '=', key.stream)
+    .where('kind', '=', kind)
+    .orderBy('enqueued_at')
+    .orderBy('item_id')
+    .limit(limit)
+    .execute();
+}
+
+export async function completePending(db: Db, key: StreamKey, kind: PendingKind, itemIds: readonly string[]): Promise<void> {
+  for (let i = 0; i < itemIds.length; i += CHUNK) {
+    await stateDb(db)
+      .deleteFrom('_svcsync_pending')
+      .where('connection', '=', key.connection)
+      .where('organization_id', '=', key.organizationId)
+      .where('stream', '=', key.stream)
+      .where('kind', '=', kind)
+      .where('item_id', 'in', itemIds.slice(i, i + CHUNK))
+      .execute();
+  }
+}
+
+export async function countPending(db: Db, filter: { connection?: string; organizationId?: string; stream?: string; kind?: PendingKind } = {}): Promise<number> {
+  let q = stateDb(db).selectFrom('_svcsync_pending').select((eb) => eb.fn.countAll<number>().as('n'));
+  if (filter.connection) q = q.where('connection', '=', filter.connection);
+  if (filter.organizationId) q = q.where('organization_id', '=', filter.organizationId);
+  if (filter.stream) q = q.where('stream', '=', filter.stream);
+  if (filter.kind) q = q.where('kind', '=', filter.kind);
+  const row = await q.executeTakeFirst();
+  return Number(row?.n ?? 0);
+}

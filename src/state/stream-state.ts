@@ -1,0 +1,94 @@
+import { stateDb, type StreamStateRow } from './tables.js';
+import type { Kysely, Transaction } from 'kysely';
+
+/** Which stream of which organization, reached through which connection. */
+export interface StreamKey {
+  connection: string;
+  organizationId: string;
+  /** Qualified stream name, `family.name`. */
+  stream: string;
+}
+
+/**
+ * A pass is one walk through a stream's pages. It is saved after every page, in the same
+ * transaction as the page's rows, so a run killed anywhere resumes it (re-reading at most
+ * the page that was in flight).
+ */
+export type PassKind = 'incremental' | 'backfill' | 'reconcile' | 'full';
+
+export interface PassState {
+  kind: PassKind;
+  startedAt: string;
+  nextPage: number;
+  /** Records changed before this instant end an incremental or `--since` pass on a sorted list. */
+  floor: string | null;
+  /** The newest change seen so far in this pass. */
+  maxChanged: string | null;
+  /** The server did not keep the order it was asked for; this pass reads every page. */
+  unsorted: boolean;
+  records: number;
+}
+
+export interface StreamState {
+  cursor: string | null;
+  pass: PassState | null;
+  row: StreamStateRow | null;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Db = Kysely<any> | Transaction<any>;
+
+export async function loadStreamState(db: Db, key: StreamKey): Promise<StreamState> {
+  const row = await stateDb(db)
+    .selectFrom('_svcsync_streams')
+    .selectAll()
+    .where('connection', '=', key.connection)
+    .where('organization_id', '=', key.organizationId)
+    .where('stream', '=', key.stream)
+    .executeTakeFirst();
+  if (!row) return { cursor: null, pass: null, row: null };
+  const pass: PassState | null =
+    row.pass_kind && row.pass_started_at
+      ? {
+          kind: row.pass_kind as PassKind,
+          startedAt: row.pass_started_at,
+          nextPage: Number(row.pass_next_page ?? 1),
+          floor: row.pass_floor,
+          maxChanged: row.pass_max_changed,
+          unsorted: Number(row.pass_unsorted ?? 0) === 1,
+          records: Number(row.pass_records ?? 0),
+        }
+      : null;
+  return { cursor: row.cursor, pass, row };
+}
+
+/** Upserts the given columns of a stream's state row. */
+export async function saveStreamState(db: Db, key: StreamKey, values: Partial<Omit<StreamStateRow, 'connection' | 'organization_id' | 'stream'>>, now: string): Promise<void> {
+  const row = { ...values, updated_at: now };
+  await stateDb(db)
+    .insertInto('_svcsync_streams')
+    .values({ connection: key.connection, organization_id: key.organizationId, stream: key.stream, ...row })
+    .onConflict((oc) => oc.columns(['connection', 'organization_id', 'stream']).doUpdateSet(row))
+    .execute();
+}
+
+export function passColumns(pass: PassState | null): Partial<StreamStateRow> {
+  if (!pass) {
+    return { pass_kind: null, pass_started_at: null, pass_next_page: null, pass_floor: null, pass_max_changed: null, pass_unsorted: null, pass_records: null };
+  }
+  return {
+    pass_kind: pass.kind,
+    pass_started_at: pass.startedAt,
+    pass_next_page: pass.nextPage,
+    pass_floor: pass.floor,
+    pass_max_changed: pass.maxChanged,
+    pass_unsorted: pass.unsorted ? 1 : 0,
+    pass_records: pass.records,
+  };
+}
+
+export async function listStreamStates(db: Db, connection?: string): Promise<StreamStateRow[]> {
+  let q = stateDb(db).selectFrom('_svcsync_streams').selectAll();
+  if (connection) q = q.where('connection', '=', connection);
+  return q.orderBy('connection').orderBy('organization_id').orderBy('stream').execute();
+}

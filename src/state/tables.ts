@@ -1,0 +1,97 @@
+import type { Kysely, Transaction } from 'kysely';
+
+/** Typed view of the `_svcsync_` tables (created by migrations/20261122T050000-state-tables.ts). */
+export interface StreamStateRow {
+  connection: string;
+  organization_id: string;
+  stream: string;
+  cursor: string | null;
+  pass_kind: string | null;
+  pass_started_at: string | null;
+  pass_next_page: number | null;
+  pass_floor: string | null;
+  pass_max_changed: string | null;
+  pass_unsorted: number | null;
+  pass_records: number | null;
+  last_run_id: string | null;
+  last_started_at: string | null;
+  last_finished_at: string | null;
+  last_success_at: string | null;
+  last_status: string | null;
+  last_error: string | null;
+  last_pages: number | null;
+  last_requests: number | null;
+  last_records: number | null;
+  updated_at: string | null;
+}
+
+export interface PendingRow {
+  connection: string;
+  organization_id: string;
+  stream: string;
+  kind: string;
+  item_id: string;
+  reason: string;
+  enqueued_at: string;
+}
+
+export interface RunRow {
+  run_id: string;
+  command: string;
+  started_at: string;
+  finished_at: string | null;
+  status: string;
+  requests: number | null;
+  records: number | null;
+  errors: string | null;
+  summary: string | null;
+}
+
+export interface RunStreamRow {
+  run_id: string;
+  connection: string;
+  organization_id: string;
+  stream: string;
+  started_at: string;
+  finished_at: string | null;
+  status: string;
+  pages: number;
+  records: number;
+  requests: number;
+  error: string | null;
+}
+
+export interface UsageRow {
+  organization_id: string;
+  day: string;
+  count: number;
+  blocked_until: string | null;
+  updated_at: string;
+}
+
+export interface OrganizationRow {
+  connection: string;
+  family: string;
+  organization_id: string;
+  name: string | null;
+  is_active: number | null;
+  time_zone: string | null;
+  discovered_at: string;
+}
+
+export interface StateTables {
+  _svcsync_streams: StreamStateRow;
+  _svcsync_pending: PendingRow;
+  _svcsync_runs: RunRow;
+  _svcsync_run_streams: RunStreamRow;
+  _svcsync_usage: UsageRow;
+  _svcsync_organizations: OrganizationRow;
+}
+
+export type StateDb = Kysely<StateTables> | Transaction<StateTables>;
+
+/** The warehouse handle seen through the state tables' types. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function stateDb(db: Kysely<any> | Transaction<any>): StateDb {
+  return db as StateDb;
+}

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS } from '../helpers/dialects.js';
+import { ID_FIELDS, instant, startE2E, stored, truthIds, type E2E, type Family } from '../helpers/e2e.js';
+
+const ph = (dialect: string, n: number): string => (dialect === 'postgres' ? `$${n}` : '?');
+
+describe.each(DIALECTS)('a full sync on %s', (dialect) => {
+  let e: E2E;
+  let exitCode: number;
+  beforeAll(async () => {
+    e = await startE2E(dialect);
+    exitCode = (await e.sync()).exitCode;
+  }, 120_000);
+  afterAll(async () => e?.close());
+
+  it('ends with exit code 0 and no secret in any log line', () => {
+    expect(exitCode).toBe(0);
+    expect(e.log.lines.length).toBeGreaterThan(0);
+    for (const s of [e.sandbox.credentials.client_secret, e.sandbox.credentials.refresh_token]) expect(e.log.text).not.toContain(s);
+  });
+
+  it('holds exactly the ids of every stream of every organization, none twice', async () => {
+    const seen = new Map<string, number>();
+    for (const org of e.sandbox.organizations()) {
+      for (const family of Object.keys(ID_FIELDS) as Family[]) {
+        for (const stream of Object.keys(ID_FIELDS[family])) {
+          if (stream === 'organizations') continue;
+          const expected = truthIds(e.sandbox, org.organization_id, family, stream);
+          const actual = await e.liveIds(org.organization_id, family, stream);
+          expect(actual, `${family}.${stream} of ${org.organization_id}`).toEqual(expected);
+          seen.set(`${family}.${stream}`, (seen.get(`${family}.${stream}`) ?? 0) + actual.length);
+          const dupes = await e.query<{ n: number | string }>(
+            `SELECT COUNT(*) - COUNT(DISTINCT "${ID_FIELDS[family][stream]}") AS n FROM "${family}_${stream}" WHERE organization_id = ${ph(dialect, 1)}`,
+            [org.organization_id],
+          );
+          expect(Number(dupes[0]!.n)).toBe(0);
+        }
+      }
+    }
+    // Every stream has data somewhere, so no comparison above passed by being empty.
+    for (const [stream, n] of seen) expect(n, stream).toBeGreaterThan(0);
+    expect(seen.size).toBe(17);
+  });
+
+  it('lists every organization in each family', async () => {
+    const ids = e.sandbox.organizations().map((o) => o.organization_id).sort();
+    for (const family of Object.keys(ID_FIELDS) as Family[]) {
+      const rows = await e.query<{ id: string }>(`SELECT organization_id AS id FROM "${family}_organizations" ORDER BY organization_id`);
+      expect(rows.map((r) => r.id).sort()).toEqual(ids);
+    }
+  });
+
+  it('keeps ids sent as JSON numbers larger than a double exactly', async () => {
+    const numeric = e.sandbox.organizations().find((o) => o.idStyle === 'number');
+    expect(numeric).toBeDefined();
+    const truth = truthIds(e.sandbox, numeric!.organization_id, 'inventory', 'sales_orders');
+    expect(truth.some((id) => !Number.isSafeInteger(Number(id)))).toBe(true);
+    expect(await e.liveIds(numeric!.organization_id, 'inventory', 'sales_orders')).toEqual(truth);
+  });
+
+  it('stores amounts and UTC instants of sales orders as the API gave them', async () => {
+    for (const org of e.sandbox.organizations()) {
+      const truth = e.sandbox.truth(org.organization_id, 'inventory', 'sales_orders');
+      const rows = await e.query<{ id: string; total: unknown; last_modified_time: unknown; created_time: unknown }>(
+        `SELECT salesorder_id AS id, total, last_modified_time, created_time FROM inventory_sales_orders WHERE organization_id = ${ph(dialect, 1)}`,
+        [org.organization_id],
+      );
+      const byId = new Map(rows.map((r) => [String(r.id), r]));
+      for (const t of truth) {
+        const row = byId.get(String(t['salesorder_id']))!;
+        expect(Number(row.total)).toBeCloseTo(Number(t['total']), 6);
+        expect(stored(row.last_modified_time)).toBe(instant(t['last_modified_time']));
+        expect(stored(row.created_time)).toBe(instant(t['created_time']));
+        if (dialect === 'sqlite') expect(String(row.last_modified_time)).toMatch(/Z$/);
+      }
+    }
+  });
+
+  it('has every line item of every sales order and vendor credit, with their amounts', async () => {
+    for (const org of e.sandbox.organizations()) {
+      for (const [family, stream, key] of [
+        ['inventory', 'sales_orders', 'salesorder_id'],
+        ['inventory', 'vendor_credits', 'vendor_credit_id'],
+        ['books', 'vendor_credits', 'vendor_credit_id'],
+      ] as const) {
+        const truth = e.sandbox.truth(org.organization_id, family, stream);
+        const rows = await e.query<{ id: string; n: number | string; total: unknown }>(
+          `SELECT "${key}" AS id, COUNT(*) AS n, SUM(item_total) AS total FROM "${family}_${stream}__line_items" WHERE organization_id = ${ph(dialect, 1)} AND _deleted_at IS NULL GROUP BY "${key}"`,
+          [org.organization_id],
+        );
+        const byId = new Map(rows.map((r) => [String(r.id), r]));
+        for (const t of truth) {
+          const items = (t['line_items'] as Array<Record<string, unknown>>) ?? [];
+          const row = byId.get(String(t[key]));
+          expect(Number(row?.n ?? 0), `${family}.${stream} ${String(t[key])}`).toBe(items.length);
+          const sum = items.reduce((a, i) => a + Number(i['item_total']), 0);
+          if (items.length) expect(Number(row!.total)).toBeCloseTo(sum, 6);
+        }
+      }
+    }
+  });
+
+  it('turns "hh:mm" task hours into numbers', async () => {
+    const org = e.sandbox.organizations()[0]!.organization_id;
+    const truth = e.sandbox.truth(org, 'invoice', 'tasks');
+    const rows = await e.query<{ id: string; log_time: unknown }>(`SELECT task_id AS id, log_time FROM invoice_tasks WHERE organization_id = ${ph(dialect, 1)}`, [org]);
+    const byId = new Map(rows.map((r) => [String(r.id), r]));
+    let checked = 0;
+    for (const t of truth) {
+      const text = String(t['log_time']);
+      const m = /^(\d+):(\d\d)$/.exec(text);
+      if (!m) continue;
+      expect(Number(byId.get(String(t['task_id']))!.log_time)).toBeCloseTo(Number(m[1]) + Number(m[2]) / 60, 6);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(0);
+  });
+});

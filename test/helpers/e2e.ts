@@ -1,0 +1,106 @@
+import { CompiledQuery } from 'kysely';
+import { parseConfig } from '../../src/config/load.js';
+import type { Config } from '../../src/config/schema.js';
+import { CapturedLog, createLogger } from '../../src/core/logger.js';
+import { SecretRegistry } from '../../src/core/secrets.js';
+import { runSync, type SyncSummary } from '../../src/extractors/sync-run.js';
+import type { SyncMode } from '../../src/extractors/stream-pass.js';
+import type { Dialect, Warehouse } from '../../src/loaders/warehouse.js';
+import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
+import { freshWarehouse, type TestWarehouse } from './dialects.js';
+
+export type Family = 'books' | 'inventory' | 'invoice' | 'billing';
+
+/**
+ * The id field of every stream, written out here rather than read from the catalog so that a
+ * wrong catalog entry cannot make these tests agree with it.
+ */
+export const ID_FIELDS: Record<Family, Record<string, string>> = {
+  books: { organizations: 'organization_id', users: 'user_id', vendor_credits: 'vendor_credit_id', vendor_credit_refunds: 'vendor_credit_refund_id', vendor_credit_bills: 'vendor_credit_bill_id', webhooks: 'webhook_id' },
+  inventory: {
+    organizations: 'organization_id',
+    currencies: 'currency_id',
+    contacts: 'contact_id',
+    contact_persons: 'contact_person_id',
+    contact_comments: 'comment_id',
+    sales_orders: 'salesorder_id',
+    vendor_credits: 'vendor_credit_id',
+    vendor_credit_refunds: 'vendor_credit_refund_id',
+  },
+  invoice: { organizations: 'organization_id', projects: 'project_id', tasks: 'task_id' },
+  billing: { organizations: 'organization_id', plans: 'plan_code', recurring_expenses: 'recurring_expense_id', events: 'event_id' },
+};
+
+export interface E2E {
+  sandbox: Sandbox;
+  warehouse: Warehouse;
+  config: Config;
+  log: CapturedLog;
+  secrets: SecretRegistry;
+  sync(mode?: SyncMode, extra?: { since?: string; streams?: string[]; organization?: string }): Promise<SyncSummary>;
+  /** Live (not deleted) ids of a stream's table for one organization. */
+  liveIds(organizationId: string, family: Family, stream: string): Promise<string[]>;
+  query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+export async function startE2E(dialect: Dialect, sandboxOptions: SandboxOptions = {}, configExtra: Record<string, unknown> = {}): Promise<E2E> {
+  const sandbox = await startSandbox({ seed: 7, scale: 12, organizations: 2, timeScale: 600, ...sandboxOptions });
+  const tw: TestWarehouse = await freshWarehouse(dialect);
+  const warehouse = await tw.open();
+  const secrets = new SecretRegistry();
+  const log = new CapturedLog();
+  const logger = createLogger({ level: 'info', secrets, destination: log });
+  const { connection: connectionExtra, sync: syncExtra } = configExtra as { connection?: Record<string, unknown>; sync?: Record<string, unknown> };
+  const config = parseConfig(
+    {
+      warehouse: tw.url,
+      sync: { lookback_seconds: 60, ...syncExtra },
+      connections: [{ name: 'e2e', accounts_url: sandbox.url, ...sandbox.credentials, plan: 'free', ...connectionExtra }],
+    },
+    { env: {}, secrets },
+  );
+  const e2e: E2E = {
+    sandbox,
+    warehouse,
+    config,
+    log,
+    secrets,
+    sync: (mode = 'incremental', extra = {}) =>
+      runSync({ config, warehouse, clock: sandbox.clock, logger, secrets, signal: new AbortController().signal, command: mode, mode, since: extra.since, streams: extra.streams, organization: extra.organization }),
+    async liveIds(organizationId, family, stream) {
+      const id = ID_FIELDS[family][stream]!;
+      const rows = await e2e.query<{ id: string }>(`SELECT "${id}" AS id FROM "${family}_${stream}" WHERE organization_id = ${dialect === 'postgres' ? '$1' : '?'} AND _deleted_at IS NULL`, [organizationId]);
+      return rows.map((r) => String(r.id)).sort();
+    },
+    async query<T>(text: string, params: unknown[] = []) {
+      const result = await warehouse.db.executeQuery<T>(CompiledQuery.raw(text, params));
+      return result.rows;
+    },
+    async close() {
+      await warehouse.close();
+      await tw.drop();
+      await sandbox.stop();
+    },
+  };
+  return e2e;
+}
+
+/** The truth's ids of a stream, as text exactly as the sandbox holds them. */
+export function truthIds(sandbox: Sandbox, organizationId: string, family: Family, stream: string): string[] {
+  const id = ID_FIELDS[family][stream]!;
+  return sandbox.truth(organizationId, family, stream).map((r) => String(r[id])).sort();
+}
+
+/** An instant from the API's text, parsed here independently of svcsync's parser. */
+export function instant(text: unknown): number {
+  const s = String(text).replace(/([+-]\d\d)(\d\d)$/, '$1:$2');
+  const ms = Date.parse(s);
+  if (Number.isNaN(ms)) throw new Error(`not an instant: ${String(text)}`);
+  return ms;
+}
+
+/** An instant stored in the warehouse (ISO text in SQLite, Date from Postgres). */
+export function stored(value: unknown): number {
+  return value instanceof Date ? value.getTime() : Date.parse(String(value));
+}
