@@ -188,7 +188,71 @@ export const toDate: Converter = (value, note) => {
 /** Set by parseInstantText when the text carried no offset (and so was read as UTC). */
 let lastHadNoOffset = false;
 
+function digits(text: string, at: number, count: number): number {
+  let n = 0;
+  for (let i = at; i < at + count; i++) {
+    const d = text.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return n;
+}
+
+/**
+ * The shape every API timestamp has (`2026-11-20T10:15:30+0530`, fraction and colon
+ * optional, or Z) read without a regex: two of these per record add up at 20,000 records
+ * a second. Anything else returns NaN and goes the regex's way.
+ */
+function fastInstant(text: string): number {
+  const length = text.length;
+  if (length < 20 || text.charCodeAt(4) !== 45 || text.charCodeAt(7) !== 45 || text.charCodeAt(10) !== 84) return Number.NaN;
+  if (text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) return Number.NaN;
+  const year = digits(text, 0, 4);
+  const month = digits(text, 5, 2);
+  const day = digits(text, 8, 2);
+  const hour = digits(text, 11, 2);
+  const minute = digits(text, 14, 2);
+  const second = digits(text, 17, 2);
+  if (year < 100 || month < 1 || month > 12 || day < 1 || day > 28 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) {
+    return Number.NaN;
+  }
+  let at = 19;
+  let millis = 0;
+  if (text.charCodeAt(at) === 46) {
+    at++;
+    const start = at;
+    let scale = 100;
+    while (at < length) {
+      const d = text.charCodeAt(at) - 48;
+      if (d < 0 || d > 9) break;
+      millis += d * scale;
+      scale /= 10;
+      at++;
+    }
+    if (at === start) return Number.NaN;
+    millis = Math.floor(millis);
+  }
+  let offset = 0;
+  const sign = text.charCodeAt(at);
+  if (sign === 90 && at + 1 === length) {
+    offset = 0;
+  } else if ((sign === 43 || sign === 45) && (at + 5 === length || (at + 6 === length && text.charCodeAt(at + 3) === 58))) {
+    const oh = digits(text, at + 1, 2);
+    const om = digits(text, length - 2, 2);
+    if (oh < 0 || oh > 23 || om < 0 || om > 59) return Number.NaN;
+    offset = (sign === 45 ? -1 : 1) * (oh * 60 + om);
+  } else {
+    return Number.NaN;
+  }
+  return Date.UTC(year, month - 1, day, hour, minute, second, millis) - offset * 60_000;
+}
+
 function parseInstantText(text: string): number | null {
+  const fast = fastInstant(text);
+  if (!Number.isNaN(fast)) {
+    lastHadNoOffset = false;
+    return fast;
+  }
   const m = INSTANT.exec(text.trim());
   if (!m) return null;
   const year = Number(m[1]);

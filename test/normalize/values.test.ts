@@ -161,3 +161,29 @@ describe('parseDiscount', () => {
     expect(note.message !== null).toBe(warns);
   });
 });
+
+describe('timestamp shapes the fast reader and the regex must agree on', () => {
+  it.each([
+    '2026-11-20T10:15:30+0530',
+    '2026-11-20T10:15:30.1+05:30',
+    '2026-11-30T23:59:59.999-0800',
+    '2024-02-29T00:00:00Z',
+    '2026-11-20T10:15:30.Z',
+    '2026-11-20T10:15:30+053',
+    '2026-11-20T10:15:30+05:3x',
+    '2026-11-20T10:15:30Zjunk',
+    '2026-13-20T10:15:30Z',
+    '2026-11-20T10:60:30Z',
+  ])('%s', (text) => {
+    const reference = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:?\d{2})$/.exec(text);
+    const parsed = parseInstant(text);
+    if (!reference || Number(reference[2]) > 12 || Number(reference[5]) > 59) {
+      expect(parsed).toBeNull();
+      return;
+    }
+    const iso = `${reference[1]}-${reference[2]}-${reference[3]}T${reference[4]}:${reference[5]}:${reference[6]}.${(reference[7] ?? '').padEnd(3, '0').slice(0, 3)}${
+      reference[8] === 'Z' ? 'Z' : `${reference[8]!.slice(0, 3)}:${reference[8]!.slice(-2)}`
+    }`;
+    expect(parsed).toBe(new Date(iso).getTime());
+  });
+});
