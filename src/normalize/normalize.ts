@@ -23,7 +23,7 @@ export interface ChildRows {
    * add-ons), so elements of a parent element that disappeared go with it.
    */
   parentKey: Row;
-  /** This child table's full primary key. */
+  /** This child table's full primary key (shared and frozen, as is `columns`). */
   keyColumns: string[];
   /** Every column of this child table, in table order; every row has all of them. */
   columns: string[];
@@ -36,7 +36,7 @@ export interface NormalizedRecord {
   key: Row;
   /** Epoch ms of the cursor field; null when the stream has no cursor or the record lacks it. */
   changedAt: number | null;
-  /** Columns this source writes: the key, its fields, its system columns. Fixed per (stream, source). */
+  /** Columns this source writes: the key, its fields, its system columns. Fixed per (stream, source); shared and frozen. */
   columns: string[];
   row: Row;
   /** SHA-1 of the record's JSON text; compared across list reads to spot changes. */

@@ -111,8 +111,9 @@ function compile(stream: StreamSpec, source: Source): StreamPlan {
       fields: [child.spec.field, ...(child.spec.aliases ?? [])],
       index,
       descendants: [],
-      columns: child.columns.map((c) => c.name),
-      keyColumns: child.primaryKey,
+      // Shared by every ChildRows of this table: frozen so no caller can change another's.
+      columns: Object.freeze(child.columns.map((c) => c.name)),
+      keyColumns: Object.freeze([...child.primaryKey]),
       parentKeyColumns: child.parentKeyColumns,
       parentKeySources: child.parentKeySources,
       key: null,
@@ -137,7 +138,8 @@ function compile(stream: StreamSpec, source: Source): StreamPlan {
     source,
     primaryKey: stream.primaryKey,
     keyedByOrganization: stream.primaryKey === ORGANIZATION_ID,
-    columns: written.map((c) => c.name),
+    // Shared by every record of this (stream, source): frozen so no caller can change another's.
+    columns: Object.freeze(written.map((c) => c.name)),
     steps,
     rawColumn: source === 'list' ? '_raw' : '_raw_detail',
     writesHash: written.some((c) => c.name === '_hash'),
