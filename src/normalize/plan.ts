@@ -1,4 +1,4 @@
-import { allChildLayouts, ORGANIZATION_ID, POSITION, streamLayout, type ChildLayout, type LaidColumn } from '../catalog/layout.js';
+import { allChildLayouts, ORGANIZATION_ID, streamLayout, type ChildLayout, type LaidColumn } from '../catalog/layout.js';
 import { qualifiedName, type Source, type StreamSpec } from '../catalog/types.js';
 import { CONVERTERS, type Converter } from './values.js';
 
@@ -151,4 +151,3 @@ function compile(stream: StreamSpec, source: Source): StreamPlan {
   };
 }
 
-export { POSITION };
