@@ -256,7 +256,7 @@ export class SandboxServer {
         }
         const all = data.children(def, parent);
         const { page, perPage } = paging(query);
-        const items = all.slice((page - 1) * perPage, page * perPage).map((c) => toJson(c, data.org.idStyle));
+        const items = all.slice((page - 1) * perPage, page * perPage).map((c) => toJson(data.listShape(def, c), data.org.idStyle));
         return this.page(route.key, items, page, perPage, all.length, def.reportName, '', 'A');
       }
       case 'all-children': {
@@ -266,7 +266,7 @@ export class SandboxServer {
         const end = Math.min(parents.length, page * perPage);
         for (let i = (page - 1) * perPage; i < end; i++) {
           const c = data.children(def, parents[i] as number)[index[i] as number];
-          if (c) items.push(toJson(c, data.org.idStyle));
+          if (c) items.push(toJson(data.listShape(def, c), data.org.idStyle));
         }
         return this.page(route.key, items, page, perPage, parents.length, def.reportName, '', 'A');
       }

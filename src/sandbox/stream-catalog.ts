@@ -268,6 +268,8 @@ const tasks: StreamDef = {
   family: 'invoice', stream: 'tasks', space: 31, kind: 'child', idField: 'task_id',
   parentStream: 'projects', parentIdField: 'project_id', timeOrder: 'none', childCount: children(4, 1, 35, 31),
   generate: (g, slot, parent) => gen.task(g, slot, parent ?? {}),
+  // description, status and is_billable appear only in the single-task response (spec 2.1).
+  listFields: ['project_id', 'task_id', 'currency_id', 'customer_id', 'task_name', 'project_name', 'customer_name', 'billed_hours', 'log_time', 'un_billed_hours', 'rate'],
   reportName: 'Tasks',
   modify: (_g, rec, r) => {
     const h = r.range(0, 40);
