@@ -99,7 +99,9 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
   const floorMs = pass.floor !== null ? Date.parse(pass.floor) : null;
   const result: PassResult = { kind: pass.kind, pages: 0, records: 0, written: 0, deleted: 0, requests: 0, resumed, unsorted: pass.unsorted };
   const fullRead = pass.kind !== 'incremental';
-  const everyParent = pass.kind === 'backfill' || pass.kind === 'reconcile';
+  // A parent without a change field cannot say its children changed (a new task does not
+  // touch its project), so every full read re-reads the children of every parent.
+  const everyParent = fullRead;
   let previousChanged: number | null = null;
 
   ctx.progress.streamStarted({ connection: key.connection, organizationId: key.organizationId, stream: key.stream, kind: pass.kind });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import { ApiClient, type RequestEvent } from '../api/client.js';
 import { LimiterRegistry } from '../api/limiter.js';
@@ -81,6 +82,8 @@ function describe(error: unknown): string {
  */
 export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
   const { config, warehouse, clock, logger } = options;
+  // Every request in flight listens to the run's signal; many at once is expected.
+  setMaxListeners(0, options.signal);
   await migrateToLatest(warehouse);
   const catalog = options.catalog ?? CATALOG;
   const stamp = new Stamp(clock);
