@@ -13,6 +13,7 @@ import type { Rec, SortOrder, StreamDef, Times } from './stream-types.js';
 export const CHILD_STRIDE = 64;
 const LIST_CACHE_MAX = 250_000;
 const DETAIL_CACHE_MAX = 50_000;
+const PAGE_CACHE_MAX = 400;
 
 export interface MutationCounts {
   modified: number;
@@ -56,6 +57,8 @@ class StreamState {
   readonly listJson = new Map<number, string>();
   readonly detailJson = new Map<number, string>();
   readonly views = new Map<string, Int32Array>();
+  /** Encoded list pages, keyed by view and page; valid until the stream changes. */
+  readonly pages = new Map<string, Buffer>();
   allChildren: { version: string; parents: Int32Array; index: Int32Array } | undefined;
 
   constructor(readonly def: StreamDef, readonly baseCount: number) {
@@ -65,6 +68,7 @@ class StreamState {
   changed(slot?: number): void {
     this.version++;
     this.views.clear();
+    this.pages.clear();
     if (slot !== undefined) {
       this.listJson.delete(slot);
       this.detailJson.delete(slot);
@@ -211,6 +215,16 @@ export class OrgData {
     const value = this.record(def, slot)[column];
     if (typeof value === 'number') return value;
     return typeof value === 'string' ? value.toLowerCase() : '';
+  }
+
+  cachedPage(def: StreamDef, key: string): Buffer | undefined {
+    return this.state(def).pages.get(key);
+  }
+
+  cachePage(def: StreamDef, key: string, body: Buffer): void {
+    const pages = this.state(def).pages;
+    if (pages.size >= PAGE_CACHE_MAX) pages.clear();
+    pages.set(key, body);
   }
 
   // ------------------------------------------------------------ child records

@@ -36,7 +36,7 @@ const ORG_HEADER_NAME: Partial<Record<Family, string>> = {
 
 interface Answer {
   status: number;
-  body: string;
+  body: string | Buffer;
   headers?: Record<string, string>;
 }
 
@@ -94,11 +94,11 @@ export class SandboxServer {
     bump(this.log.byEndpoint, endpoint);
     bump(this.log.byStatus, String(answer.status));
     if (org) bump(this.log.byOrganization, org);
-    let body = answer.body;
-    if (truncate) body = body.slice(0, Math.max(1, Math.floor(body.length / 2)));
+    let body = typeof answer.body === 'string' ? Buffer.from(answer.body) : answer.body;
+    if (truncate) body = body.subarray(0, Math.max(1, Math.floor(body.length / 2)));
     const headers: Record<string, string | number> = {
       'content-type': 'application/json;charset=UTF-8',
-      'content-length': Buffer.byteLength(body),
+      'content-length': body.length,
       ...answer.headers,
     };
     res.writeHead(answer.status, headers);
@@ -311,11 +311,17 @@ export class SandboxServer {
         order = o;
       }
     }
+    const pageKey = `${filterKey}|${column ?? ''}|${order}|${page}|${perPage}`;
+    const hit = data.cachedPage(def, pageKey);
+    if (hit) return { status: 200, body: hit };
     const view = data.view(def, { filterKey, predicate, column, order });
     const end = Math.min(view.length, page * perPage);
     const items: string[] = [];
     for (let i = (page - 1) * perPage; i < end; i++) items.push(data.listJson(def, view[i] as number));
-    return this.page(route.key, items, page, perPage, view.length, def.reportName, column ?? '', order);
+    const answer = this.page(route.key, items, page, perPage, view.length, def.reportName, column ?? '', order);
+    const body = Buffer.from(answer.body);
+    data.cachePage(def, pageKey, body);
+    return { status: 200, body };
   }
 
   private page(key: string, items: string[], page: number, perPage: number, total: number, report: string, sortColumn: string, order: string): Answer {
