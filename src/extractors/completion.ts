@@ -8,6 +8,7 @@ import { completePending, enqueuePending, takePending } from '../state/pending.j
 import type { StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { fillPath, pages } from './pager.js';
+import { runAll } from './settle.js';
 import { cascade, detailIsEnabled, normalizePage } from './stream-pass.js';
 
 export interface CompletionResult {
@@ -48,9 +49,10 @@ export async function completeDetails(ctx: SyncContext, organizationId: string, 
     const batch = await takePending(ctx.warehouse.db, key, 'detail', BATCH);
     if (batch.length === 0) return result;
     const syncedAt = ctx.stamp.next();
-    const fetched = await Promise.all(
+    const fetched = await runAll(
+      limit,
       batch.map((item) =>
-        limit(async (): Promise<{ id: string; record: NormalizedRecord | null }> => {
+        async (): Promise<{ id: string; record: NormalizedRecord | null }> => {
           const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
           try {
             const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal });
@@ -71,7 +73,7 @@ export async function completeDetails(ctx: SyncContext, organizationId: string, 
             }
             throw error;
           }
-        }),
+        },
       ),
     );
     await ctx.warehouse.db.transaction().execute(async (trx) => {
@@ -107,9 +109,10 @@ export async function completeChildren(ctx: SyncContext, organizationId: string,
     ctx.signal.throwIfAborted();
     const batch = await takePending(ctx.warehouse.db, key, 'children', BATCH);
     if (batch.length === 0) return result;
-    await Promise.all(
+    await runAll(
+      limit,
       batch.map((item) =>
-        limit(async () => {
+        async () => {
           const parentId = item.item_id;
           const startedAt = ctx.stamp.next();
           const path = fillPath(child.path, { [link.key]: parentId });
@@ -157,7 +160,7 @@ export async function completeChildren(ctx: SyncContext, organizationId: string,
           result.items++;
           result.records += records.length;
           if (gone) result.gone++;
-        }),
+        },
       ),
     );
   }

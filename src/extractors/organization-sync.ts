@@ -7,6 +7,7 @@ import { AuthorizationError, QuotaExhaustedError, SvcsyncError } from '../core/e
 import { recordRunStream } from '../state/runs.js';
 import { saveStreamState } from '../state/stream-state.js';
 import { completeChildren, completeDetails } from './completion.js';
+import { runAll } from './settle.js';
 import type { SyncContext } from './context.js';
 import { runStreamPass, type SyncMode } from './stream-pass.js';
 
@@ -154,7 +155,7 @@ export async function syncOrganization(
     await drain(stream);
   };
 
-  await Promise.all(top.map((s) => limit(() => runTree(s))));
+  await runAll(limit, top.map((s) => () => runTree(s)));
 
   const failed = outcome.streams.filter((s) => s.status === 'failed' || s.status === 'quota');
   if (quota) {

@@ -20,6 +20,7 @@ import { WarehouseUsageStore } from '../state/usage-store.js';
 import { Stamp, silentProgress, type ProgressReporter, type SyncContext } from './context.js';
 import { isOrganizationList, syncOrganization, type OrganizationOutcome } from './organization-sync.js';
 import { recordsOf } from './pager.js';
+import { runAll } from './settle.js';
 import { normalizePage, type SyncMode } from './stream-pass.js';
 
 export interface SyncRunOptions {
@@ -137,9 +138,10 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
       try {
         const found = await discoverOrganizations(ctx, options.organization);
         const limit = pLimit(config.sync.organization_concurrency);
-        const outcomes = await Promise.all(
+        const outcomes = await runAll(
+          limit,
           [...found.entries()].map(([organizationId, families]) =>
-            limit(async () => {
+            async () => {
               touched.add(organizationId);
               try {
                 return await syncOrganization(ctx, organizationId, families, { mode: options.mode, since: options.since, streams: options.streams ?? connection.streams });
@@ -150,7 +152,7 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
                 if (error instanceof QuotaExhaustedError) failed.resumeAt = error.resumeAt.toISOString();
                 return failed;
               }
-            }),
+            },
           ),
         );
         organizations.push(...outcomes);
