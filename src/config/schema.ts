@@ -1,3 +1,4 @@
+import { CronTime } from 'cron';
 import { z } from 'zod';
 import { FAMILIES, PLANS, REGIONS } from './plans.js';
 
@@ -14,6 +15,69 @@ const limitsSchema = z
     concurrency: z.number().int().positive().optional(),
     window_ms: z.number().int().positive().optional(),
     reserve: z.number().min(0).max(0.95).optional(),
+  })
+  .strict();
+
+/** A cron expression (5 fields, or 6 with seconds), or "off" to not schedule the job at all. */
+const cronSchema = z.string().trim().superRefine((value, ctx) => {
+  if (value === 'off') return;
+  const check = CronTime.validateCronExpression(value);
+  if (!check.valid) {
+    ctx.addIssue({ code: 'custom', message: `"${value}" is not a cron expression (${check.error?.message ?? 'invalid'}); expected e.g. "*/15 * * * *" or "off"` });
+  }
+});
+
+const timeZoneSchema = z.string().refine((zone) => {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}, 'expected an IANA time zone such as UTC or Europe/Berlin');
+
+/** When the daemon runs each kind of job; unset keys fall back to `daemon.schedules`, then the defaults. */
+const scheduleFields = {
+  /** Incremental sync of transaction streams (and their child and single-record completions). */
+  incremental: cronSchema.optional(),
+  /** Settings-like streams (`kind: settings`) and organization discovery. */
+  settings: cronSchema.optional(),
+  /** `--reconcile`: re-read ids to find deleted records. */
+  reconcile: cronSchema.optional(),
+  /** When a backfill under the daemon may take the day's leftover budget. */
+  backfill: cronSchema.optional(),
+  time_zone: timeZoneSchema.optional(),
+};
+
+const streamScheduleSchema = z
+  .object({ incremental: cronSchema.optional(), reconcile: cronSchema.optional(), time_zone: timeZoneSchema.optional() })
+  .strict();
+
+const connectionScheduleSchema = z
+  .object({
+    ...scheduleFields,
+    /** Per-stream overrides, keyed `family.stream` (a top-level stream; its child streams follow it). */
+    streams: z.record(z.string(), streamScheduleSchema).optional(),
+  })
+  .strict();
+
+const daemonSchema = z
+  .object({
+    schedules: z.object(scheduleFields).strict().default({}),
+    /** Spread a backfill of every stream across days on the leftover budget (same as `daemon --backfill`). */
+    backfill: z.boolean().default(false),
+    /** Shutdown bound: running jobs get this long to finish their page before they are aborted. */
+    shutdown_grace_ms: z.number().int().min(0).default(30_000),
+    /** Higher-priority demand still to come today is multiplied by this before backfill may take the rest. */
+    budget_safety: z.number().min(1).max(10).default(1.25),
+    /** First wait after an organization or connection failed; doubles per failure up to retry_backoff_max_ms. */
+    retry_backoff_ms: z.number().int().min(0).default(60_000),
+    retry_backoff_max_ms: z.number().int().min(0).default(3_600_000),
+    /** Jobs running at once across all organizations. */
+    max_concurrent_jobs: z.number().int().min(1).default(4),
+    /** Serve /healthz and /metrics on this port (same as --metrics-port). */
+    metrics_port: z.number().int().min(0).max(65535).optional(),
+    metrics_host: z.string().default('127.0.0.1'),
   })
   .strict();
 
@@ -37,6 +101,8 @@ const connectionSchema = z
     streams: z.array(nonEmpty).min(1).optional(),
     /** Time zone whose midnight resets the daily quota (the spec does not say; see assumptions). */
     quota_reset_time_zone: z.string().default('UTC'),
+    /** The daemon's schedules for this connection (see `daemon.schedules` for the defaults). */
+    schedules: connectionScheduleSchema.optional(),
   })
   .strict();
 
@@ -64,6 +130,7 @@ export const configSchema = z
     regions: z.partialRecord(z.enum(REGIONS), z.url()).optional(),
     sync: syncSchema.default(syncSchema.parse({})),
     connections: z.array(connectionSchema).min(1, 'expected at least one connection'),
+    daemon: daemonSchema.default(daemonSchema.parse({})),
   })
   .strict()
   .superRefine((cfg, ctx) => {
@@ -79,3 +146,5 @@ export const configSchema = z
 export type Config = z.infer<typeof configSchema>;
 export type ConnectionConfig = Config['connections'][number];
 export type SyncSettings = Config['sync'];
+export type DaemonSettings = Config['daemon'];
+export type ScheduleSettings = NonNullable<ConnectionConfig['schedules']>;

@@ -1,0 +1,302 @@
+import { connectionLimits } from '../api/client.js';
+import { LimiterRegistry, type OrgLimiter } from '../api/limiter.js';
+import type { RequestEvent } from '../api/client.js';
+import { CATALOG } from '../catalog/index.js';
+import type { StreamSpec } from '../catalog/types.js';
+import type { Family } from '../config/plans.js';
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { SecretRegistry } from '../core/secrets.js';
+import { runSync, type SyncSummary } from '../extractors/sync-run.js';
+import { migrateToLatest } from '../loaders/migrate.js';
+import type { Warehouse } from '../loaders/warehouse.js';
+import { stateDb } from '../state/tables.js';
+import { WarehouseUsageStore } from '../state/usage-store.js';
+import { decide, heldForHigher } from './budget.js';
+import { daemonCommand, estimateJob, loadSnapshot, rowsNeeded, treeBackfilled, treesInBackfill, type OrgSnapshot } from './estimate.js';
+import { FetchGate, QueryTracker, quiesce } from './gate.js';
+import { narrowJob, resolveJobs, type JobSpec, type KnownOrganization } from './jobs.js';
+import { DaemonMetrics } from './metrics.js';
+import { Scheduler, type Admission, type JobOutcome, type JobRun, type SchedulerEvent } from './scheduler.js';
+
+/** Everything the daemon needs, passed in; nothing global. */
+export interface DaemonContext {
+  config: Config;
+  warehouse: Warehouse;
+  clock: Clock;
+  logger: Logger;
+  secrets: SecretRegistry;
+  /** One registry for every run, so per-organization windows and daily counts are global. */
+  limiters?: LimiterRegistry;
+  /** Spread a backfill of every stream across days (`daemon --backfill`, or `daemon.backfill`). */
+  backfill?: boolean;
+  catalog?: readonly StreamSpec[];
+  /** Test seams. */
+  fetch?: typeof fetch;
+  random?: () => number;
+  onEvent?: (e: SchedulerEvent) => void;
+}
+
+/** The last thing each job did, for status and metrics. */
+export interface JobReport {
+  at: number;
+  outcome: JobOutcome;
+  summary?: SyncSummary;
+}
+
+/**
+ * `svcsync daemon`: one warehouse, one limiter registry, one scheduler. Jobs are runSync
+ * calls on subsets of streams; the daemon estimates each job's cost against what is left of
+ * the organization's day before starting it, and stops jobs between pages on shutdown.
+ */
+export class Daemon {
+  readonly scheduler: Scheduler;
+  readonly limiters: LimiterRegistry;
+  readonly metrics: DaemonMetrics;
+  readonly reports = new Map<string, JobReport>();
+  private readonly queries = new QueryTracker();
+  private readonly warehouse: Warehouse;
+  private readonly catalog: readonly StreamSpec[];
+  private jobList: JobSpec[] = [];
+  private organizations: KnownOrganization[] = [];
+  private readonly backfill: boolean;
+  /** Actual requests of each job's last complete run: the best estimate of its next. */
+  private readonly history = new Map<string, number>();
+  private stopping = false;
+
+  constructor(private readonly ctx: DaemonContext) {
+    this.catalog = ctx.catalog ?? CATALOG;
+    this.backfill = ctx.backfill ?? ctx.config.daemon.backfill;
+    this.warehouse = this.queries.wrap(ctx.warehouse);
+    this.limiters = ctx.limiters ?? new LimiterRegistry({ clock: ctx.clock, store: new WarehouseUsageStore(ctx.warehouse.db, () => ctx.clock.now()), logger: ctx.logger });
+    this.metrics = new DaemonMetrics({
+      clock: ctx.clock,
+      limiters: this.limiters,
+      warehouse: ctx.warehouse,
+      quota: { organizations: () => this.organizations },
+    });
+    const settings = ctx.config.daemon;
+    this.scheduler = new Scheduler({
+      clock: ctx.clock,
+      logger: ctx.logger.child({ component: 'scheduler' }),
+      jobs: () => this.jobList,
+      runJob: (job, run) => this.runJob(job, run),
+      admit: (job, now) => this.admit(job, now),
+      maxConcurrent: settings.max_concurrent_jobs,
+      retryBackoffMs: settings.retry_backoff_ms,
+      retryBackoffMaxMs: settings.retry_backoff_max_ms,
+      onEvent: (e) => {
+        if (e.type === 'skipped') this.metrics.jobSkipped(e.job, e.reason);
+        if (e.type === 'started') this.metrics.jobStarted(e.job);
+        ctx.onEvent?.(e);
+      },
+    });
+  }
+
+  /** Jobs as scheduled now. */
+  jobs(): readonly JobSpec[] {
+    return this.jobList;
+  }
+
+  knownOrganizations(): readonly KnownOrganization[] {
+    return this.organizations;
+  }
+
+  /** Loads what the warehouse knows, schedules, and discovers organizations at once when none are known. */
+  async start(): Promise<void> {
+    await migrateToLatest(this.ctx.warehouse);
+    await this.reloadOrganizations();
+    this.scheduler.start();
+    const unknown = this.ctx.config.connections.filter((c) => !this.organizations.some((o) => o.connection === c.name));
+    for (const c of unknown) {
+      const job = this.jobList.find((j) => j.connection === c.name && j.jobClass === 'organizations');
+      if (job) await this.runNow(job);
+    }
+  }
+
+  /** Runs one job outside its schedule (start-up discovery; tests). */
+  async runNow(job: JobSpec): Promise<JobOutcome> {
+    const soft = new AbortController();
+    const hard = new AbortController();
+    return this.runJob(job, { soft: soft.signal, hard: hard.signal, floor: 0, estimate: 0 });
+  }
+
+  /** Graceful stop: no new jobs, running ones end after their page, abandoned at the bound. */
+  async stop(graceMs = this.ctx.config.daemon.shutdown_grace_ms): Promise<void> {
+    this.stopping = true;
+    await this.scheduler.stop(graceMs);
+    await this.limiters.flush();
+    // A stopped run's last page may still be committing on another branch; let it land.
+    const deadline = this.ctx.clock.now() + graceMs;
+    await quiesce(() => this.queries.inFlight() > 0, () => this.ctx.clock.now() > deadline);
+  }
+
+  isStopping(): boolean {
+    return this.stopping;
+  }
+
+  /** Reads the organizations discovered so far (by any run) and rebuilds the job list. */
+  async reloadOrganizations(): Promise<void> {
+    const rows = await stateDb(this.ctx.warehouse.db).selectFrom('_svcsync_organizations').selectAll().execute();
+    const byKey = new Map<string, KnownOrganization>();
+    for (const r of rows) {
+      if (Number(r.is_active ?? 1) === 0) continue;
+      const connection = this.ctx.config.connections.find((c) => c.name === r.connection);
+      if (!connection || !connection.families.includes(r.family as Family)) continue;
+      const k = `${r.connection}|${r.organization_id}`;
+      const o = byKey.get(k) ?? { connection: r.connection, organizationId: r.organization_id, families: [] };
+      o.families.push(r.family as Family);
+      byKey.set(k, o);
+    }
+    this.organizations = [...byKey.values()].sort((a, b) => a.connection.localeCompare(b.connection) || a.organizationId.localeCompare(b.organizationId));
+    this.jobList = resolveJobs(this.ctx.config, this.organizations, { backfill: this.backfill, catalog: this.catalog }).filter((j) => !this.finishedBackfills.has(j.id));
+    this.scheduler.refresh();
+  }
+
+  private readonly finishedBackfills = new Set<string>();
+
+  /** The organization's limiter, created with its connection's limits if no run made it yet. */
+  async limiterFor(connectionName: string, organizationId: string): Promise<OrgLimiter | null> {
+    const connection = this.ctx.config.connections.find((c) => c.name === connectionName);
+    if (!connection) return null;
+    return this.limiters.get(organizationId, { limits: connectionLimits(connection), timeZone: connection.quota_reset_time_zone });
+  }
+
+  /** Estimated requests of a job (0 for discovery, which no organization is charged for). */
+  async estimate(job: JobSpec, snap?: OrgSnapshot): Promise<number> {
+    if (job.organizationId === null) return 0;
+    const s = snap ?? (await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, { rowsFor: rowsNeeded(job) }));
+    const fromDb = estimateJob(job, s, this.ctx.config.sync.per_page, this.catalog);
+    const last = this.history.get(job.id);
+    if (last === undefined || job.mode !== 'incremental') return fromDb;
+    const queued = job.streams.reduce((a, n) => a + (s.streams.get(n)?.pending.detail ?? 0) + (s.streams.get(n)?.pending.children ?? 0), 0);
+    return Math.max(1, last) + queued;
+  }
+
+  private async admit(job: JobSpec, now: number): Promise<Admission> {
+    if (this.stopping) return { run: false, reason: 'busy: stopping' };
+    if (job.organizationId === null) return { run: true, job, floor: 0, estimate: 0 };
+    const limiter = await this.limiterFor(job.connection, job.organizationId);
+    if (!limiter) return { run: false, reason: 'busy: connection no longer configured' };
+    const blocked = limiter.blockedUntil();
+    if (blocked) {
+      this.scheduler.pause(job.connection, job.organizationId, blocked.getTime());
+      return { run: false, reason: `paused: the daily quota is spent (429 code 45); resumes at ${blocked.toISOString()}` };
+    }
+    const orgJobs = this.jobList.filter((j) => j.connection === job.connection && j.organizationId === job.organizationId);
+    const snap = await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, { rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))] });
+    let effective = job;
+    if (job.jobClass === 'backfill') {
+      const left = job.trees.filter((t) => !treeBackfilled(t, job, snap));
+      if (left.length === 0) {
+        this.finishBackfill(job);
+        return { run: false, reason: 'busy: backfill complete' };
+      }
+      effective = narrowJob(job, left, this.catalog);
+    } else {
+      // Trees a backfill has started on are the backfill's until it finishes them.
+      const owned = new Set(this.backfill ? treesInBackfill(job.trees, snap, this.catalog) : []);
+      const trees = job.trees.filter((t) => !owned.has(t));
+      if (job.trees.length > 0 && trees.length === 0) return { run: false, reason: 'busy: a backfill in progress owns these streams' };
+      effective = narrowJob(job, trees, this.catalog);
+    }
+    const estimate = await this.estimate(effective, snap);
+    const withEstimates = await Promise.all(orgJobs.filter((j) => j.priority < job.priority).map(async (j) => ({ job: j, estimate: await this.estimate(j, snap) })));
+    const reset = limiter.nextReset().getTime();
+    const floor = job.priority === 0 ? 0 : heldForHigher(job.priority, withEstimates, now, reset, this.ctx.config.daemon.budget_safety);
+    const d = decide(effective, estimate, { remaining: limiter.remainingToday(), nextReset: reset }, floor);
+    if (!d.run) return { run: false, reason: d.reason };
+    return { run: true, job: effective, floor: d.floor, estimate };
+  }
+
+  private finishBackfill(job: JobSpec): void {
+    this.finishedBackfills.add(job.id);
+    this.jobList = this.jobList.filter((j) => j.id !== job.id);
+    this.ctx.logger.info({ job: job.id }, 'backfill complete for this organization');
+    this.scheduler.refresh();
+  }
+
+  private async runJob(job: JobSpec, run: JobRun): Promise<JobOutcome> {
+    const started = this.ctx.clock.now();
+    const controller = new AbortController();
+    const stopReason = { why: 'stopped' as 'stopped' | 'budget' | 'shutdown' };
+    const onHard = (): void => controller.abort(run.hard.reason);
+    run.hard.addEventListener('abort', onHard, { once: true });
+    const limiter = job.organizationId === null ? null : await this.limiterFor(job.connection, job.organizationId);
+    const gate = new FetchGate({
+      fetch: this.ctx.fetch ?? globalThis.fetch,
+      hold: () => {
+        if (run.soft.aborted) {
+          stopReason.why = 'shutdown';
+          return true;
+        }
+        if (limiter && run.floor > 0 && limiter.remainingToday() <= run.floor) {
+          stopReason.why = 'budget';
+          return true;
+        }
+        return false;
+      },
+      queries: () => this.queries.inFlight(),
+      drained: () => controller.abort(new Error(`job ${job.id} stopped between pages (${stopReason.why})`)),
+    });
+    const onSoft = (): void => gate.poke();
+    run.soft.addEventListener('abort', onSoft, { once: true });
+    const onRequest = (e: RequestEvent): void => this.metrics.onRequest(e);
+    let summary: SyncSummary | undefined;
+    let outcome: JobOutcome;
+    try {
+      summary = await runSync({
+        config: this.ctx.config,
+        warehouse: this.warehouse,
+        clock: this.ctx.clock,
+        logger: this.ctx.logger.child({ job: job.id }),
+        secrets: this.ctx.secrets,
+        signal: controller.signal,
+        command: daemonCommand(job),
+        mode: job.mode,
+        connection: job.connection,
+        organization: job.organizationId ?? undefined,
+        streams: job.streams,
+        catalog: this.catalog,
+        fetch: gate.fetch,
+        random: this.ctx.random,
+        limiters: this.limiters,
+        onRequest,
+      });
+      outcome = outcomeOf(job, summary);
+      if (outcome.status === 'ok' && job.mode === 'incremental') this.history.set(job.id, outcome.requests ?? 0);
+    } catch (err) {
+      if (controller.signal.aborted) {
+        outcome = { status: 'stopped', error: stopReason.why === 'budget' ? 'stopped at its share of the daily budget; continues on a later tick' : `stopped (${run.hard.aborted ? 'abandoned at the shutdown bound' : stopReason.why})` };
+      } else {
+        outcome = { status: 'failed', failed: [job.organizationId], error: err instanceof Error ? err.message : String(err) };
+      }
+    } finally {
+      run.hard.removeEventListener('abort', onHard);
+      run.soft.removeEventListener('abort', onSoft);
+    }
+    const written = summary ? summary.organizations.flatMap((o) => o.streams.map((s) => ({ organizationId: o.organizationId, stream: s.stream, written: s.written }))) : [];
+    this.metrics.jobFinished(job, outcome, (this.ctx.clock.now() - started) / 1000, written);
+    this.reports.set(job.id, { at: this.ctx.clock.now(), outcome, ...(summary ? { summary } : {}) });
+    if (job.jobClass === 'organizations' && (outcome.status === 'ok' || outcome.status === 'partial')) await this.reloadOrganizations();
+    return outcome;
+  }
+}
+
+/** The scheduler's view of a run: who failed, whether the quota is gone, whether a backfill ended. */
+export function outcomeOf(job: JobSpec, summary: SyncSummary): JobOutcome {
+  const failed: Array<string | null> = [];
+  let quotaUntil: number | undefined;
+  for (const f of summary.connectionFailures) failed.push(null);
+  for (const o of summary.organizations) {
+    if (o.status === 'failed') failed.push(o.organizationId);
+    if (o.status === 'quota' && o.resumeAt) quotaUntil = Math.max(quotaUntil ?? 0, Date.parse(o.resumeAt));
+  }
+  const requests = summary.organizations.reduce((a, o) => a + o.streams.reduce((b, s) => b + s.requests, 0), 0);
+  const errors = [...summary.connectionFailures.map((f) => f.error), ...summary.organizations.filter((o) => o.error).map((o) => `${o.organizationId}: ${o.error}`)];
+  const status = summary.connectionFailures.length > 0 || summary.organizations.some((o) => o.status === 'failed') ? (summary.organizations.some((o) => o.status === 'ok') ? 'partial' : 'failed') : quotaUntil !== undefined ? 'quota' : summary.organizations.some((o) => o.status === 'partial') ? 'partial' : 'ok';
+  const out: JobOutcome = { status, requests, failed, quotaUntil, error: errors.join('; ') || undefined };
+  if (job.jobClass === 'backfill' && status === 'ok') out.complete = true;
+  return out;
+}

@@ -1,0 +1,186 @@
+import { CompiledQuery } from 'kysely';
+import { CATALOG, childStreamsOf, findStream } from '../catalog/index.js';
+import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
+import type { SyncMode } from '../extractors/stream-pass.js';
+import type { Warehouse } from '../loaders/warehouse.js';
+import { stateDb, type StreamStateRow } from '../state/tables.js';
+import type { JobSpec } from './jobs.js';
+
+/** The command name a daemon run records in `_svcsync_runs` (its mode is read back from it). */
+export function daemonCommand(job: Pick<JobSpec, 'jobClass'>): string {
+  return `daemon ${job.jobClass}`;
+}
+
+/** The mode a recorded run used, from its command (`sync`, `sync --reconcile`, `backfill`, `daemon …`). */
+export function modeOfCommand(command: string | null | undefined): SyncMode | null {
+  if (!command) return null;
+  if (command.includes('reconcile')) return 'reconcile';
+  if (command.includes('backfill')) return 'backfill';
+  return 'incremental';
+}
+
+export interface StreamSnapshot {
+  state: StreamStateRow | null;
+  /** Mode of the run that last touched the stream. */
+  lastMode: SyncMode | null;
+  pending: { detail: number; children: number; backfillOrReconcile: number };
+  /** Live rows (read only when a full-read estimate needs them). */
+  rows: number | null;
+}
+
+/** What the warehouse knows about one organization's streams, for estimates and ownership. */
+export interface OrgSnapshot {
+  streams: Map<string, StreamSnapshot>;
+  /** Streams fully backfilled by the daemon (a `daemon backfill` run finished them). */
+  backfilled: Set<string>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function countRows(warehouse: Warehouse, stream: StreamSpec, organizationId: string): Promise<number> {
+  const p = warehouse.dialect === 'postgres' ? '$1' : '?';
+  try {
+    const r = await warehouse.db.executeQuery<{ n: number | string }>(CompiledQuery.raw(`SELECT COUNT(*) AS n FROM "${tableName(stream)}" WHERE "organization_id" = ${p} AND "_deleted_at" IS NULL`, [organizationId]));
+    return Number(r.rows[0]?.n ?? 0);
+  } catch {
+    // The table does not exist until the first sync creates it.
+    return 0;
+  }
+}
+
+export async function loadSnapshot(warehouse: Warehouse, connection: string, organizationId: string, options: { rowsFor?: readonly string[] } = {}): Promise<OrgSnapshot> {
+  const db = stateDb(warehouse.db);
+  const states = await db.selectFrom('_svcsync_streams').selectAll().where('connection', '=', connection).where('organization_id', '=', organizationId).execute();
+  const runIds = [...new Set(states.map((s) => s.last_run_id).filter((x): x is string => Boolean(x)))];
+  const runs = runIds.length ? await db.selectFrom('_svcsync_runs').select(['run_id', 'command']).where('run_id', 'in', runIds).execute() : [];
+  const commandOf = new Map(runs.map((r) => [r.run_id, r.command]));
+  const pending = await db
+    .selectFrom('_svcsync_pending')
+    .select(['stream', 'kind', 'reason'])
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('connection', '=', connection)
+    .where('organization_id', '=', organizationId)
+    .groupBy(['stream', 'kind', 'reason'])
+    .execute();
+  const backfilledRows = await db
+    .selectFrom('_svcsync_run_streams as rs')
+    .innerJoin('_svcsync_runs as r', 'r.run_id', 'rs.run_id')
+    .select('rs.stream')
+    .distinct()
+    .where('rs.connection', '=', connection)
+    .where('rs.organization_id', '=', organizationId)
+    .where('rs.status', '=', 'ok')
+    .where('r.command', '=', 'daemon backfill')
+    .execute();
+  const streams = new Map<string, StreamSnapshot>();
+  const get = (name: string): StreamSnapshot => {
+    let s = streams.get(name);
+    if (!s) streams.set(name, (s = { state: null, lastMode: null, pending: { detail: 0, children: 0, backfillOrReconcile: 0 }, rows: null }));
+    return s;
+  };
+  for (const st of states) {
+    const s = get(st.stream);
+    s.state = st;
+    s.lastMode = modeOfCommand(st.last_run_id ? commandOf.get(st.last_run_id) : null);
+  }
+  for (const p of pending) {
+    const s = get(p.stream);
+    const n = Number(p.n);
+    if (p.kind === 'detail') s.pending.detail += n;
+    else s.pending.children += n;
+    if (p.reason === 'backfill' || p.reason === 'reconcile') s.pending.backfillOrReconcile += n;
+  }
+  for (const name of options.rowsFor ?? []) {
+    const spec = findStream(name);
+    if (spec) get(name).rows = await countRows(warehouse, spec, organizationId);
+  }
+  return { streams, backfilled: new Set(backfilledRows.map((r) => r.stream)) };
+}
+
+/** Streams of the job's trees whose rows a full-read estimate needs (tops and parents of children). */
+export function rowsNeeded(job: JobSpec): string[] {
+  if (job.mode === 'incremental') return [];
+  const out = new Set<string>();
+  for (const name of job.streams) {
+    const spec = findStream(name);
+    if (!spec) continue;
+    if (!spec.parent) out.add(name);
+    else out.add(`${spec.family}.${spec.parent.stream}`);
+  }
+  return [...out];
+}
+
+/**
+ * Requests a job is expected to spend. Incremental: each stream's requests in its last
+ * run of the same mode (1 when it has none), plus the queued child and single-record work.
+ * Reconcile and backfill: every page of each list (rows / per_page, less the pages a pass in
+ * progress has done) plus one request per parent for child streams.
+ */
+export function estimateJob(job: JobSpec, snap: OrgSnapshot, perPage: number, catalog: readonly StreamSpec[] = CATALOG): number {
+  if (job.jobClass === 'organizations') return 0;
+  let total = 0;
+  for (const name of job.streams) {
+    const spec = catalog.find((s) => qualifiedName(s) === name);
+    const s = snap.streams.get(name);
+    const pending = (s?.pending.detail ?? 0) + (s?.pending.children ?? 0);
+    if (job.mode === 'incremental') {
+      const sameMode = s?.lastMode === 'incremental' || (spec !== undefined && !spec.cursor && !spec.parent);
+      const last = sameMode ? Number(s?.state?.last_requests ?? s?.state?.last_pages ?? 1) : 1;
+      // A child's last request count already includes the queue it drained; the queue now is new work.
+      total += Math.max(spec?.parent ? 0 : 1, last) + pending;
+      continue;
+    }
+    if (!spec) continue;
+    if (!spec.parent) {
+      const rows = s?.rows ?? 0;
+      let pages = Math.max(1, Math.ceil(rows / perPage));
+      const pass = s?.state?.pass_kind === job.mode ? Number(s.state.pass_next_page ?? 1) - 1 : 0;
+      pages = Math.max(1, pages - pass);
+      total += pages + (s?.pending.detail ?? 0);
+    } else {
+      const parentRows = snap.streams.get(`${spec.family}.${spec.parent.stream}`)?.rows ?? 0;
+      total += Math.max(parentRows, pending, 1);
+    }
+  }
+  return total;
+}
+
+/**
+ * Top-level streams an unfinished daemon backfill has started on (its pass is in progress,
+ * or its children still owe backfill work). Other jobs leave them alone: an incremental run
+ * would otherwise resume the backfill pass at incremental priority.
+ */
+export function treesInBackfill(trees: readonly string[], snap: OrgSnapshot, catalog: readonly StreamSpec[] = CATALOG): string[] {
+  const out: string[] = [];
+  for (const t of trees) {
+    const spec = catalog.find((s) => qualifiedName(s) === t);
+    if (!spec) continue;
+    const names = [t];
+    const walk = (s: StreamSpec): void => {
+      for (const c of childStreamsOf(s, catalog)) {
+        names.push(qualifiedName(c));
+        walk(c);
+      }
+    };
+    walk(spec);
+    const started = snap.streams.get(t)?.state?.pass_kind === 'backfill' || names.some((n) => (snap.streams.get(n)?.pending.backfillOrReconcile ?? 0) > 0 && snap.streams.get(t)?.lastMode === 'backfill');
+    if (started) out.push(t);
+  }
+  return out;
+}
+
+/** Whether a daemon backfill has finished every stream of the tree. */
+export function treeBackfilled(tree: string, job: JobSpec, snap: OrgSnapshot): boolean {
+  const spec = findStream(tree);
+  if (!spec) return true;
+  const names = job.streams.filter((n) => n === tree || n.startsWith(`${spec.family}.`) && isDescendant(n, spec));
+  return names.every((n) => snap.backfilled.has(n));
+}
+
+function isDescendant(name: string, ancestor: StreamSpec): boolean {
+  let s = findStream(name);
+  while (s?.parent) {
+    if (s.parent.stream === ancestor.name && s.family === ancestor.family) return true;
+    s = findStream(`${s.family}.${s.parent.stream}`);
+  }
+  return false;
+}

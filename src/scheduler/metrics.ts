@@ -1,0 +1,144 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { RequestEvent } from '../api/client.js';
+import type { LimiterRegistry } from '../api/limiter.js';
+import type { Clock } from '../core/clock.js';
+import type { Warehouse } from '../loaders/warehouse.js';
+import { listStreamStates } from '../state/stream-state.js';
+import type { JobOutcome } from './scheduler.js';
+import type { JobSpec } from './jobs.js';
+
+export interface QuotaSource {
+  /** Organizations the daemon knows, with the limits of the connection reaching them. */
+  organizations(): Array<{ connection: string; organizationId: string }>;
+}
+
+/**
+ * The daemon's Prometheus metrics, in a registry of its own (never prom-client's global one,
+ * so two daemons in one process, as in tests, do not share counters).
+ */
+export class DaemonMetrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<'family' | 'outcome'>;
+  readonly rateLimited: Counter<'family' | 'code'>;
+  readonly records: Counter<'connection' | 'organization' | 'stream'>;
+  readonly runs: Counter<'connection' | 'job_class' | 'status'>;
+  readonly skipped: Counter<'connection' | 'job_class' | 'reason'>;
+  readonly duration: Histogram<'connection' | 'job_class' | 'status'>;
+  readonly running: Gauge<'job_class'>;
+
+  constructor(deps: { clock: Clock; limiters: LimiterRegistry; warehouse: Warehouse; quota: QuotaSource }) {
+    const registers = [this.registry];
+    this.requests = new Counter({ name: 'svcsync_requests_total', help: 'HTTP attempts to the API by family and outcome (ok, retried, rate_limited, failed)', labelNames: ['family', 'outcome'], registers });
+    this.rateLimited = new Counter({ name: 'svcsync_rate_limited_total', help: '429 answers by family and API code (44 per-minute, 45 daily quota, 1070 concurrency)', labelNames: ['family', 'code'], registers });
+    this.records = new Counter({ name: 'svcsync_records_written_total', help: 'Rows written per stream', labelNames: ['connection', 'organization', 'stream'], registers });
+    this.runs = new Counter({ name: 'svcsync_job_runs_total', help: 'Jobs finished by class and status', labelNames: ['connection', 'job_class', 'status'], registers });
+    this.skipped = new Counter({ name: 'svcsync_job_skipped_total', help: 'Scheduled fires not run, by reason (overlap, paused, backoff, budget, busy)', labelNames: ['connection', 'job_class', 'reason'], registers });
+    this.duration = new Histogram({
+      name: 'svcsync_job_duration_seconds',
+      help: 'Run durations of jobs',
+      labelNames: ['connection', 'job_class', 'status'],
+      buckets: [1, 5, 15, 60, 300, 900, 3600, 4 * 3600],
+      registers,
+    });
+    this.running = new Gauge({ name: 'svcsync_jobs_running', help: 'Jobs running now', labelNames: ['job_class'], registers });
+    const { clock, limiters, warehouse, quota } = deps;
+    const byOrg = (fn: (l: NonNullable<ReturnType<LimiterRegistry['peek']>>) => number) =>
+      function (this: Gauge<'organization'>): void {
+        this.reset();
+        for (const o of quota.organizations()) {
+          const l = limiters.peek(o.organizationId);
+          if (l) this.set({ organization: o.organizationId }, fn(l));
+        }
+      };
+    new Gauge({ name: 'svcsync_quota_used', help: 'Requests counted today per organization (the quota day of its reset zone)', labelNames: ['organization'], registers, collect: byOrg((l) => l.usedToday()) });
+    new Gauge({ name: 'svcsync_quota_left', help: "Requests left today per organization within svcsync's budget (quota less reserve)", labelNames: ['organization'], registers, collect: byOrg((l) => l.remainingToday()) });
+    new Gauge({ name: 'svcsync_quota_budget', help: "svcsync's daily budget per organization (quota less reserve)", labelNames: ['organization'], registers, collect: byOrg((l) => l.budget()) });
+    new Gauge({
+      name: 'svcsync_quota_blocked_until_seconds',
+      help: 'When a spent quota (429 code 45) lets calls resume, epoch seconds; 0 when not blocked',
+      labelNames: ['organization'],
+      registers,
+      collect: byOrg((l) => (l.blockedUntil()?.getTime() ?? 0) / 1000),
+    });
+    new Gauge({
+      name: 'svcsync_cursor_lag_seconds',
+      help: 'Now minus the cursor, per incremental stream',
+      labelNames: ['connection', 'organization', 'stream'],
+      registers,
+      async collect(this: Gauge<'connection' | 'organization' | 'stream'>) {
+        this.reset();
+        const now = clock.now();
+        for (const s of await listStreamStates(warehouse.db)) {
+          if (!s.cursor) continue;
+          const at = Date.parse(s.cursor);
+          if (Number.isFinite(at)) this.set({ connection: s.connection, organization: s.organization_id, stream: s.stream }, Math.max(0, (now - at) / 1000));
+        }
+      },
+    });
+  }
+
+  onRequest = (e: RequestEvent): void => {
+    this.requests.inc({ family: e.family, outcome: e.outcome });
+    if (e.status === 429) this.rateLimited.inc({ family: e.family, code: String(e.code ?? 'none') });
+  };
+
+  jobStarted(job: JobSpec): void {
+    this.running.inc({ job_class: job.jobClass });
+  }
+
+  jobFinished(job: JobSpec, outcome: JobOutcome, seconds: number, written: Array<{ organizationId: string; stream: string; written: number }>): void {
+    this.running.dec({ job_class: job.jobClass });
+    this.runs.inc({ connection: job.connection, job_class: job.jobClass, status: outcome.status });
+    this.duration.observe({ connection: job.connection, job_class: job.jobClass, status: outcome.status }, seconds);
+    for (const w of written) if (w.written > 0) this.records.inc({ connection: job.connection, organization: w.organizationId, stream: w.stream }, w.written);
+  }
+
+  jobSkipped(job: JobSpec, reason: string): void {
+    this.skipped.inc({ connection: job.connection, job_class: job.jobClass, reason });
+  }
+}
+
+export interface MetricsServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** /healthz (200 while the daemon runs, 503 once it is stopping) and /metrics. */
+export async function serveMetrics(metrics: DaemonMetrics, options: { port: number; host?: string; healthy: () => boolean }): Promise<MetricsServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET' }).end();
+      return;
+    }
+    if (path === '/healthz') {
+      const ok = options.healthy();
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'stopping\n');
+      return;
+    }
+    if (path === '/metrics') {
+      metrics.registry
+        .metrics()
+        .then((text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text))
+        .catch((err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err instanceof Error ? err.message : String(err)}\n`));
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const a = server.address() as AddressInfo;
+  const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+  return {
+    url: `http://${host}:${a.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections?.();
+        server.close(() => resolve());
+      }),
+  };
+}

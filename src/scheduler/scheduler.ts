@@ -1,0 +1,343 @@
+import type { Clock, Timer } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import { narrowJob, type JobSpec } from './jobs.js';
+
+export type JobStatus = 'ok' | 'partial' | 'failed' | 'quota' | 'stopped';
+
+/** What a finished job tells the scheduler. */
+export interface JobOutcome {
+  status: JobStatus;
+  /** Organizations (or the connection, as `null`) that failed and should back off. */
+  failed?: Array<string | null>;
+  /** The daily quota is gone until this instant (epoch ms): the organization pauses. */
+  quotaUntil?: number | undefined;
+  requests?: number;
+  error?: string | undefined;
+  /** A backfill that ran to the end (nothing left to read). */
+  complete?: boolean;
+}
+
+/** Handed to a running job: `soft` asks it to stop after the page in flight, `hard` abandons that page. */
+export interface JobRun {
+  soft: AbortSignal;
+  hard: AbortSignal;
+  /** Requests of the organization's day to leave untouched (held for higher priorities). */
+  floor: number;
+  estimate: number;
+}
+
+export type Admission = { run: false; reason: string } | { run: true; job: JobSpec; floor: number; estimate: number };
+
+export type SchedulerEvent =
+  | { type: 'started'; job: JobSpec; at: number; estimate: number; floor: number }
+  | { type: 'finished'; job: JobSpec; at: number; startedAt: number; outcome: JobOutcome }
+  | { type: 'skipped'; job: JobSpec; at: number; reason: 'overlap' | 'paused' | 'backoff' | 'budget' | 'busy' | 'stopping'; detail: string }
+  | { type: 'waiting'; job: JobSpec; at: number; reason: 'capacity' | 'busy' };
+
+export interface SchedulerOptions {
+  clock: Clock;
+  logger: Logger;
+  /** The current jobs (the list may change, e.g. after organization discovery). */
+  jobs: () => readonly JobSpec[];
+  runJob: (job: JobSpec, run: JobRun) => Promise<JobOutcome>;
+  /** Budget and ownership check before a job starts; the default admits everything. */
+  admit?: (job: JobSpec, now: number) => Promise<Admission>;
+  maxConcurrent?: number;
+  retryBackoffMs?: number;
+  retryBackoffMaxMs?: number;
+  onEvent?: (e: SchedulerEvent) => void;
+}
+
+interface Running {
+  job: JobSpec;
+  startedAt: number;
+  soft: AbortController;
+  hard: AbortController;
+  done: Promise<void>;
+}
+
+interface Backoff {
+  failures: number;
+  until: number;
+  reason: string;
+}
+
+/** Where failures are counted: an organization, or a whole connection. */
+function scopeOf(connection: string, organizationId: string | null): string {
+  return organizationId === null ? connection : `${connection}/${organizationId}`;
+}
+
+/**
+ * Fires jobs on their cron schedules, on an injected clock. A job never runs twice at once:
+ * a fire that finds it running is skipped and logged. Jobs whose streams another job is
+ * syncing, or that find every slot taken, wait for the next job to finish instead. A failed
+ * organization (or connection) backs off, doubling, while the others carry on; one whose
+ * quota is gone pauses until the reset.
+ */
+export class Scheduler {
+  private readonly running = new Map<string, Running>();
+  private readonly waiting = new Map<string, JobSpec>();
+  private readonly nextFire = new Map<string, number>();
+  private readonly backoff = new Map<string, Backoff>();
+  private readonly pausedUntil = new Map<string, number>();
+  private timer: Timer | null = null;
+  private stopping = false;
+  private started = false;
+  private ticking: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: SchedulerOptions) {}
+
+  /** Arms the timer for the first fires (from now on; missed fires are not replayed). */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.refresh();
+    this.arm();
+  }
+
+  /** Runs jobs whose fire time has come. Serialized, so budget checks see each other's starts. */
+  tick(): Promise<void> {
+    return this.serial(() => this.doTick());
+  }
+
+  private serial(fn: () => Promise<void>): Promise<void> {
+    this.ticking = this.ticking.then(fn).catch((err: unknown) => {
+      this.opts.logger.error({ err }, 'scheduler tick failed');
+    });
+    return this.ticking;
+  }
+
+  /**
+   * Starts no more jobs; asks running ones to stop after their page in flight; after
+   * `graceMs` (less a margin) abandons what is still running. Resolves when all ended.
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    this.timer?.cancel();
+    this.timer = null;
+    this.waiting.clear();
+    const all = [...this.running.values()];
+    for (const r of all) r.soft.abort(new Error('shutting down'));
+    const margin = Math.min(2_000, Math.floor(graceMs / 10));
+    const hardTimer = this.opts.clock.setTimeout(() => {
+      for (const r of this.running.values()) r.hard.abort(new Error('shutdown grace period over'));
+    }, Math.max(0, graceMs - margin));
+    try {
+      await Promise.all(all.map((r) => r.done));
+      await this.ticking;
+    } finally {
+      hardTimer.cancel();
+    }
+  }
+
+  /** Abandons running jobs' pages in flight at once (a second signal). */
+  abortAll(): void {
+    for (const r of this.running.values()) r.hard.abort(new Error('aborted'));
+  }
+
+  isRunning(jobId: string): boolean {
+    return this.running.has(jobId);
+  }
+
+  runningJobs(): JobSpec[] {
+    return [...this.running.values()].map((r) => r.job);
+  }
+
+  /** Resolves when every job running now has ended. */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running.values()].map((r) => r.done));
+  }
+
+  /** Next fire per job id (epoch ms). */
+  nextRuns(): Array<{ job: JobSpec; at: number }> {
+    return this.opts.jobs().map((job) => ({ job, at: this.nextFire.get(job.id) ?? job.cron.next(this.opts.clock.now()) }));
+  }
+
+  /** When an organization's (or connection's) jobs may run again, and why, if not now. */
+  heldUntil(connection: string, organizationId: string | null): { until: number; reason: string } | null {
+    const now = this.opts.clock.now();
+    const candidates: Array<{ until: number; reason: string }> = [];
+    for (const scope of [scopeOf(connection, null), scopeOf(connection, organizationId)]) {
+      const b = this.backoff.get(scope);
+      if (b && b.until > now) candidates.push({ until: b.until, reason: `backing off after ${b.failures} failure(s): ${b.reason}` });
+      const p = this.pausedUntil.get(scope);
+      if (p && p > now) candidates.push({ until: p, reason: 'daily quota spent' });
+    }
+    return candidates.sort((a, b) => b.until - a.until)[0] ?? null;
+  }
+
+  /** Pauses an organization's jobs until `until` (the quota is gone; status and metrics show it). */
+  pause(connection: string, organizationId: string, until: number): void {
+    const scope = scopeOf(connection, organizationId);
+    this.pausedUntil.set(scope, Math.max(this.pausedUntil.get(scope) ?? 0, until));
+  }
+
+  /** Picks up added or removed jobs (after discovery); new jobs fire from now on. */
+  refresh(): void {
+    const now = this.opts.clock.now();
+    const ids = new Set<string>();
+    for (const job of this.opts.jobs()) {
+      ids.add(job.id);
+      const at = this.nextFire.get(job.id);
+      // A changed schedule shows as a different cron: recompute its next fire.
+      if (at === undefined || this.cronOf.get(job.id) !== job.cron.toString()) {
+        this.nextFire.set(job.id, job.cron.next(now));
+        this.cronOf.set(job.id, job.cron.toString());
+      }
+    }
+    for (const id of [...this.nextFire.keys()]) if (!ids.has(id)) this.nextFire.delete(id);
+    if (this.started && !this.stopping) this.arm();
+  }
+
+  private readonly cronOf = new Map<string, string>();
+
+  private arm(): void {
+    this.timer?.cancel();
+    this.timer = null;
+    if (this.stopping) return;
+    let earliest = Infinity;
+    for (const at of this.nextFire.values()) earliest = Math.min(earliest, at);
+    if (!Number.isFinite(earliest)) return;
+    const delay = Math.max(0, earliest - this.opts.clock.now());
+    this.timer = this.opts.clock.setTimeout(() => {
+      this.timer = null;
+      void this.tick();
+    }, delay);
+  }
+
+  private async doTick(): Promise<void> {
+    if (this.stopping) return;
+    const now = this.opts.clock.now();
+    const due: JobSpec[] = [];
+    for (const job of this.opts.jobs()) {
+      const at = this.nextFire.get(job.id);
+      if (at === undefined) {
+        this.nextFire.set(job.id, job.cron.next(now));
+        this.cronOf.set(job.id, job.cron.toString());
+        continue;
+      }
+      if (at > now) continue;
+      // One run per fire that came due, however many were missed (no catch-up storm).
+      this.nextFire.set(job.id, job.cron.next(now));
+      due.push(job);
+    }
+    due.sort((a, b) => a.priority - b.priority || a.id.localeCompare(b.id));
+    for (const job of due) {
+      if (this.stopping) break;
+      if (this.running.has(job.id)) {
+        this.skip(job, 'overlap', 'the previous run is still going; this fire is skipped, not queued');
+        continue;
+      }
+      if (this.waiting.has(job.id)) {
+        this.skip(job, 'overlap', 'the previous fire is still waiting to start; this fire is skipped');
+        continue;
+      }
+      await this.tryStart(job, now);
+    }
+    this.arm();
+  }
+
+  private skip(job: JobSpec, reason: Extract<SchedulerEvent, { type: 'skipped' }>['reason'], detail: string): void {
+    const at = this.opts.clock.now();
+    const level = reason === 'overlap' || reason === 'budget' ? 'warn' : 'info';
+    this.opts.logger[level]({ job: job.id, reason }, `job skipped: ${detail}`);
+    this.opts.onEvent?.({ type: 'skipped', job, at, reason, detail });
+  }
+
+  /** Busy trees: top-level streams of the same organization that a running job syncs. */
+  private busyTrees(job: JobSpec): Set<string> {
+    const busy = new Set<string>();
+    for (const r of this.running.values()) {
+      if (r.job.connection !== job.connection || r.job.organizationId !== job.organizationId) continue;
+      // Discovery writes the organization list; it shares nothing with stream jobs.
+      for (const t of r.job.trees) busy.add(t);
+    }
+    return busy;
+  }
+
+  private async tryStart(job: JobSpec, now: number): Promise<void> {
+    const held = this.heldUntil(job.connection, job.organizationId);
+    if (held) {
+      this.skip(job, held.reason === 'daily quota spent' ? 'paused' : 'backoff', `${held.reason}; resumes at ${new Date(held.until).toISOString()}`);
+      return;
+    }
+    const busy = this.busyTrees(job);
+    const free = job.trees.filter((t) => !busy.has(t));
+    if (job.trees.length > 0 && free.length < job.trees.length) {
+      // Another job is syncing these streams right now; start when it ends.
+      this.waiting.set(job.id, job);
+      this.opts.onEvent?.({ type: 'waiting', job, at: now, reason: 'busy' });
+      this.opts.logger.info({ job: job.id, busy: [...busy] }, 'job waits: another job is syncing its streams');
+      return;
+    }
+    if (this.running.size >= (this.opts.maxConcurrent ?? 4)) {
+      this.waiting.set(job.id, job);
+      this.opts.onEvent?.({ type: 'waiting', job, at: now, reason: 'capacity' });
+      this.opts.logger.info({ job: job.id }, 'job waits for a free slot');
+      return;
+    }
+    const admission = this.opts.admit ? await this.opts.admit(job, now) : ({ run: true, job, floor: 0, estimate: 0 } as const);
+    if (this.stopping) return;
+    if (!admission.run) {
+      this.skip(job, admission.reason.startsWith('busy') ? 'busy' : 'budget', admission.reason);
+      return;
+    }
+    this.launch(admission.job.trees.length === job.trees.length ? admission.job : narrowJob(job, admission.job.trees), job.id, admission.floor, admission.estimate);
+  }
+
+  private launch(job: JobSpec, id: string, floor: number, estimate: number): void {
+    const soft = new AbortController();
+    const hard = new AbortController();
+    const startedAt = this.opts.clock.now();
+    // Keyed by the scheduled job's id, so a narrowed run still blocks its own next fire.
+    const entry: Running = { job: { ...job, id }, startedAt, soft, hard, done: Promise.resolve() };
+    this.running.set(id, entry);
+    this.opts.logger.info({ job: id, estimate, floor }, 'job started');
+    this.opts.onEvent?.({ type: 'started', job: entry.job, at: startedAt, estimate, floor });
+    entry.done = (async () => {
+      let outcome: JobOutcome;
+      try {
+        outcome = await this.opts.runJob(entry.job, { soft: soft.signal, hard: hard.signal, floor, estimate });
+      } catch (err) {
+        outcome = { status: 'failed', failed: [job.organizationId], error: err instanceof Error ? err.message : String(err) };
+      }
+      this.running.delete(id);
+      this.settle(entry.job, outcome);
+      this.opts.onEvent?.({ type: 'finished', job: entry.job, at: this.opts.clock.now(), startedAt, outcome });
+      const level = outcome.status === 'ok' || outcome.status === 'stopped' ? 'info' : 'warn';
+      this.opts.logger[level]({ job: id, status: outcome.status, requests: outcome.requests, error: outcome.error }, 'job finished');
+      if (!this.stopping) void this.serial(() => this.startWaiting());
+    })();
+  }
+
+  private settle(job: JobSpec, outcome: JobOutcome): void {
+    const now = this.opts.clock.now();
+    if (outcome.quotaUntil !== undefined && job.organizationId !== null) this.pause(job.connection, job.organizationId, outcome.quotaUntil);
+    const failedScopes = new Set((outcome.failed ?? []).map((org) => scopeOf(job.connection, org)));
+    if (outcome.status === 'ok' || outcome.status === 'partial') {
+      // The scopes that worked this time start over.
+      this.backoff.delete(scopeOf(job.connection, job.organizationId));
+      if (job.organizationId === null) {
+        for (const k of [...this.backoff.keys()]) if (k.startsWith(`${job.connection}/`) && !failedScopes.has(k)) this.backoff.delete(k);
+      }
+    }
+    for (const scope of failedScopes) {
+      const prev = this.backoff.get(scope);
+      const failures = (prev?.failures ?? 0) + 1;
+      const base = this.opts.retryBackoffMs ?? 60_000;
+      const max = this.opts.retryBackoffMaxMs ?? 3_600_000;
+      const wait = Math.min(max, base * 2 ** (failures - 1));
+      this.backoff.set(scope, { failures, until: now + wait, reason: outcome.error ?? outcome.status });
+    }
+  }
+
+  private async startWaiting(): Promise<void> {
+    const waiting = [...this.waiting.values()].sort((a, b) => a.priority - b.priority || a.id.localeCompare(b.id));
+    for (const job of waiting) {
+      if (this.stopping) return;
+      if (this.running.has(job.id)) continue;
+      this.waiting.delete(job.id);
+      await this.tryStart(job, this.opts.clock.now());
+    }
+  }
+}
