@@ -24,7 +24,8 @@ export function heldForHigher(priority: number, jobs: ReadonlyArray<{ job: JobSp
   let demand = 0;
   for (const { job, estimate } of jobs) {
     if (job.priority >= priority || estimate <= 0) continue;
-    demand += estimate * job.cron.between(now, reset).length;
+    // A fire at the reset instant belongs to the next day.
+    demand += estimate * job.cron.between(now, reset - 1).length;
   }
   return Math.ceil(demand * safety);
 }

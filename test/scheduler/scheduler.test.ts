@@ -1,0 +1,226 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/load.js';
+import { FakeClock } from '../../src/core/clock.js';
+import { CapturedLog, createLogger } from '../../src/core/logger.js';
+import { SecretRegistry } from '../../src/core/secrets.js';
+import { decide, heldForHigher } from '../../src/scheduler/budget.js';
+import { Cron } from '../../src/scheduler/cron.js';
+import { resolveJobs, type JobSpec } from '../../src/scheduler/jobs.js';
+import { Scheduler, type JobOutcome, type JobRun, type SchedulerEvent } from '../../src/scheduler/scheduler.js';
+
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+
+function job(id: string, expression: string, extra: Partial<JobSpec> = {}, timeZone = 'UTC'): JobSpec {
+  return { id, connection: 'c', organizationId: 'o1', jobClass: 'incremental', mode: 'incremental', priority: 0, trees: [id], streams: [id], cron: new Cron(expression, timeZone), ...extra };
+}
+
+function setup(jobs: JobSpec[], runJob: (job: JobSpec, run: JobRun) => Promise<JobOutcome>, start = Date.UTC(2026, 0, 1, 0, 0, 30)) {
+  const clock = new FakeClock(start);
+  const log = new CapturedLog();
+  const logger = createLogger({ level: 'info', secrets: new SecretRegistry(), destination: log });
+  const events: SchedulerEvent[] = [];
+  const scheduler = new Scheduler({ clock, logger, jobs: () => jobs, runJob, onEvent: (e) => events.push(e), retryBackoffMs: 10 * MIN, retryBackoffMaxMs: 2 * HOUR });
+  return { clock, log, events, scheduler };
+}
+
+/** A job runner whose runs end when the test says so. */
+function manualRunner() {
+  const runs: Array<{ job: JobSpec; at: number; run: JobRun; finish(o?: JobOutcome): void }> = [];
+  return {
+    runs,
+    runJob: (clock: FakeClock) => (j: JobSpec, run: JobRun) =>
+      new Promise<JobOutcome>((resolve) => {
+        runs.push({ job: j, at: clock.now(), run, finish: (o = { status: 'ok' }) => resolve(o) });
+      }),
+  };
+}
+
+describe('cron schedules', () => {
+  it('fires at the cron times of its zone, strictly after the given instant', () => {
+    const c = new Cron('30 2 * * *', 'America/New_York');
+    // 02:30 New York in January is 07:30 UTC.
+    expect(new Date(c.next(Date.UTC(2026, 0, 1))).toISOString()).toBe('2026-01-01T07:30:00.000Z');
+    expect(new Date(c.next(Date.UTC(2026, 0, 1, 7, 30))).toISOString()).toBe('2026-01-02T07:30:00.000Z');
+    // In July New York is on daylight time: 06:30 UTC.
+    expect(new Date(c.next(Date.UTC(2026, 6, 1))).toISOString()).toBe('2026-07-01T06:30:00.000Z');
+    expect(new Cron('*/15 * * * *', 'UTC').between(Date.UTC(2026, 0, 1), Date.UTC(2026, 0, 2))).toHaveLength(96);
+  });
+
+  it('the scheduler runs each job at its fire times on the injected clock', async () => {
+    const seen: Array<{ id: string; at: string }> = [];
+    const jobs = [job('quarter', '*/15 * * * *'), job('berlin', '0 9 * * *', {}, 'Europe/Berlin')];
+    const t = setup(jobs, async (j) => {
+      seen.push({ id: j.id, at: new Date(t.clock.now()).toISOString() });
+      return { status: 'ok' };
+    });
+    t.scheduler.start();
+    await t.clock.advance(14 * MIN);
+    expect(seen).toEqual([]);
+    await t.clock.advance(1 * MIN);
+    expect(seen).toEqual([{ id: 'quarter', at: '2026-01-01T00:15:00.000Z' }]);
+    await t.clock.advance(9 * HOUR);
+    // 09:00 Berlin is 08:00 UTC in winter.
+    expect(seen.filter((s) => s.id === 'berlin')).toEqual([{ id: 'berlin', at: '2026-01-01T08:00:00.000Z' }]);
+    expect(seen.filter((s) => s.id === 'quarter')).toHaveLength(37);
+    await t.scheduler.stop(1000);
+  });
+});
+
+describe('overlap', () => {
+  it('skips and logs a fire that finds the job still running; the next free fire runs it', async () => {
+    const m = manualRunner();
+    const jobs = [job('slow', '*/15 * * * *')];
+    const t = setup(jobs, (j, r) => m.runJob(t.clock)(j, r));
+    t.scheduler.start();
+    await t.clock.advance(15 * MIN);
+    expect(m.runs).toHaveLength(1);
+    await t.clock.advance(15 * MIN);
+    await t.clock.advance(15 * MIN);
+    // Still one run: the two fires that came while it ran were skipped, not queued.
+    expect(m.runs).toHaveLength(1);
+    const skips = t.events.filter((e) => e.type === 'skipped' && e.reason === 'overlap');
+    expect(skips).toHaveLength(2);
+    expect(t.log.records.filter((r) => r['msg'] === 'job skipped: the previous run is still going; this fire is skipped, not queued' && r['job'] === 'slow')).toHaveLength(2);
+    m.runs[0]!.finish();
+    await t.clock.advance(1);
+    expect(m.runs).toHaveLength(1);
+    await t.clock.advance(15 * MIN);
+    expect(m.runs).toHaveLength(2);
+    m.runs[1]!.finish();
+    await t.scheduler.stop(1000);
+  });
+
+  it('a job whose streams another job is syncing waits for it instead of running alongside', async () => {
+    const m = manualRunner();
+    const jobs = [job('inc', '*/15 * * * *', { trees: ['s'], streams: ['s'] }), job('rec', '*/15 * * * *', { trees: ['s'], streams: ['s'], jobClass: 'reconcile', mode: 'reconcile', priority: 2 })];
+    const t = setup(jobs, (j, r) => m.runJob(t.clock)(j, r));
+    t.scheduler.start();
+    await t.clock.advance(15 * MIN);
+    expect(m.runs.map((r) => r.job.id)).toEqual(['inc']);
+    m.runs[0]!.finish();
+    await t.clock.advance(1);
+    expect(m.runs.map((r) => r.job.id)).toEqual(['inc', 'rec']);
+    m.runs[1]!.finish();
+    await t.scheduler.stop(1000);
+  });
+});
+
+describe('failures', () => {
+  it('a failing organization backs off (doubling) while another carries on', async () => {
+    const calls: string[] = [];
+    const jobs = [job('bad', '*/15 * * * *', { organizationId: 'o-bad' }), job('good', '*/15 * * * *', { organizationId: 'o-good' })];
+    const t = setup(jobs, async (j) => {
+      calls.push(`${new Date(t.clock.now()).toISOString().slice(11, 16)} ${j.id}`);
+      return j.id === 'bad' ? { status: 'failed', failed: ['o-bad'], error: '401 invalid token' } : { status: 'ok' };
+    });
+    t.scheduler.start();
+    await t.clock.advance(2 * HOUR);
+    const good = calls.filter((c) => c.endsWith('good'));
+    const bad = calls.filter((c) => c.endsWith('bad'));
+    expect(good).toHaveLength(8);
+    // Fails at 00:15 (wait 10 min -> 00:30 runs), fails (20 min -> 01:00), fails (40 min -> 01:45).
+    expect(bad).toEqual(['00:15 bad', '00:30 bad', '01:00 bad', '01:45 bad']);
+    const held = t.scheduler.heldUntil('c', 'o-bad');
+    expect(held?.reason).toContain('401 invalid token');
+    expect(t.events.some((e) => e.type === 'skipped' && e.reason === 'backoff' && e.job.id === 'bad')).toBe(true);
+    await t.scheduler.stop(1000);
+  });
+
+  it('an organization whose quota is gone pauses until the reset', async () => {
+    const calls: number[] = [];
+    const jobs = [job('q', '0 * * * *')];
+    const t = setup(jobs, async () => {
+      calls.push(t.clock.now());
+      return calls.length === 1 ? { status: 'quota', quotaUntil: Date.UTC(2026, 0, 2) } : { status: 'ok' };
+    });
+    t.scheduler.start();
+    await t.clock.advance(25 * HOUR);
+    expect(calls.map((c) => new Date(c).toISOString())).toEqual(['2026-01-01T01:00:00.000Z', '2026-01-02T00:00:00.000Z', '2026-01-02T01:00:00.000Z']);
+    expect(t.events.filter((e) => e.type === 'skipped' && e.reason === 'paused')).toHaveLength(22);
+    await t.scheduler.stop(1000);
+  });
+});
+
+describe('shutdown', () => {
+  it('asks running jobs to stop, abandons them at the bound, starts nothing new', async () => {
+    const m = manualRunner();
+    const jobs = [job('a', '*/15 * * * *'), job('b', '*/15 * * * *', { organizationId: 'o2' })];
+    const t = setup(jobs, (j, r) => m.runJob(t.clock)(j, r));
+    t.scheduler.start();
+    await t.clock.advance(15 * MIN);
+    expect(m.runs).toHaveLength(2);
+    // a stops when asked (its page commits); b ignores the soft stop and needs the hard abort.
+    m.runs[0]!.run.soft.addEventListener('abort', () => m.runs[0]!.finish({ status: 'stopped' }));
+    m.runs[1]!.run.hard.addEventListener('abort', () => m.runs[1]!.finish({ status: 'stopped' }));
+    let stopped = false;
+    const stopAt = t.clock.now();
+    const stopping = t.scheduler.stop(30_000).then(() => (stopped = true));
+    await t.clock.advance(1);
+    expect(m.runs[0]!.run.soft.aborted).toBe(true);
+    expect(m.runs[1]!.run.hard.aborted).toBe(false);
+    expect(stopped).toBe(false);
+    await t.clock.advance(27_998);
+    expect(m.runs[1]!.run.hard.aborted).toBe(false);
+    await t.clock.advance(1);
+    expect(m.runs[1]!.run.hard.aborted).toBe(true);
+    await stopping;
+    expect(stopped).toBe(true);
+    // Within the bound: the hard abort came 2 s before it.
+    expect(t.clock.now() - stopAt).toBe(28_000);
+    await t.clock.advance(HOUR);
+    expect(m.runs).toHaveLength(2);
+  });
+});
+
+describe('budget priorities', () => {
+  const cfg = parseConfig({ connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z' }] }, { env: {} });
+  const jobs = resolveJobs(cfg, [{ connection: 'c', organizationId: 'o1', families: ['books', 'inventory', 'invoice', 'billing'] }], { backfill: true });
+  const byClass = (k: string) => jobs.find((j) => j.jobClass === k)!;
+
+  it('resolves defaults: incremental every 15 minutes, settings hourly, reconcile nightly, discovery hourly', () => {
+    expect(byClass('incremental').cron.expression).toBe('*/15 * * * *');
+    expect(byClass('settings').cron.expression).toBe('0 * * * *');
+    expect(byClass('reconcile').cron.expression).toBe('30 2 * * *');
+    expect(byClass('organizations').organizationId).toBeNull();
+    expect(byClass('incremental').trees).toContain('inventory.sales_orders');
+    expect(byClass('incremental').streams).toContain('inventory.contact_persons');
+    expect(byClass('settings').trees).toContain('inventory.currencies');
+    expect(byClass('settings').trees).not.toContain('inventory.sales_orders');
+  });
+
+  it('per-stream overrides make their own job; bad cron expressions name the key', () => {
+    const c2 = parseConfig({ connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z', schedules: { time_zone: 'Europe/Berlin', streams: { 'inventory.sales_orders': { incremental: '*/5 * * * *' } } } }] }, { env: {} });
+    const j2 = resolveJobs(c2, [{ connection: 'c', organizationId: 'o1', families: ['inventory'] }], { backfill: false });
+    const so = j2.find((j) => j.trees.includes('inventory.sales_orders') && j.jobClass === 'incremental')!;
+    expect(so.trees).toEqual(['inventory.sales_orders']);
+    expect(so.cron.toString()).toBe('*/5 * * * * (Europe/Berlin)');
+    expect(() => parseConfig({ daemon: { schedules: { reconcile: '61 2 * * *' } }, connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z' }] }, { env: {} })).toThrow(/daemon\.schedules\.reconcile/);
+    expect(() => parseConfig({ connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z', schedules: { streams: { 'books.users': { incremental: 'often' } } } }] }, { env: {} })).toThrow(/connections\[0\]\.schedules\.streams\.books\.users\.incremental/);
+  });
+
+  it('when the budget is short, incremental runs while reconcile and backfill wait', () => {
+    const now = Date.UTC(2026, 0, 1, 12, 0);
+    const reset = Date.UTC(2026, 0, 2);
+    const estimates = [
+      { job: byClass('incremental'), estimate: 5 },
+      { job: byClass('settings'), estimate: 3 },
+    ];
+    // 47 incremental fires (5 each) and 11 settings fires (3 each) remain before midnight.
+    expect(heldForHigher(1, estimates, now, reset, 1)).toBe(235);
+    expect(heldForHigher(3, estimates, now, reset, 1)).toBe(268);
+    expect(heldForHigher(3, estimates, now, reset, 1.25)).toBe(335);
+    const view = { remaining: 250, nextReset: reset };
+    expect(decide(byClass('incremental'), 5, view, 0).run).toBe(true);
+    const rec = decide(byClass('reconcile'), 40, view, heldForHigher(2, estimates, now, reset, 1));
+    expect(rec.run).toBe(false);
+    expect(rec.reason).toMatch(/held for higher priorities/);
+    expect(decide(byClass('backfill'), 1000, view, heldForHigher(3, estimates, now, reset, 1)).run).toBe(false);
+    // Late in the day little higher-priority demand remains and the backfill takes the rest.
+    const late = Date.UTC(2026, 0, 1, 23, 10);
+    const floor = heldForHigher(3, estimates, late, reset, 1);
+    expect(floor).toBe(15);
+    const b = decide(byClass('backfill'), 1000, view, floor);
+    expect(b).toMatchObject({ run: true, floor: 15 });
+  });
+});
