@@ -1,4 +1,4 @@
-import { Migrator, type MigrationResultSet } from 'kysely';
+import { CompiledQuery, Migrator, type MigrationResultSet } from 'kysely';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { FatalError } from '../core/errors.js';
 import type { Warehouse } from './warehouse.js';
@@ -8,18 +8,26 @@ export interface MigrationReport {
   pending: string[];
 }
 
-function migrator(warehouse: Warehouse): Migrator {
+async function migrator(warehouse: Warehouse): Promise<Migrator> {
+  // Kysely looks for its bookkeeping tables in every schema; two warehouses in one Postgres
+  // database (different search_path) would see each other's. Pin them to ours.
+  let schema: string | undefined;
+  if (warehouse.dialect === 'postgres') {
+    const r = await warehouse.db.executeQuery<{ s: string }>(CompiledQuery.raw('SELECT current_schema() AS s'));
+    schema = r.rows[0]?.s;
+  }
   return new Migrator({
     db: warehouse.db,
     provider: { getMigrations: async () => MIGRATIONS },
     migrationTableName: '_svcsync_migrations',
     migrationLockTableName: '_svcsync_migrations_lock',
+    ...(schema ? { migrationTableSchema: schema } : {}),
   });
 }
 
 /** Applies every pending migration; safe to call before every sync. */
 export async function migrateToLatest(warehouse: Warehouse): Promise<MigrationReport> {
-  const m = migrator(warehouse);
+  const m = await migrator(warehouse);
   const result: MigrationResultSet = await m.migrateToLatest();
   const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   if (result.error) {
@@ -34,6 +42,6 @@ export async function migrateToLatest(warehouse: Warehouse): Promise<MigrationRe
 }
 
 export async function migrationStatus(warehouse: Warehouse): Promise<Array<{ name: string; executedAt: Date | undefined }>> {
-  const all = await migrator(warehouse).getMigrations();
+  const all = await (await migrator(warehouse)).getMigrations();
   return all.map((x) => ({ name: x.name, executedAt: x.executedAt }));
 }

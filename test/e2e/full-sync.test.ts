@@ -1,20 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../helpers/dialects.js';
-import { ID_FIELDS, instant, startE2E, stored, truthIds, type E2E, type Family } from '../helpers/e2e.js';
+import type { SyncSummary } from '../../src/extractors/sync-run.js';
+import { ID_FIELDS, expectExit, instant, startE2E, stored, truthIds, type E2E, type Family } from '../helpers/e2e.js';
 
 const ph = (dialect: string, n: number): string => (dialect === 'postgres' ? `$${n}` : '?');
 
 describe.each(DIALECTS)('a full sync on %s', (dialect) => {
   let e: E2E;
-  let exitCode: number;
+  let summary: SyncSummary;
   beforeAll(async () => {
     e = await startE2E(dialect);
-    exitCode = (await e.sync()).exitCode;
+    summary = await e.sync();
   }, 120_000);
   afterAll(async () => e?.close());
 
   it('ends with exit code 0 and no secret in any log line', () => {
-    expect(exitCode).toBe(0);
+    expectExit(summary, 0);
     expect(e.log.lines.length).toBeGreaterThan(0);
     for (const s of [e.sandbox.credentials.client_secret, e.sandbox.credentials.refresh_token]) expect(e.log.text).not.toContain(s);
   });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../helpers/dialects.js';
-import { ID_FIELDS, startE2E, truthIds, type E2E, type Family } from '../helpers/e2e.js';
+import { ID_FIELDS, startE2E, truthIds, type E2E, type Family, expectExit } from '../helpers/e2e.js';
 
 async function expectEqualsTruth(e: E2E, opts: { ignoreDeletes?: boolean } = {}): Promise<void> {
   for (const org of e.sandbox.organizations()) {
@@ -27,7 +27,7 @@ describe.each(DIALECTS)('incremental sync on %s', (dialect) => {
   let e: E2E;
   beforeAll(async () => {
     e = await startE2E(dialect, { scale: 15 });
-    expect((await e.sync()).exitCode).toBe(0);
+    expectExit(await e.sync(), 0);
   }, 120_000);
   afterAll(async () => e?.close());
 
@@ -35,7 +35,7 @@ describe.each(DIALECTS)('incremental sync on %s', (dialect) => {
     e.sandbox.advanceClock(10 * 60_000);
     e.sandbox.resetRequestLog();
     const summary = await e.sync();
-    expect(summary.exitCode).toBe(0);
+    expectExit(summary, 0);
     const log = e.sandbox.requestLog();
     const orgs = e.sandbox.organizations().length;
     for (const endpoint of SORTED_LISTS) expect(log.byEndpoint[endpoint], endpoint).toBe(orgs);
@@ -58,7 +58,7 @@ describe.each(DIALECTS)('incremental sync on %s', (dialect) => {
     expect(mutation.modified + mutation.created).toBeGreaterThan(0);
     e.sandbox.resetRequestLog();
     const summary = await e.sync();
-    expect(summary.exitCode).toBe(0);
+    expectExit(summary, 0);
     await expectEqualsTruth(e, { ignoreDeletes: true });
     // Sales orders: every changed one had its single record read again, no more.
     const log = e.sandbox.requestLog();
@@ -70,9 +70,9 @@ describe.each(DIALECTS)('incremental sync on %s', (dialect) => {
     e.sandbox.advanceClock(10 * 60_000);
     const mutation = e.sandbox.mutate({ delete: 2 });
     expect(mutation.deleted).toBeGreaterThan(0);
-    expect((await e.sync()).exitCode).toBe(0);
+    expectExit(await e.sync(), 0);
     await expectEqualsTruth(e, { ignoreDeletes: true });
-    expect((await e.sync('reconcile')).exitCode).toBe(0);
+    expectExit(await e.sync('reconcile'), 0);
     await expectEqualsTruth(e);
     const deleted = await e.query<{ n: number | string }>('SELECT COUNT(*) AS n FROM inventory_sales_orders WHERE _deleted_at IS NOT NULL');
     expect(Number(deleted[0]!.n)).toBeGreaterThan(0);

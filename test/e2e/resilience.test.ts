@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../helpers/dialects.js';
-import { ID_FIELDS, startE2E, truthIds, type E2E, type Family } from '../helpers/e2e.js';
+import { ID_FIELDS, startE2E, truthIds, type E2E, type Family, expectExit } from '../helpers/e2e.js';
 
 async function expectEqualsTruth(e: E2E): Promise<void> {
   for (const org of e.sandbox.organizations()) {
@@ -23,7 +23,7 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
   it('equals the truth with 5xx answers, extra 429s, cut-short bodies and short-lived tokens injected', async () => {
     e = await startE2E(dialect, { scale: 10, tokenExpiresIn: 120, faults: { rate5xx: 0.08, rate429: 0.05, rateTruncated: 0.05 } }, { sync: { max_retries: 12 } });
     const summary = await e.sync();
-    expect(summary.exitCode).toBe(0);
+    expectExit(summary, 0);
     const log = e.sandbox.requestLog();
     expect(log.faults['5xx']).toBeGreaterThan(0);
     expect(log.faults['429']).toBeGreaterThan(0);
@@ -36,7 +36,7 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
   it('stops with exit 4 and a message when the daily quota runs out, and completes after the day rolls over', async () => {
     e = await startE2E(dialect, { scale: 10, limits: { per_day: 60 } }, { connection: { limits: { per_day: 1000, reserve: 0 } } });
     const first = await e.sync();
-    expect(first.exitCode).toBe(4);
+    expectExit(first, 4);
     const stopped = first.organizations.filter((o) => o.status === 'quota');
     expect(stopped.length).toBeGreaterThan(0);
     expect(stopped[0]!.resumeAt).toMatch(/T00:00:00/);
@@ -44,7 +44,7 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
     // A second run the same day does not hammer the server: the organization stays paused.
     const before = e.sandbox.requestLog().rateLimited['45'];
     const again = await e.sync();
-    expect(again.exitCode).toBe(4);
+    expectExit(again, 4);
     expect(e.sandbox.requestLog().rateLimited['45']).toBe(before);
     // Next day (sandbox time): the quota is back and the run finishes what was left.
     let rounds = 0;
@@ -54,7 +54,7 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
       last = await e.sync();
       rounds++;
     }
-    expect(last.exitCode).toBe(0);
+    expectExit(last, 0);
     await expectEqualsTruth(e);
   }, 120_000);
 
@@ -72,10 +72,10 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
     } finally {
       clearInterval(timer);
     }
-    expect(first.exitCode).toBe(0);
+    expectExit(first, 0);
     expect(mutations).toBeGreaterThan(2);
     e.sandbox.advanceClock(5 * 60_000);
-    expect((await e.sync()).exitCode).toBe(0);
+    expectExit(await e.sync(), 0);
     const org = e.sandbox.organizations()[0]!.organization_id;
     for (const [family, stream] of [['inventory', 'sales_orders'], ['inventory', 'contacts'], ['billing', 'recurring_expenses']] as const) {
       expect(await e.liveIds(org, family, stream), `${family}.${stream}`).toEqual(truthIds(e.sandbox, org, family, stream));

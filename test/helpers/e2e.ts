@@ -7,6 +7,7 @@ import { runSync, type SyncSummary } from '../../src/extractors/sync-run.js';
 import type { SyncMode } from '../../src/extractors/stream-pass.js';
 import type { Dialect, Warehouse } from '../../src/loaders/warehouse.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
+import { renderSummary } from '../../src/cli/summary.js';
 import { freshWarehouse, type TestWarehouse } from './dialects.js';
 
 export type Family = 'books' | 'inventory' | 'invoice' | 'billing';
@@ -103,4 +104,11 @@ export function instant(text: unknown): number {
 /** An instant stored in the warehouse (ISO text in SQLite, Date from Postgres). */
 export function stored(value: unknown): number {
   return value instanceof Date ? value.getTime() : Date.parse(String(value));
+}
+
+/** Asserts a run's exit code, showing the run's summary (errors and hints) when it differs. */
+export function expectExit(summary: SyncSummary, code: number): void {
+  if (summary.exitCode !== code) {
+    throw new Error(`expected exit ${code}, got ${summary.exitCode}:\n${renderSummary(summary)}`);
+  }
 }
