@@ -14,8 +14,8 @@ import type { Warehouse } from '../loaders/warehouse.js';
 import { stateDb } from '../state/tables.js';
 import { WarehouseUsageStore } from '../state/usage-store.js';
 import { decide, heldForHigher } from './budget.js';
-import { daemonCommand, estimateJob, loadSnapshot, rowsNeeded, treeBackfilled, treesInBackfill, type OrgSnapshot } from './estimate.js';
-import { FetchGate, QueryTracker, quiesce } from './gate.js';
+import { daemonCommand, estimateJob, loadSnapshot, rowsNeeded, backfillPhase, treesInBackfill, type OrgSnapshot } from './estimate.js';
+import { FetchGate, gatedLimiters, QueryTracker, quiesce } from './gate.js';
 import { narrowJob, resolveJobs, type JobSpec, type KnownOrganization } from './jobs.js';
 import { DaemonMetrics } from './metrics.js';
 import { Scheduler, type Admission, type JobOutcome, type JobRun, type SchedulerEvent } from './scheduler.js';
@@ -119,7 +119,9 @@ export class Daemon {
   async runNow(job: JobSpec): Promise<JobOutcome> {
     const soft = new AbortController();
     const hard = new AbortController();
-    return this.runJob(job, { soft: soft.signal, hard: hard.signal, floor: 0, estimate: 0 });
+    const outcome = await this.runJob(job, { soft: soft.signal, hard: hard.signal, floor: 0, estimate: 0 });
+    this.scheduler.report(job, outcome);
+    return outcome;
   }
 
   /** Graceful stop: no new jobs, running ones end after their page, abandoned at the bound. */
@@ -188,12 +190,15 @@ export class Daemon {
     const snap = await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, { rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))] });
     let effective = job;
     if (job.jobClass === 'backfill') {
-      const left = job.trees.filter((t) => !treeBackfilled(t, job, snap));
-      if (left.length === 0) {
+      const phases = job.trees.map((t) => ({ t, phase: backfillPhase(t, job, snap) }));
+      const lists = phases.filter((p) => p.phase === 'list').map((p) => p.t);
+      const children = phases.filter((p) => p.phase === 'children').map((p) => p.t);
+      if (lists.length === 0 && children.length === 0) {
         this.finishBackfill(job);
         return { run: false, reason: 'busy: backfill complete' };
       }
-      effective = narrowJob(job, left, this.catalog);
+      // Lists first; then the queued child work, drained by an incremental run of those trees.
+      effective = lists.length ? narrowJob(job, lists, this.catalog) : { ...narrowJob(job, children, this.catalog), mode: 'incremental' };
     } else {
       // Trees a backfill has started on are the backfill's until it finishes them.
       const owned = new Set(this.backfill ? treesInBackfill(job.trees, snap, this.catalog) : []);
@@ -224,19 +229,22 @@ export class Daemon {
     const onHard = (): void => controller.abort(run.hard.reason);
     run.hard.addEventListener('abort', onHard, { once: true });
     const limiter = job.organizationId === null ? null : await this.limiterFor(job.connection, job.organizationId);
-    const gate = new FetchGate({
-      fetch: this.ctx.fetch ?? globalThis.fetch,
-      hold: () => {
+    const hold = (): boolean => {
         if (run.soft.aborted) {
           stopReason.why = 'shutdown';
           return true;
         }
-        if (limiter && run.floor > 0 && limiter.remainingToday() <= run.floor) {
+        // Jobs after the incremental class stop at the share held for higher priorities (the
+        // request just counted by the limiter is held, not sent, so the floor stays untouched).
+        if (limiter && job.priority > 0 && limiter.remainingToday() <= run.floor) {
           stopReason.why = 'budget';
           return true;
         }
         return false;
-      },
+    };
+    const gate = new FetchGate({
+      fetch: this.ctx.fetch ?? globalThis.fetch,
+      hold,
       queries: () => this.queries.inFlight(),
       drained: () => controller.abort(new Error(`job ${job.id} stopped between pages (${stopReason.why})`)),
     });
@@ -261,11 +269,11 @@ export class Daemon {
         catalog: this.catalog,
         fetch: gate.fetch,
         random: this.ctx.random,
-        limiters: this.limiters,
+        limiters: gatedLimiters(this.limiters, hold, () => gate.poke()),
         onRequest,
       });
       outcome = outcomeOf(job, summary);
-      if (outcome.status === 'ok' && job.mode === 'incremental') this.history.set(job.id, outcome.requests ?? 0);
+      if (outcome.status === 'ok' && (job.jobClass === 'incremental' || job.jobClass === 'settings')) this.history.set(job.id, outcome.requests ?? 0);
     } catch (err) {
       if (controller.signal.aborted) {
         outcome = { status: 'stopped', error: stopReason.why === 'budget' ? 'stopped at its share of the daily budget; continues on a later tick' : `stopped (${run.hard.aborted ? 'abandoned at the shutdown bound' : stopReason.why})` };

@@ -123,10 +123,12 @@ export function estimateJob(job: JobSpec, snap: OrgSnapshot, perPage: number, ca
     const s = snap.streams.get(name);
     const pending = (s?.pending.detail ?? 0) + (s?.pending.children ?? 0);
     if (job.mode === 'incremental') {
+      // Work a backfill or reconcile queued is theirs; an incremental run drains only what it must.
+      const queued = Math.max(0, pending - (s?.pending.backfillOrReconcile ?? 0));
       const sameMode = s?.lastMode === 'incremental' || (spec !== undefined && !spec.cursor && !spec.parent);
       const last = sameMode ? Number(s?.state?.last_requests ?? s?.state?.last_pages ?? 1) : 1;
       // A child's last request count already includes the queue it drained; the queue now is new work.
-      total += Math.max(spec?.parent ? 0 : 1, last) + pending;
+      total += Math.max(spec?.parent ? 0 : 1, last) + queued;
       continue;
     }
     if (!spec) continue;
@@ -168,12 +170,25 @@ export function treesInBackfill(trees: readonly string[], snap: OrgSnapshot, cat
   return out;
 }
 
-/** Whether a daemon backfill has finished every stream of the tree. */
-export function treeBackfilled(tree: string, job: JobSpec, snap: OrgSnapshot): boolean {
+/** The job's streams in one tree: the top-level stream and its selected descendants. */
+export function treeStreams(tree: string, job: JobSpec): string[] {
   const spec = findStream(tree);
-  if (!spec) return true;
-  const names = job.streams.filter((n) => n === tree || n.startsWith(`${spec.family}.`) && isDescendant(n, spec));
-  return names.every((n) => snap.backfilled.has(n));
+  if (!spec) return [tree];
+  return job.streams.filter((n) => n === tree || (n.startsWith(`${spec.family}.`) && isDescendant(n, spec)));
+}
+
+/**
+ * Where a daemon backfill stands on one tree: `list` while its top-level stream's backfill
+ * pass has not finished; `children` while child or single-record work it queued is left
+ * (drained by an incremental run of the tree, since a backfill run would start the top-level
+ * pass over); `done` once a daemon backfill run finished every stream of the tree.
+ */
+export function backfillPhase(tree: string, job: JobSpec, snap: OrgSnapshot): 'list' | 'children' | 'done' {
+  if (!snap.backfilled.has(tree)) return 'list';
+  const names = treeStreams(tree, job);
+  const queued = names.some((n) => (snap.streams.get(n)?.pending.backfillOrReconcile ?? 0) > 0);
+  if (queued || !names.every((n) => snap.backfilled.has(n))) return 'children';
+  return 'done';
 }
 
 function isDescendant(name: string, ancestor: StreamSpec): boolean {

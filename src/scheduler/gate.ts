@@ -1,4 +1,5 @@
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
+import type { LimiterRegistry, OrgLimiter } from '../api/limiter.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 
 /**
@@ -120,4 +121,36 @@ export class FetchGate {
       this.opts.drained();
     });
   }
+}
+
+/**
+ * The shared limiter registry as one job sees it: a request asked for while `hold()` is true
+ * waits (and fails when the run's signal aborts) *before* the organization's limiter counts
+ * it. Holding at the fetch alone would count requests that are never sent, and a job stopped
+ * at its share of the budget would eat into the share it must leave.
+ */
+export function gatedLimiters(inner: LimiterRegistry, hold: () => boolean, onHold: () => void): LimiterRegistry {
+  const wrap = (limiter: OrgLimiter): OrgLimiter =>
+    new Proxy(limiter, {
+      get(target, prop) {
+        if (prop === 'schedule') {
+          return <T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> => {
+            if (!hold()) return target.schedule(fn, signal);
+            onHold();
+            return new Promise<T>((_resolve, reject) => {
+              if (!signal) return;
+              if (signal.aborted) reject(signal.reason);
+              else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+            });
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  const view = Object.create(inner) as LimiterRegistry;
+  view.get = (organizationId, config) => inner.get(organizationId, config).then(wrap);
+  view.peek = (organizationId) => inner.peek(organizationId);
+  view.flush = () => inner.flush();
+  return view;
 }

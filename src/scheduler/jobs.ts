@@ -88,8 +88,11 @@ export function resolveJobs(config: Config, organizations: readonly KnownOrganiz
     return c;
   };
   for (const connection of config.connections) {
+    // Discovery follows the settings schedule, and stays hourly when settings streams are off:
+    // without it new organizations would never be picked up.
     const discovery = scheduleFor(config, connection, 'organizations');
-    if (discovery.expression !== 'off') {
+    if (discovery.expression === 'off') discovery.expression = DEFAULT_SCHEDULES.settings;
+    {
       jobs.push({ id: `${connection.name}/*/organizations`, connection: connection.name, organizationId: null, jobClass: 'organizations', mode: 'incremental', priority: PRIORITY.organizations, trees: [], streams: [], cron: cronOf(discovery.expression, discovery.timeZone) });
     }
     for (const org of organizations.filter((o) => o.connection === connection.name)) {

@@ -1,6 +1,6 @@
 import type { Clock, Timer } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
-import { narrowJob, type JobSpec } from './jobs.js';
+import type { JobSpec } from './jobs.js';
 
 export type JobStatus = 'ok' | 'partial' | 'failed' | 'quota' | 'stopped';
 
@@ -143,9 +143,17 @@ export class Scheduler {
     return [...this.running.values()].map((r) => r.job);
   }
 
-  /** Resolves when every job running now has ended. */
+  /** Resolves when no job is running or waiting to start and no tick is in progress. */
   async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.all([...this.running.values()].map((r) => r.done));
+    for (;;) {
+      await this.ticking;
+      if (this.running.size === 0) {
+        await this.ticking;
+        if (this.running.size === 0 && (this.waiting.size === 0 || this.stopping)) return;
+        continue;
+      }
+      await Promise.all([...this.running.values()].map((r) => r.done));
+    }
   }
 
   /** Next fire per job id (epoch ms). */
@@ -194,7 +202,8 @@ export class Scheduler {
   private arm(): void {
     this.timer?.cancel();
     this.timer = null;
-    if (this.stopping) return;
+    // Before start() the owner drives tick() by hand (tests stepping a sandbox's clock).
+    if (this.stopping || !this.started) return;
     let earliest = Infinity;
     for (const at of this.nextFire.values()) earliest = Math.min(earliest, at);
     if (!Number.isFinite(earliest)) return;
@@ -282,7 +291,7 @@ export class Scheduler {
       this.skip(job, admission.reason.startsWith('busy') ? 'busy' : 'budget', admission.reason);
       return;
     }
-    this.launch(admission.job.trees.length === job.trees.length ? admission.job : narrowJob(job, admission.job.trees), job.id, admission.floor, admission.estimate);
+    this.launch(admission.job, job.id, admission.floor, admission.estimate);
   }
 
   private launch(job: JobSpec, id: string, floor: number, estimate: number): void {
@@ -308,6 +317,11 @@ export class Scheduler {
       this.opts.logger[level]({ job: id, status: outcome.status, requests: outcome.requests, error: outcome.error }, 'job finished');
       if (!this.stopping) void this.serial(() => this.startWaiting());
     })();
+  }
+
+  /** Feeds the outcome of a job run outside the schedule (start-up discovery) into backoff and pauses. */
+  report(job: JobSpec, outcome: JobOutcome): void {
+    this.settle(job, outcome);
   }
 
   private settle(job: JobSpec, outcome: JobOutcome): void {
