@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger, CapturedLog } from '../../src/core/logger.js';
 import { Daemon } from '../../src/scheduler/daemon.js';
+import { collectStatus, renderStatus } from '../../src/cli/commands/status.js';
 import { serveMetrics } from '../../src/scheduler/metrics.js';
+import { planNextDay, renderPlan } from '../../src/scheduler/plan.js';
 import type { SchedulerEvent } from '../../src/scheduler/scheduler.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { startE2E, truthIds, type E2E } from '../helpers/e2e.js';
@@ -180,6 +182,29 @@ for (const dialect of DIALECTS) {
             expect(value(/^svcsync_job_duration_seconds_count\{connection="e2e",job_class="incremental",status="ok"\} (\d+)$/m)).toBe(okRuns.length);
             await daemon.stop(1_000);
             expect((await fetch(`${metrics.url}/healthz`)).status).toBe(503);
+
+            // status: the budget left today and the next scheduled runs, per organization.
+            const used = e.sandbox.requestLog().byOrganization[org]!;
+            const status = (await collectStatus(config, e.warehouse, e.sandbox.now())).find((o) => o.connection === 'e2e' && o.organizationId === org)!;
+            expect(status.budgetLeft).toBe(900 - used);
+            const nextQuarter = Math.floor(e.sandbox.now() / 900_000) * 900_000 + 900_000;
+            expect(status.nextRuns[0]).toMatchObject({ job: 'incremental', at: new Date(nextQuarter).toISOString() });
+            expect(renderStatus([status])).toContain(`${900 - used} left`);
+
+            // plan: the next quota day's cost per organization, without an API call.
+            e.sandbox.resetRequestLog();
+            const plans = await planNextDay(config, e.warehouse, e.sandbox.now());
+            expect(e.sandbox.requestLog().total).toBe(0);
+            const p = plans.find((x) => x.connection === 'e2e' && x.organizationId === org)!;
+            const inc = p.jobs.find((j) => j.jobClass === 'incremental')!;
+            expect(inc.fires).toBe(96);
+            expect(p.jobs.find((j) => j.jobClass === 'settings')!.fires).toBe(24);
+            expect(p.total).toBe(p.jobs.reduce((a, j) => a + j.fires * j.estimate, 0));
+            expect(p.fits).toBe(p.total <= 900);
+            const tight = { ...config, connections: config.connections.map((c) => ({ ...c, limits: { per_day: 100 } })) };
+            const tightPlans = await planNextDay(tight, e.warehouse, e.sandbox.now());
+            expect(tightPlans.every((x) => !x.fits)).toBe(true);
+            expect(renderPlan(tightPlans)).toMatch(/WARNING: the schedule needs \d+ requests but the budget is 90/);
           } finally {
             await metrics.close();
           }

@@ -4,12 +4,13 @@ import { connectionLimits } from '../../api/client.js';
 import { quotaDay } from '../../api/quota-day.js';
 import { CATALOG } from '../../catalog/index.js';
 import { qualifiedName, tableName } from '../../catalog/types.js';
-import { dailyBudget } from '../../config/plans.js';
+import { dailyBudget, type Family } from '../../config/plans.js';
 import { migrateToLatest } from '../../loaders/migrate.js';
 import type { Warehouse } from '../../loaders/warehouse.js';
 import { listStreamStates } from '../../state/stream-state.js';
 import { stateDb } from '../../state/tables.js';
 import type { Config } from '../../config/schema.js';
+import { resolveJobs } from '../../scheduler/jobs.js';
 import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
 
 export interface StatusStream {
@@ -32,6 +33,10 @@ export interface StatusOrganization {
   requestsToday: number;
   budget: number;
   blockedUntil: string | null;
+  /** Budget left today (budget less requests today; 0 while the quota is spent). */
+  budgetLeft: number;
+  /** The daemon's next runs of this organization's jobs, soonest first. */
+  nextRuns: Array<{ job: string; streams: number; at: string }>;
   streams: StatusStream[];
 }
 
@@ -71,7 +76,8 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
       const today = quotaDay(now, connection?.quota_reset_time_zone ?? 'UTC');
       const u = usage.find((x) => x.organization_id === o.organization_id && x.day === today);
       const blocked = u?.blocked_until && Date.parse(u.blocked_until) > now ? u.blocked_until : null;
-      entry = { connection: o.connection, organizationId: o.organization_id, name: o.name, families: [], requestsToday: u ? Number(u.count) : 0, budget: limits ? dailyBudget(limits) : 0, blockedUntil: blocked, streams: [] };
+      entry = { connection: o.connection, organizationId: o.organization_id, name: o.name, families: [], requestsToday: u ? Number(u.count) : 0, budget: limits ? dailyBudget(limits) : 0, blockedUntil: blocked, budgetLeft: 0, nextRuns: [], streams: [] };
+      entry.budgetLeft = blocked ? 0 : Math.max(0, entry.budget - entry.requestsToday);
       orgs.set(key, entry);
     }
     entry.families.push(o.family);
@@ -92,6 +98,17 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
       pending: Number(pending.filter((p) => p.connection === s.connection && p.organization_id === s.organization_id && p.stream === s.stream).reduce((a, p) => a + Number(p.n), 0)),
     });
   }
+  // The daemon's schedule, from the configuration alone (the same jobs `svcsync daemon` runs).
+  const known = [...orgs.values()].map((o) => ({ connection: o.connection, organizationId: o.organizationId, families: o.families as Family[] }));
+  for (const job of resolveJobs(config, known, { backfill: config.daemon.backfill })) {
+    if (job.organizationId === null) continue;
+    const entry = orgs.get(`${job.connection}|${job.organizationId}`);
+    if (!entry) continue;
+    // A spent quota holds every job until the reset.
+    const after = entry.blockedUntil ? Math.max(now, Date.parse(entry.blockedUntil) - 1) : now;
+    entry.nextRuns.push({ job: job.jobClass, streams: job.streams.length, at: new Date(job.cron.next(after)).toISOString() });
+  }
+  for (const o of orgs.values()) o.nextRuns.sort((a, b) => a.at.localeCompare(b.at));
   return [...orgs.values()];
 }
 
@@ -100,7 +117,8 @@ export function renderStatus(orgs: readonly StatusOrganization[]): string {
   const lines: string[] = [];
   for (const o of orgs) {
     const blocked = o.blockedUntil ? `, quota spent: paused until ${o.blockedUntil}` : '';
-    lines.push(`${o.connection} / ${o.organizationId}${o.name ? ` (${o.name})` : ''} — ${o.families.join(', ')}; requests today ${o.requestsToday} of ${o.budget}${blocked}`);
+    lines.push(`${o.connection} / ${o.organizationId}${o.name ? ` (${o.name})` : ''} — ${o.families.join(', ')}; requests today ${o.requestsToday} of ${o.budget}, ${o.budgetLeft} left${blocked}`);
+    if (o.nextRuns.length) lines.push(`  next runs: ${o.nextRuns.map((r) => `${r.job} ${r.at}`).join('; ')}`);
     for (const s of o.streams) {
       const last = s.lastStatus ? `${s.lastStatus} ${s.lastFinishedAt ?? ''}` : 'never run';
       const extra = [s.inProgress, s.pending ? `${s.pending} pending` : null, s.deleted ? `${s.deleted} deleted` : null].filter(Boolean).join(', ');
