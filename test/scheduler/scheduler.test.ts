@@ -5,7 +5,7 @@ import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
 import { decide, heldForHigher } from '../../src/scheduler/budget.js';
 import { Cron } from '../../src/scheduler/cron.js';
-import { resolveJobs, type JobSpec } from '../../src/scheduler/jobs.js';
+import { DEFAULT_SCHEDULES, resolveJobs, type JobSpec } from '../../src/scheduler/jobs.js';
 import { Scheduler, type JobOutcome, type JobRun, type SchedulerEvent } from '../../src/scheduler/scheduler.js';
 
 const MIN = 60_000;
@@ -187,6 +187,15 @@ describe('budget priorities', () => {
     expect(byClass('incremental').streams).toContain('inventory.contact_persons');
     expect(byClass('settings').trees).toContain('inventory.currencies');
     expect(byClass('settings').trees).not.toContain('inventory.sales_orders');
+  });
+
+  it('the example configuration documents the daemon keys and parses to the defaults', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { parse } = await import('yaml');
+    const doc = parse(readFileSync(new URL('../../config/svcsync.example.yaml', import.meta.url), 'utf8')) as Record<string, unknown>;
+    const parsed = parseConfig(doc, { env: { SVC_CLIENT_ID: 'a', SVC_CLIENT_SECRET: 'b', SVC_REFRESH_TOKEN: 'c' } });
+    // The example spells out the built-in defaults.
+    expect(parsed.daemon).toEqual({ ...cfg.daemon, schedules: { ...DEFAULT_SCHEDULES } });
   });
 
   it('per-stream overrides make their own job; bad cron expressions name the key', () => {
