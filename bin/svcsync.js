@@ -8,4 +8,6 @@ if (!existsSync(fileURLToPath(entry))) {
   process.exit(1);
 }
 const { main } = await import(entry.href);
-process.exitCode = await main(process.argv);
+// Exit explicitly: timers left by a finished run (rate-limit windows returning their slots)
+// must not hold the process open. Writes to stdout/stderr are synchronous on Linux.
+process.exit(await main(process.argv));

@@ -37,9 +37,9 @@ function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> 
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout(fn, ms) {
+    // Not unref'd: a run waiting on a backoff or a rate-limit slot has nothing else keeping
+    // the process alive. The CLI exits explicitly when its command is done.
     const handle = setTimeout(fn, Math.max(0, ms));
-    // Timers belong to in-flight work; they must not keep a finished CLI alive.
-    handle.unref?.();
     return { cancel: () => clearTimeout(handle) };
   },
   sleep(ms, signal) {

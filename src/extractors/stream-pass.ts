@@ -38,9 +38,14 @@ function passKindFor(stream: StreamSpec, mode: SyncMode): PassKind {
   return mode;
 }
 
-/** A resumed pass of kind `have` already does what `want` asks (a full read covers an incremental one). */
+/**
+ * Whether finishing an interrupted pass already does what this run asks. A backfill or a
+ * reconcile resumed is that work done. An incremental or full pass resumed covers changes
+ * up to when it started, not up to now (records created since may sit on pages it had
+ * already read), so a fresh pass follows it: one page for a sorted list.
+ */
 function satisfies(have: PassKind, want: PassKind): boolean {
-  return have === want || (want === 'incremental' && (have === 'backfill' || have === 'reconcile' || have === 'full'));
+  return have === want && (want === 'backfill' || want === 'reconcile');
 }
 
 function maxInstant(a: string | null, b: number | null): string | null {

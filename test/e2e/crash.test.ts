@@ -1,0 +1,118 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { ID_FIELDS, truthIds, type Family } from '../helpers/e2e.js';
+
+const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
+
+interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real command line; with killAfterMs, SIGKILLs it that long after it started. */
+function runCli(args: string[], killAfterMs?: number): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVCSYNC_LOG_LEVEL: 'warn' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += String(d)));
+    child.stderr.on('data', (d) => (stderr += String(d)));
+    const timer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (timer) clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+describe.each(DIALECTS)('a sync killed with SIGKILL on %s', (dialect) => {
+  let sandbox: Sandbox;
+  let tw: TestWarehouse;
+  let configPath: string;
+  beforeAll(async () => {
+    // Added latency makes a run last long enough to be killed at several points of it.
+    sandbox = await startSandbox({ seed: 11, scale: 60, organizations: 2, unlimited: true, faults: { latencyMs: 8 } });
+    tw = await freshWarehouse(dialect);
+    configPath = join(mkdtempSync(join(tmpdir(), 'svcsync-crash-')), 'svcsync.yaml');
+    writeFileSync(
+      configPath,
+      [
+        `warehouse: "${tw.url}"`,
+        'sync: { per_page: 25 }',
+        'connections:',
+        '  - name: crash',
+        `    accounts_url: ${sandbox.url}`,
+        `    client_id: ${sandbox.credentials.client_id}`,
+        '    client_secret: ${CRASH_SECRET}',
+        `    refresh_token: ${sandbox.credentials.refresh_token}`,
+        '    plan: enterprise',
+        // The sandbox is unlimited and the CLI runs on real time: lift the client's limits too.
+        '    limits: { per_minute: 1000000, per_day: 100000000, concurrency: 10 }',
+        '',
+      ].join('\n'),
+    );
+    process.env['CRASH_SECRET'] = sandbox.credentials.client_secret;
+  });
+  afterAll(async () => {
+    await sandbox?.stop();
+    await tw?.drop();
+  });
+
+  it('converges on the truth after being killed at several points', async () => {
+    const kills: CliRun[] = [];
+    let leftMidWork = 0;
+    for (const ms of [250, 600, 1000, 1500]) {
+      kills.push(await runCli(['sync', '--config', configPath], ms));
+      // Did this kill leave a pass half-walked or child/detail work queued?
+      const w = await openWarehouse(tw.url);
+      try {
+        const open = await w.db.selectFrom('_svcsync_streams').select('stream').where('pass_kind', 'is not', null).execute().catch(() => []);
+        const queued = await w.db.selectFrom('_svcsync_pending').select('item_id').execute().catch(() => []);
+        if (open.length + queued.length > 0) leftMidWork++;
+      } finally {
+        await w.close();
+      }
+    }
+    expect(kills.filter((k) => k.signal === 'SIGKILL').length).toBeGreaterThan(0);
+    expect(leftMidWork, 'no kill landed in the middle of the work').toBeGreaterThan(0);
+    sandbox.mutate({ modify: 3, create: 2 });
+    const final = await runCli(['sync', '--config', configPath]);
+    expect(final.code, final.stderr + final.stdout).toBe(0);
+    expect(final.stdout).toContain('Result: success');
+    const warehouse: Warehouse = await openWarehouse(tw.url);
+    try {
+      for (const org of sandbox.organizations()) {
+        for (const family of Object.keys(ID_FIELDS) as Family[]) {
+          for (const stream of Object.keys(ID_FIELDS[family])) {
+            if (stream === 'organizations') continue;
+            const id = ID_FIELDS[family][stream]!;
+            const rows = await warehouse.db
+              .selectFrom(`${family}_${stream}`)
+              .select(id)
+              .where('organization_id', '=', org.organization_id)
+              .where('_deleted_at', 'is', null)
+              .execute();
+            expect(rows.map((r) => String(r[id])).sort(), `${family}.${stream}`).toEqual(truthIds(sandbox, org.organization_id, family, stream));
+          }
+        }
+      }
+      // Nothing left half-done: no pass in progress and no queued work.
+      const open = await warehouse.db.selectFrom('_svcsync_streams').select('stream').where('pass_kind', 'is not', null).execute();
+      expect(open).toEqual([]);
+      const pending = await warehouse.db.selectFrom('_svcsync_pending').select('item_id').execute();
+      expect(pending).toEqual([]);
+    } finally {
+      await warehouse.close();
+    }
+  }, 180_000);
+});
