@@ -104,7 +104,9 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
   const clients: ApiClient[] = [];
   const touched = new Set<string>();
 
-  await Promise.all(
+  // allSettled: when the run is aborted, every connection's branch has ended (and committed
+  // what it had) before the run is recorded as stopped.
+  const branches = await Promise.allSettled(
     connections.map(async (connection) => {
       const client = new ApiClient({
         connection,
@@ -162,7 +164,13 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
         connectionFailures.push({ connection: connection.name, kind: error instanceof SvcsyncError ? error.kind : 'unexpected', error: describe(error) });
       }
     }),
-  ).finally(() => limiters.flush());
+  );
+  await limiters.flush();
+  const aborted = branches.find((b): b is PromiseRejectedResult => b.status === 'rejected');
+  if (aborted) {
+    await finishRun(warehouse.db, runId, { finishedAt: stamp.next(), status: 'stopped', requests: clients.reduce((a, c) => a + c.stats().requests, 0), records: 0, errors: [describe(aborted.reason)] });
+    throw aborted.reason;
+  }
 
   const usage: UsageLine[] = [];
   for (const organizationId of touched) {

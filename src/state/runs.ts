@@ -4,7 +4,7 @@ import { stateDb, type RunRow, type RunStreamRow } from './tables.js';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Db = Kysely<any> | Transaction<any>;
 
-export type RunStatus = 'running' | 'ok' | 'partial' | 'failed';
+export type RunStatus = 'running' | 'ok' | 'partial' | 'failed' | 'stopped';
 
 /** One row per command run (sync, backfill, daemon job), with its counts and errors. */
 export async function startRun(db: Db, run: { runId: string; command: string; startedAt: string }): Promise<void> {

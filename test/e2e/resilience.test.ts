@@ -81,4 +81,24 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
       expect(await e.liveIds(org, family, stream), `${family}.${stream}`).toEqual(truthIds(e.sandbox, org, family, stream));
     }
   }, 120_000);
+
+  it('an aborted run ends every branch, is recorded as stopped, and the next run converges', async () => {
+    e = await startE2E(dialect, { scale: 30, faults: { latencyMs: 10 } }, { sync: { per_page: 10 } });
+    const controller = new AbortController();
+    const { runSync } = await import('../../src/extractors/sync-run.js');
+    const { createLogger } = await import('../../src/core/logger.js');
+    const run = runSync({ config: e.config, warehouse: e.warehouse, clock: e.sandbox.clock, logger: createLogger({ level: 'silent', secrets: e.secrets }), secrets: e.secrets, signal: controller.signal, command: 'sync', mode: 'incremental' });
+    setTimeout(() => controller.abort(new Error('stop requested')), 400);
+    await expect(run).rejects.toThrow('stop requested');
+    // Requests in flight at the abort reach the sandbox's log once its latency has passed.
+    await new Promise((r) => setTimeout(r, 100));
+    const requestsAtStop = e.sandbox.requestLog().total;
+    await new Promise((r) => setTimeout(r, 300));
+    // Nothing keeps calling the API after the run has returned.
+    expect(e.sandbox.requestLog().total).toBe(requestsAtStop);
+    const runs = await e.query<{ status: string }>('SELECT status FROM _svcsync_runs');
+    expect(runs.map((r) => r.status)).toEqual(['stopped']);
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e);
+  }, 120_000);
 });

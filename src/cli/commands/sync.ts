@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { ConfigError } from '../../core/errors.js';
+import { ConfigError, ExitCode } from '../../core/errors.js';
 import { CATALOG } from '../../catalog/index.js';
 import { qualifiedName } from '../../catalog/types.js';
 import { runSync, type SyncSummary } from '../../extractors/sync-run.js';
@@ -63,6 +63,11 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
         streams: flags.stream,
       }),
     );
+  } catch (error) {
+    if (!signal.aborted) throw error;
+    progress.stop();
+    process.stderr.write(`svcsync: ${command} stopped. Every committed page is kept; run the same command again to continue where it stopped.\n`);
+    return ExitCode.partial;
   } finally {
     progress.stop();
     dispose();
