@@ -1,24 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../helpers/dialects.js';
-import { ID_FIELDS, startE2E, truthIds, type E2E, type Family, expectExit } from '../helpers/e2e.js';
-
-async function expectEqualsTruth(e: E2E, opts: { ignoreDeletes?: boolean } = {}): Promise<void> {
-  for (const org of e.sandbox.organizations()) {
-    for (const family of Object.keys(ID_FIELDS) as Family[]) {
-      for (const stream of Object.keys(ID_FIELDS[family])) {
-        if (stream === 'organizations') continue;
-        const expected = truthIds(e.sandbox, org.organization_id, family, stream);
-        const actual = await e.liveIds(org.organization_id, family, stream);
-        if (opts.ignoreDeletes) {
-          // Before a reconcile, rows of deleted records may still be live; nothing may be missing.
-          expect(expected.filter((id) => !actual.includes(id)), `${family}.${stream} missing`).toEqual([]);
-        } else {
-          expect(actual, `${family}.${stream} of ${org.organization_id}`).toEqual(expected);
-        }
-      }
-    }
-  }
-}
+import { expectEqualsTruth, expectExit, startE2E, type E2E } from '../helpers/e2e.js';
 
 /** Sandbox endpoints of the lists svcsync asks to sort newest first. */
 const SORTED_LISTS = ['GET /inventory/v1/salesorders', 'GET /inventory/v1/contacts', 'GET /inventory/v1/vendorcredits', 'GET /books/v3/vendorcredits', 'GET /billing/v1/events'];

@@ -1,17 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../helpers/dialects.js';
-import { ID_FIELDS, startE2E, truthIds, type E2E, type Family, expectExit } from '../helpers/e2e.js';
-
-async function expectEqualsTruth(e: E2E): Promise<void> {
-  for (const org of e.sandbox.organizations()) {
-    for (const family of Object.keys(ID_FIELDS) as Family[]) {
-      for (const stream of Object.keys(ID_FIELDS[family])) {
-        if (stream === 'organizations') continue;
-        expect(await e.liveIds(org.organization_id, family, stream), `${family}.${stream} of ${org.organization_id}`).toEqual(truthIds(e.sandbox, org.organization_id, family, stream));
-      }
-    }
-  }
-}
+import { expectEqualsTruth, expectExit, startE2E, truthIds, type E2E } from '../helpers/e2e.js';
 
 describe.each(DIALECTS)('resilience on %s', (dialect) => {
   let e: E2E | undefined;

@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { CompiledQuery } from 'kysely';
 import { parseConfig } from '../../src/config/load.js';
 import type { Config } from '../../src/config/schema.js';
@@ -46,7 +47,11 @@ export interface E2E {
 }
 
 export async function startE2E(dialect: Dialect, sandboxOptions: SandboxOptions = {}, configExtra: Record<string, unknown> = {}): Promise<E2E> {
-  const sandbox = await startSandbox({ seed: 7, scale: 12, organizations: 2, timeScale: 600, ...sandboxOptions });
+  const options: SandboxOptions = { seed: 7, scale: 12, organizations: 2, timeScale: 600, ...sandboxOptions };
+  const sandbox = await startSandbox(options);
+  // svcsync runs on the sandbox's clock, so its request timeout is in sandbox time too: give
+  // it 30 real seconds, or a loaded machine turns slow answers into timeouts.
+  const requestTimeout = Math.round(30_000 * (options.timeScale ?? 1));
   const tw: TestWarehouse = await freshWarehouse(dialect);
   const warehouse = await tw.open();
   const secrets = new SecretRegistry();
@@ -56,7 +61,7 @@ export async function startE2E(dialect: Dialect, sandboxOptions: SandboxOptions 
   const config = parseConfig(
     {
       warehouse: tw.url,
-      sync: { lookback_seconds: 60, ...syncExtra },
+      sync: { lookback_seconds: 60, request_timeout_ms: requestTimeout, ...syncExtra },
       connections: [{ name: 'e2e', accounts_url: sandbox.url, ...sandbox.credentials, plan: 'free', ...connectionExtra }],
     },
     { env: {}, secrets },
@@ -110,5 +115,25 @@ export function stored(value: unknown): number {
 export function expectExit(summary: SyncSummary, code: number): void {
   if (summary.exitCode !== code) {
     throw new Error(`expected exit ${code}, got ${summary.exitCode}:\n${renderSummary(summary)}`);
+  }
+}
+
+/**
+ * Every non-organization stream of every organization holds exactly the truth's live ids.
+ * With ignoreDeletes (before a reconcile), rows of deleted records may still be live, but no
+ * record of the truth may be missing.
+ */
+export async function expectEqualsTruth(e: E2E, opts: { ignoreDeletes?: boolean } = {}): Promise<void> {
+  for (const org of e.sandbox.organizations()) {
+    for (const family of Object.keys(ID_FIELDS) as Family[]) {
+      for (const stream of Object.keys(ID_FIELDS[family])) {
+        if (stream === 'organizations') continue;
+        const expected = truthIds(e.sandbox, org.organization_id, family, stream);
+        const actual = await e.liveIds(org.organization_id, family, stream);
+        const label = `${family}.${stream} of ${org.organization_id}`;
+        if (opts.ignoreDeletes) expect(expected.filter((id) => !actual.includes(id)), `${label}: missing`).toEqual([]);
+        else expect(actual, label).toEqual(expected);
+      }
+    }
   }
 }

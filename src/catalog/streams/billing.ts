@@ -1,21 +1,9 @@
 import { DETAIL, col, cols, nested } from '../columns.js';
 import type { StreamSpec } from '../types.js';
-import { ORGANIZATION_COLUMNS } from './organization-fields.js';
+import { organizationsStream } from './organization-fields.js';
 
 export const BILLING_STREAMS: readonly StreamSpec[] = [
-  {
-    name: 'organizations',
-    family: 'billing',
-    path: '/organizations',
-    recordsKey: ['organizations'],
-    primaryKey: 'organization_id',
-    paginated: false,
-    kind: 'settings',
-    columns: ORGANIZATION_COLUMNS,
-    children: [],
-    spec: '1, A13',
-    description: 'Organizations the connection can read in the billing family.',
-  },
+  organizationsStream('billing', '1, A13'),
   {
     name: 'plans',
     family: 'billing',

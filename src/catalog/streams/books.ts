@@ -1,6 +1,6 @@
 import { DETAIL, LIST, col, cols } from '../columns.js';
 import type { StreamSpec } from '../types.js';
-import { ORGANIZATION_COLUMNS } from './organization-fields.js';
+import { organizationsStream } from './organization-fields.js';
 import {
   BILL_CREDITED_COLUMNS,
   VENDOR_CREDIT_DETAIL_CHILDREN,
@@ -15,19 +15,7 @@ import {
 const WEBHOOK_PARAMETER_LISTS = ['entity_parameters', 'additional_parameters', 'headers', 'form_data', 'query_parameters'];
 
 export const BOOKS_STREAMS: readonly StreamSpec[] = [
-  {
-    name: 'organizations',
-    family: 'books',
-    path: '/organizations',
-    recordsKey: ['organizations'],
-    primaryKey: 'organization_id',
-    paginated: false,
-    kind: 'settings',
-    columns: ORGANIZATION_COLUMNS,
-    children: [],
-    spec: '1',
-    description: 'Organizations the connection can read in the books family.',
-  },
+  organizationsStream('books', '1'),
   {
     name: 'users',
     family: 'books',

@@ -1,6 +1,6 @@
 import { DETAIL, LIST, address, col, cols, nested, only } from '../columns.js';
 import type { StreamSpec } from '../types.js';
-import { ORGANIZATION_COLUMNS } from './organization-fields.js';
+import { organizationsStream } from './organization-fields.js';
 import {
   BILL_CREDITED_COLUMNS,
   VENDOR_CREDIT_DETAIL_CHILDREN,
@@ -18,19 +18,7 @@ const CONTACT_ADDRESS = ['attention', 'address', 'street2', 'city', 'state', 'zi
 const TEMPLATE_KINDS = ['invoice', 'estimate', 'creditnote', 'invoice_email', 'estimate_email', 'creditnote_email'];
 
 export const INVENTORY_STREAMS: readonly StreamSpec[] = [
-  {
-    name: 'organizations',
-    family: 'inventory',
-    path: '/organizations',
-    recordsKey: ['organizations'],
-    primaryKey: 'organization_id',
-    paginated: false,
-    kind: 'settings',
-    columns: ORGANIZATION_COLUMNS,
-    children: [],
-    spec: '1',
-    description: 'Organizations the connection can read in the inventory family.',
-  },
+  organizationsStream('inventory', '1'),
   {
     name: 'currencies',
     family: 'inventory',

@@ -1,21 +1,9 @@
 import { cols } from '../columns.js';
 import type { StreamSpec } from '../types.js';
-import { ORGANIZATION_COLUMNS } from './organization-fields.js';
+import { organizationsStream } from './organization-fields.js';
 
 export const INVOICE_STREAMS: readonly StreamSpec[] = [
-  {
-    name: 'organizations',
-    family: 'invoice',
-    path: '/organizations',
-    recordsKey: ['organizations'],
-    primaryKey: 'organization_id',
-    paginated: false,
-    kind: 'settings',
-    columns: ORGANIZATION_COLUMNS,
-    children: [],
-    spec: '1',
-    description: 'Organizations the connection can read in the invoice family.',
-  },
+  organizationsStream('invoice', '1'),
   {
     name: 'projects',
     family: 'invoice',

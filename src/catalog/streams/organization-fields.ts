@@ -1,5 +1,6 @@
+import type { Family } from '../../config/plans.js';
 import { cols } from '../columns.js';
-import type { ColumnSpec } from '../types.js';
+import type { ColumnSpec, StreamSpec } from '../types.js';
 
 /** The organization record of spec section 1, the same in every family. */
 export const ORGANIZATION_COLUMNS: readonly ColumnSpec[] = cols(
@@ -22,3 +23,23 @@ export const ORGANIZATION_COLUMNS: readonly ColumnSpec[] = cols(
   },
   { spec: '1' },
 );
+
+/**
+ * Every family lists its organizations the same way (spec 1); the records are organizations,
+ * so the stream is read once per connection rather than per organization.
+ */
+export function organizationsStream(family: Family, spec: string): StreamSpec {
+  return {
+    name: 'organizations',
+    family,
+    path: '/organizations',
+    recordsKey: ['organizations'],
+    primaryKey: 'organization_id',
+    paginated: false,
+    kind: 'settings',
+    columns: ORGANIZATION_COLUMNS,
+    children: [],
+    spec,
+    description: `Organizations the connection can read in the ${family} family.`,
+  };
+}
