@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, PostgresDialect, SqliteDialect, CompiledQuery } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, CompiledQuery, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { ConfigError } from '../core/errors.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -37,6 +37,32 @@ function setPgTypeParsers(): void {
   pg.types.setTypeParser(1082, (v: string) => v);
 }
 
+/**
+ * Kysely prepares every query anew; a page of upserts repeats the same few statements, and
+ * preparing a 200-row insert costs more than running it. Statements are kept by their text
+ * (values are always bound parameters, so the texts are few), least recently used dropped.
+ */
+export function withStatementCache(database: SQLite.Database, size = 256): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => {
+      cache.clear();
+      database.close();
+    },
+    prepare(sql: string) {
+      let stmt = cache.get(sql);
+      if (stmt) {
+        cache.delete(sql);
+      } else {
+        stmt = database.prepare(sql);
+        if (cache.size >= size) cache.delete(cache.keys().next().value as string);
+      }
+      cache.set(sql, stmt);
+      return stmt as unknown as SqliteStatement;
+    },
+  };
+}
+
 export async function openWarehouse(url: string, options: { poolSize?: number } = {}): Promise<Warehouse> {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length) || './warehouse.db';
@@ -56,7 +82,7 @@ export async function openWarehouse(url: string, options: { poolSize?: number } 
     database.pragma('synchronous = NORMAL');
     database.pragma('busy_timeout = 10000');
     database.pragma('foreign_keys = OFF');
-    const db = new Kysely<any>({ dialect: new SqliteDialect({ database }) });
+    const db = new Kysely<any>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
     return { db, dialect: 'sqlite', displayUrl: `sqlite:${file}`, close: () => db.destroy() };
   }
   if (/^postgres(ql)?:\/\//.test(url)) {

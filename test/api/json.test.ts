@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidJsonError, parseJson } from '../../src/api/json.js';
+import { InvalidJsonError, parseJson, quoteUnsafeIntegers } from '../../src/api/json.js';
 import { classify } from '../../src/api/classify.js';
 
 describe('parseJson', () => {
@@ -35,4 +35,24 @@ describe('parseJson', () => {
       expect(kind).toMatchObject({ kind: 'retriable', reason: 'invalid_body' });
     },
   );
+});
+
+describe('quoteUnsafeIntegers', () => {
+  const cases: Array<[string, string]> = [
+    ['{"a":4600000000123456789}', '{"a":"4600000000123456789"}'],
+    ['[9007199254740991,9007199254740992]', '[9007199254740991,"9007199254740992"]'],
+    ['{"a":-46000000001234567890}', '{"a":"-46000000001234567890"}'],
+    ['{"a":"x: 4600000000123456789, y"}', '{"a":"x: 4600000000123456789, y"}'],
+    ['{"a":"esc \\" 4600000000123456789","b":4600000000123456789}', '{"a":"esc \\" 4600000000123456789","b":"4600000000123456789"}'],
+    ['{"a":46000000001234567.5,"b":1e400}', '{"a":46000000001234567.5,"b":1e400}'],
+    ['{"a":12.5,"b":[1,2,3],"c":true}', '{"a":12.5,"b":[1,2,3],"c":true}'],
+  ];
+  it.each(cases)('%s', (input, expected) => {
+    expect(quoteUnsafeIntegers(input)).toBe(expected);
+  });
+
+  it('leaves every other value as JSON.parse reads it', () => {
+    const text = '{"id":4600000000123456789,"n":123,"f":-0.25,"s":"4600000000123456789 in text","arr":[{"x":9999999999999999999}]}';
+    expect(parseJson(text)).toEqual({ id: '4600000000123456789', n: 123, f: -0.25, s: '4600000000123456789 in text', arr: [{ x: '9999999999999999999' }] });
+  });
 });
