@@ -1,0 +1,109 @@
+/**
+ * Messages between the benchmark driver (bench/run.ts) and its two child processes:
+ * the sandbox (bench/sandbox-child.ts) and the svcsync process (bench/sync-child.ts).
+ * Each runs in its own process so the API stand-in and svcsync never share an event loop.
+ */
+import type { RequestLog } from '../src/sandbox/index.js';
+
+export interface StreamRef {
+  family: 'books' | 'inventory' | 'invoice' | 'billing';
+  stream: string;
+}
+
+export interface SandboxSpec {
+  scale: number;
+  organizations: number;
+  seed: number;
+  /** Streams whose sizes the driver needs (per organization) to compute the minimum requests. */
+  count: StreamRef[];
+}
+
+export type SandboxMessage =
+  | {
+      type: 'ready';
+      url: string;
+      credentials: { client_id: string; client_secret: string; refresh_token: string };
+      organizations: string[];
+      /** organization id -> "family.stream" -> records. */
+      counts: Record<string, Record<string, number>>;
+      startupMs: number;
+    }
+  | { type: 'log'; log: RequestLog; cpuUserMs: number; cpuSystemMs: number };
+
+export type SandboxCommand = { type: 'log' } | { type: 'reset' } | { type: 'stop' };
+
+export interface SyncSpec {
+  warehouseUrl: string;
+  sandboxUrl: string;
+  credentials: { client_id: string; client_secret: string; refresh_token: string };
+  families: StreamRef['family'][];
+  /** Qualified stream names (`family.stream`) for the connection's allowlist. */
+  streams: string[];
+  perPage: number;
+  organizationConcurrency: number;
+  /** Requests in flight per organization (the sandbox is unthrottled; the client still gates). */
+  concurrency: number;
+  sampleMs: number;
+  /** Record counts at which to note the RSS (memory-vs-data check). */
+  checkpoints: number[];
+  /** Bound on the run; the child aborts the sync after this many ms. */
+  timeoutMs: number;
+  logLevel: string;
+  /** Tables whose row counts to report after the sync (checked against the sandbox). */
+  tables: string[];
+  /** Time every SQLite statement by its shape (diagnostic; adds overhead). */
+  sqlStats?: boolean;
+  /** Diagnostic experiments applied in the svcsync process only (see sync-child.ts). */
+  experiments?: string[];
+}
+
+export interface StreamFigure {
+  organizationId: string;
+  stream: string;
+  status: string;
+  pages: number;
+  records: number;
+  written: number;
+  requests: number;
+}
+
+export interface Checkpoint {
+  records: number;
+  atMs: number;
+  rssMb: number;
+  peakRssMb: number;
+  heapUsedMb: number;
+  /** V8 heap still in use after a full GC at this point (needs --expose-gc): what the run retains. */
+  heapAfterGcMb?: number;
+}
+
+export interface SyncResult {
+  type: 'result';
+  ok: boolean;
+  error?: string;
+  exitCode: number;
+  elapsedMs: number;
+  migrateMs: number;
+  /** Requests the client says it sent (API calls, token requests excluded). */
+  clientRequests: number;
+  streams: StreamFigure[];
+  peakRssMb: number;
+  startRssMb: number;
+  endRssMb: number;
+  peakHeapUsedMb: number;
+  samples: number;
+  checkpoints: Checkpoint[];
+  /** CPU time of the svcsync process during the sync, ms. */
+  cpuUserMs: number;
+  cpuSystemMs: number;
+  /** Live rows per table after the sync. */
+  tableRows: Record<string, number>;
+  sqlStats?: SqlStat[];
+}
+
+export interface SqlStat {
+  shape: string;
+  count: number;
+  prepareMs: number;
+  executeMs: number;
+}

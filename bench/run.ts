@@ -1,0 +1,719 @@
+/**
+ * `npm run bench`: svcsync's throughput and memory benchmark (issue 4, "Performance").
+ *
+ * Every scenario forks two processes: an unthrottled sandbox (dist/bench/sandbox-child.js)
+ * and the svcsync process (dist/bench/sync-child.js), so the load generator and svcsync never
+ * share an event loop. The driver (this file) only waits, asks for the sandbox's request log,
+ * computes the minimum number of requests from the sandbox's record counts, and prints.
+ *
+ * Scenarios:
+ *   list-sqlite / list-postgres  a full sync of the list-only streams (no detail or child
+ *                                requests) of N organizations: list records/s, requests vs minimum.
+ *   catalog-sqlite               a full sync of the whole catalog (detail and child requests
+ *                                included) at a smaller scale: requests vs minimum, records/s.
+ *   memory-sqlite                one stream with 1,000,000 records in one organization:
+ *                                peak RSS, and RSS as the records pass 10%, 25%, 50%, 75%, 100%.
+ *   sandbox                      bench/sandbox-throughput (issue 3), when it has been built.
+ *
+ * Options (also as env: BENCH_SCALE, BENCH_ORGS, BENCH_MEM_RECORDS, BENCH_PG_URL):
+ *   --quick                 small scales, for a fast check (~30 s)
+ *   --scale N               records per list stream per organization (default 20000; quick 2000)
+ *   --orgs N                organizations (default 2)
+ *   --catalog-scale N       scale of the whole-catalog run (default 1000; quick 200)
+ *   --mem-records N         records of the memory run (default 1000000; quick 100000)
+ *   --mem-stream F.S        stream of the memory run (default billing.events)
+ *   --only a,b              run only these scenarios (list-sqlite, list-postgres, catalog-sqlite, memory-sqlite, sandbox)
+ *   --skip a,b              skip these scenarios
+ *   --repeat N              run each throughput scenario N times and keep the fastest (the
+ *                           machine may be shared; every time is printed, with the load average)
+ *   --profile               run list-sqlite once more under --cpu-prof (not counted) and print
+ *                           the top self-time functions
+ *   --profile-streams F.S,… profile these streams instead of the list-only set (implies --profile)
+ *   --sql-stats             in the profiled run, also time every SQLite statement by table
+ *   --experiment a,b        apply diagnostic changes in the svcsync process (stmt-cache,
+ *                           wal-checkpoint; see bench/sync-child.ts); the figures are then
+ *                           labelled as an experiment and never written to the docs
+ *   --concurrency N         requests in flight per organization (default 10, the paid-plan limit)
+ *   --timeout S             bound on each scenario, seconds (default 600)
+ *   --write-docs            write the figures into docs/benchmarks.md (between its markers)
+ *   --json FILE             write every figure as JSON
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { CATALOG, childStreamsOf } from '../src/catalog/index.js';
+import { qualifiedName, tableName, type StreamSpec } from '../src/catalog/types.js';
+import type { RequestLog } from '../src/sandbox/index.js';
+import { summarizeProfile, type ProfileSummary } from './profile.js';
+import type { SandboxMessage, SandboxSpec, SqlStat, StreamRef, SyncResult, SyncSpec } from './protocol.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repoRoot = resolve(here, '..', '..');
+
+// ------------------------------------------------------------------ options
+
+interface Options {
+  quick: boolean;
+  scale: number;
+  orgs: number;
+  catalogScale: number;
+  memRecords: number;
+  memStream: string;
+  only: string[] | null;
+  skip: string[];
+  profile: boolean;
+  concurrency: number;
+  timeoutS: number;
+  writeDocs: boolean;
+  json: string | null;
+  pgUrl: string;
+  perPage: number;
+  repeat: number;
+  profileStreams: string[] | null;
+  sqlStats: boolean;
+  experiments: string[];
+}
+
+function parseArgs(argv: string[]): Options {
+  const env = process.env;
+  const flags = new Map<string, string | true>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}`);
+    const [k, v] = a.slice(2).split('=', 2) as [string, string | undefined];
+    if (v !== undefined) flags.set(k, v);
+    else if (argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) flags.set(k, argv[++i]!);
+    else flags.set(k, true);
+  }
+  const known = ['quick', 'scale', 'orgs', 'catalog-scale', 'mem-records', 'mem-stream', 'only', 'skip', 'profile', 'concurrency', 'timeout', 'write-docs', 'json', 'pg', 'repeat', 'profile-streams', 'sql-stats', 'experiment'];
+  for (const k of flags.keys()) if (!known.includes(k)) throw new Error(`unknown option --${k} (see the header of bench/run.ts)`);
+  const quick = flags.has('quick');
+  const num = (name: string, envName: string | null, dflt: number): number => {
+    const raw = flags.get(name) ?? (envName ? env[envName] : undefined);
+    if (raw === undefined || raw === true) return dflt;
+    const n = Number(String(raw).replace(/_/g, ''));
+    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number`);
+    return n;
+  };
+  const list = (name: string): string[] | null => {
+    const raw = flags.get(name);
+    return typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : null;
+  };
+  return {
+    quick,
+    scale: num('scale', 'BENCH_SCALE', quick ? 2000 : 20_000),
+    orgs: num('orgs', 'BENCH_ORGS', 2),
+    catalogScale: num('catalog-scale', null, quick ? 200 : 1000),
+    memRecords: Math.min(1_000_000, num('mem-records', 'BENCH_MEM_RECORDS', quick ? 100_000 : 1_000_000)),
+    memStream: typeof flags.get('mem-stream') === 'string' ? (flags.get('mem-stream') as string) : 'billing.events',
+    only: list('only'),
+    skip: list('skip') ?? [],
+    profile: flags.has('profile'),
+    concurrency: num('concurrency', null, 10),
+    timeoutS: num('timeout', null, 600),
+    writeDocs: flags.has('write-docs'),
+    json: typeof flags.get('json') === 'string' ? (flags.get('json') as string) : null,
+    pgUrl: typeof flags.get('pg') === 'string' ? (flags.get('pg') as string) : (env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test'),
+    perPage: 200,
+    repeat: Math.max(1, num('repeat', 'BENCH_REPEAT', 1)),
+    profileStreams: list('profile-streams'),
+    sqlStats: flags.has('sql-stats'),
+    experiments: list('experiment') ?? [],
+  };
+}
+
+// ------------------------------------------------------------------ streams and the minimum
+
+const isOrgList = (s: StreamSpec): boolean => s.primaryKey === 'organization_id';
+
+/** The list-only streams: top-level, no single-record completion by default, no child streams. */
+function listOnlyStreams(): StreamSpec[] {
+  return CATALOG.filter((s) => !s.parent && !isOrgList(s) && !(s.detail?.defaultEnabled ?? false) && childStreamsOf(s).length === 0);
+}
+
+/** The streams a sync with this allowlist touches, as svcsync's selectStreams reads it. */
+function selected(allow: readonly string[] | null): { top: StreamSpec[]; children: Map<StreamSpec, StreamSpec[]> } {
+  const allowed = (s: StreamSpec): boolean => !allow || allow.includes(qualifiedName(s));
+  const wanted = (s: StreamSpec): boolean => allowed(s) || childStreamsOf(s).some(wanted);
+  const top = CATALOG.filter((s) => !s.parent && !isOrgList(s) && wanted(s));
+  const children = new Map<StreamSpec, StreamSpec[]>();
+  const walk = (parent: StreamSpec): void => {
+    const kids = childStreamsOf(parent).filter((c) => allowed(c) || childStreamsOf(c).some(allowed));
+    children.set(parent, kids);
+    kids.forEach(walk);
+  };
+  top.forEach(walk);
+  return { top, children };
+}
+
+interface Minimum {
+  organizationLists: number;
+  listPages: number;
+  detail: number;
+  children: number;
+  total: number;
+  listRecords: number;
+  childRecords: number;
+}
+
+/**
+ * The fewest requests a full sync can make, from the sandbox's own record counts:
+ * one organization list per family; ceil(n / per_page) pages per list (at least one);
+ * one single-record request per record of a stream completed by default; one request per
+ * parent for each child stream (the sandbox gives a parent at most 4 children, under a page).
+ */
+function minimumRequests(families: readonly string[], allow: readonly string[] | null, counts: Record<string, Record<string, number>>, perPage: number): Minimum {
+  const { top, children } = selected(allow);
+  const m: Minimum = { organizationLists: families.length, listPages: 0, detail: 0, children: 0, total: 0, listRecords: 0, childRecords: 0 };
+  for (const perOrg of Object.values(counts)) {
+    const visit = (s: StreamSpec, isTop: boolean): void => {
+      const n = perOrg[qualifiedName(s)] ?? 0;
+      if (isTop) {
+        m.listPages += s.paginated ? Math.max(1, Math.ceil(n / perPage)) : 1;
+        m.listRecords += n;
+        if (s.detail?.defaultEnabled) m.detail += n;
+      } else m.childRecords += n;
+      for (const c of children.get(s) ?? []) {
+        m.children += n;
+        visit(c, false);
+      }
+    };
+    for (const s of top) if (families.includes(s.family)) visit(s, true);
+  }
+  m.total = m.organizationLists + m.listPages + m.detail + m.children;
+  return m;
+}
+
+function streamsToCount(allow: readonly string[] | null): StreamRef[] {
+  const { top, children } = selected(allow);
+  const all = new Set<StreamSpec>(top);
+  for (const kids of children.values()) kids.forEach((k) => all.add(k));
+  return [...all].map((s) => ({ family: s.family, stream: s.name }));
+}
+
+// ------------------------------------------------------------------ child processes
+
+function waitMessage<T>(child: ChildProcess, accept: (m: unknown) => T | undefined, timeoutMs: number, what: string): Promise<T> {
+  return new Promise<T>((resolvePromise, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`${what}: no answer within ${Math.round(timeoutMs / 1000)} s`));
+    }, timeoutMs);
+    const onMessage = (m: unknown): void => {
+      const v = accept(m);
+      if (v !== undefined) {
+        cleanup();
+        resolvePromise(v);
+      }
+    };
+    const onExit = (code: number | null, signal: string | null): void => {
+      cleanup();
+      reject(new Error(`${what}: process exited (${signal ?? code}) before answering`));
+    };
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+    };
+    child.on('message', onMessage);
+    child.on('exit', onExit);
+  });
+}
+
+function kill(child: ChildProcess): void {
+  if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+    try {
+      process.kill(child.pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+function exited(child: ChildProcess, ms: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => {
+    const t = setTimeout(() => {
+      kill(child);
+      r();
+    }, ms);
+    child.once('exit', () => {
+      clearTimeout(t);
+      r();
+    });
+  });
+}
+
+type Ready = Extract<SandboxMessage, { type: 'ready' }>;
+type LogAnswer = Extract<SandboxMessage, { type: 'log' }>;
+
+async function startSandboxChild(spec: SandboxSpec): Promise<{ child: ChildProcess; ready: Ready }> {
+  const child = fork(join(here, 'sandbox-child.js'), [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+  try {
+    const ready = await waitMessage(child, (m) => ((m as SandboxMessage).type === 'ready' ? (m as Ready) : undefined), 120_000, 'sandbox start');
+    return { child, ready };
+  } catch (error) {
+    kill(child);
+    throw error;
+  }
+}
+
+async function sandboxLog(child: ChildProcess): Promise<LogAnswer> {
+  const p = waitMessage(child, (m) => ((m as SandboxMessage).type === 'log' ? (m as LogAnswer) : undefined), 30_000, 'sandbox request log');
+  child.send({ type: 'log' });
+  return p;
+}
+
+async function stopSandbox(child: ChildProcess): Promise<void> {
+  if (child.connected) child.send({ type: 'stop' });
+  await exited(child, 5000);
+}
+
+async function runSyncChild(spec: SyncSpec, profileDir: string | null): Promise<SyncResult> {
+  const execArgv = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
+  // Runs with checkpoints read the heap after a full GC there (retained memory).
+  if (spec.checkpoints.length) execArgv.push('--expose-gc');
+  const child = fork(join(here, 'sync-child.js'), [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
+  try {
+    const result = await waitMessage(child, (m) => ((m as { type?: string }).type === 'result' ? (m as SyncResult) : undefined), spec.timeoutMs + 60_000, 'svcsync run');
+    // Let it exit by itself (a --cpu-prof profile is written at exit).
+    await exited(child, profileDir ? 60_000 : 10_000);
+    return result;
+  } finally {
+    kill(child);
+  }
+}
+
+// ------------------------------------------------------------------ warehouses
+
+interface BenchWarehouse {
+  url: string;
+  label: string;
+  drop(): Promise<void>;
+}
+
+async function freshWarehouse(dialect: 'sqlite' | 'postgres', pgUrl: string): Promise<BenchWarehouse> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'svcsync-bench-'));
+    return { url: `sqlite:${join(dir, 'warehouse.db')}`, label: 'SQLite (file, WAL)', drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  // A fresh database per run, holding a fresh schema selected through search_path (as
+  // test/helpers/dialects.ts does). The database and not only a schema: kysely's Migrator
+  // looks for its tables in every schema of the database, so a schema alone is not isolated
+  // from a test run that has _svcsync_migrations_lock in its own schema (see docs/benchmarks.md).
+  const stamp = `${process.pid}_${Date.now().toString(36)}`;
+  const database = `svcsync_bench_${stamp}`;
+  const schema = `bench_${stamp}`;
+  const admin = new pg.Client({ connectionString: pgUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${database}"`);
+  await admin.end();
+  const base = new URL(pgUrl);
+  base.pathname = `/${database}`;
+  const inDb = new pg.Client({ connectionString: base.toString() });
+  await inDb.connect();
+  await inDb.query(`CREATE SCHEMA "${schema}"`);
+  await inDb.end();
+  return {
+    url: `${base.toString()}${base.search ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+    label: 'Postgres (127.0.0.1, fresh database and schema)',
+    drop: async () => {
+      const c = new pg.Client({ connectionString: pgUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+// ------------------------------------------------------------------ scenarios
+
+interface ScenarioResult {
+  name: string;
+  dialect: 'sqlite' | 'postgres';
+  description: string;
+  organizations: number;
+  scale: number;
+  streams: string[];
+  elapsedS: number;
+  migrateS: number;
+  listRecords: number;
+  childRecords: number;
+  listRecordsPerS: number;
+  allRecordsPerS: number;
+  minimum: Minimum;
+  apiRequests: number;
+  tokenRequests: number;
+  clientRequests: number;
+  requestsByKind: { organizationLists: number; other: number };
+  peakRssMb: number;
+  startRssMb: number;
+  peakHeapUsedMb: number;
+  checkpoints: SyncResult['checkpoints'];
+  svcsyncCpuPct: number;
+  sandboxCpuPct: number;
+  /** Records per second of svcsync CPU time (user + system): steadier than wall time on a shared machine. */
+  recordsPerCpuS: number;
+  rowsMatch: boolean;
+  rowMismatches: string[];
+  ok: boolean;
+  error?: string;
+  profile?: ProfileSummary;
+  /** 1-minute load average before and after (other work on the machine skews the figures). */
+  load: [number, number];
+  /** Times of every repetition, s. */
+  times: number[];
+  sqlStats?: SqlStat[];
+}
+
+interface ScenarioSpec {
+  name: string;
+  dialect: 'sqlite' | 'postgres';
+  description: string;
+  organizations: number;
+  scale: number;
+  /** Allowlist; null = the whole catalog. */
+  streams: string[] | null;
+  checkpoints: number[];
+  profile: boolean;
+  /** Not a measurement: excluded from the targets. */
+  counted: boolean;
+}
+
+function apiRequestCount(log: RequestLog): { api: number; token: number; orgLists: number } {
+  let token = 0;
+  let orgLists = 0;
+  for (const [endpoint, n] of Object.entries(log.byEndpoint)) {
+    if (endpoint.startsWith('POST /oauth')) token += n;
+    else if (/\/organizations$/.test(endpoint)) orgLists += n;
+  }
+  return { api: log.total - token, token, orgLists };
+}
+
+async function runScenario(s: ScenarioSpec, opts: Options): Promise<ScenarioResult> {
+  const families = [...new Set((s.streams ?? CATALOG.map(qualifiedName)).map((q) => q.split('.')[0]!))] as StreamRef['family'][];
+  const counted = streamsToCount(s.streams);
+  const { child: sandbox, ready } = await startSandboxChild({ scale: s.scale, organizations: s.organizations, seed: 42, count: counted });
+  const warehouse = await freshWarehouse(s.dialect, opts.pgUrl);
+  const load0 = loadavg()[0]!;
+  let profileDir: string | null = null;
+  try {
+    if (s.profile) profileDir = mkdtempSync(join(tmpdir(), 'svcsync-bench-prof-'));
+    const tables = counted.map((r) => tableName({ family: r.family, name: r.stream }));
+    const cpuBefore = await sandboxLog(sandbox);
+    const result = await runSyncChild(
+      {
+        warehouseUrl: warehouse.url,
+        sandboxUrl: ready.url,
+        credentials: ready.credentials,
+        families,
+        streams: s.streams ?? CATALOG.map(qualifiedName),
+        perPage: opts.perPage,
+        organizationConcurrency: 4,
+        concurrency: opts.concurrency,
+        sampleMs: 50,
+        checkpoints: s.checkpoints,
+        timeoutMs: opts.timeoutS * 1000,
+        logLevel: 'warn',
+        tables,
+        sqlStats: s.profile && opts.sqlStats && s.dialect === 'sqlite',
+        experiments: opts.experiments,
+      },
+      profileDir,
+    );
+    if (!result.ok && result.elapsedMs === undefined) throw new Error(result.error ?? 'svcsync run failed');
+    const after = await sandboxLog(sandbox);
+    const minimum = minimumRequests(families, s.streams, ready.counts, opts.perPage);
+    const req = apiRequestCount(after.log);
+    // Rows per table against the sandbox's counts.
+    const mismatches: string[] = [];
+    for (const r of counted) {
+      const table = tableName({ family: r.family, name: r.stream });
+      const want = Object.values(ready.counts).reduce((a, perOrg) => a + (perOrg[`${r.family}.${r.stream}`] ?? 0), 0);
+      const got = result.tableRows[table] ?? -1;
+      if (got !== want) mismatches.push(`${table}: ${got} rows, sandbox has ${want}`);
+    }
+    const elapsedS = result.elapsedMs / 1000;
+    const sandboxCpuMs = after.cpuUserMs + after.cpuSystemMs - (cpuBefore.cpuUserMs + cpuBefore.cpuSystemMs);
+    const out: ScenarioResult = {
+      name: s.name,
+      dialect: s.dialect,
+      description: s.description,
+      organizations: s.organizations,
+      scale: s.scale,
+      streams: s.streams ?? ['(whole catalog)'],
+      elapsedS,
+      migrateS: result.migrateMs / 1000,
+      listRecords: minimum.listRecords,
+      childRecords: minimum.childRecords,
+      listRecordsPerS: minimum.listRecords / elapsedS,
+      allRecordsPerS: (minimum.listRecords + minimum.childRecords) / elapsedS,
+      minimum,
+      apiRequests: req.api,
+      tokenRequests: req.token,
+      clientRequests: result.clientRequests,
+      requestsByKind: { organizationLists: req.orgLists, other: req.api - req.orgLists },
+      peakRssMb: result.peakRssMb,
+      startRssMb: result.startRssMb,
+      peakHeapUsedMb: result.peakHeapUsedMb,
+      checkpoints: result.checkpoints,
+      svcsyncCpuPct: (100 * (result.cpuUserMs + result.cpuSystemMs)) / result.elapsedMs,
+      sandboxCpuPct: (100 * sandboxCpuMs) / result.elapsedMs,
+      recordsPerCpuS: (minimum.listRecords + minimum.childRecords) / ((result.cpuUserMs + result.cpuSystemMs) / 1000),
+      rowsMatch: mismatches.length === 0,
+      rowMismatches: mismatches,
+      ok: result.ok && mismatches.length === 0,
+      load: [load0, loadavg()[0]!],
+      times: [elapsedS],
+      ...(result.sqlStats ? { sqlStats: result.sqlStats } : {}),
+      ...(result.error ? { error: result.error } : {}),
+    };
+    if (profileDir) {
+      const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+      if (file) {
+        out.profile = summarizeProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')), repoRoot);
+        const keep = join(repoRoot, 'dist', 'bench-profiles');
+        mkdirSync(keep, { recursive: true });
+        const dest = join(keep, `${s.name}.cpuprofile`);
+        writeFileSync(dest, readFileSync(join(profileDir, file)));
+        out.profile.file = dest;
+      }
+    }
+    return out;
+  } finally {
+    await stopSandbox(sandbox);
+    await warehouse.drop().catch((e: unknown) => console.error(`could not drop the benchmark warehouse: ${String(e)}`));
+    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  }
+}
+
+/** Issue 3's sandbox benchmark, when it exists (it is someone else's; this only calls it). */
+async function sandboxThroughput(timeoutS: number, quick: boolean): Promise<{ ran: boolean; output: string; note: string }> {
+  const compiled = join(here, 'sandbox-throughput.js');
+  if (!existsSync(compiled)) return { ran: false, output: '', note: 'bench/sandbox-throughput.ts is not built yet (issue 3); skipped.' };
+  return new Promise((res) => {
+    const child = spawn(process.execPath, [compiled, quick ? '3' : '10'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const t = setTimeout(() => kill(child), timeoutS * 1000);
+    child.on('exit', (code, signal) => {
+      clearTimeout(t);
+      res({ ran: true, output: output.trim(), note: signal ? `stopped after ${timeoutS} s (${signal})` : `exit ${code}` });
+    });
+  });
+}
+
+// ------------------------------------------------------------------ output
+
+const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+function machine(): { cores: number; cpu: string; memGb: number; node: string; date: string; commit: string } {
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoRoot, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'migrations'], { cwd: repoRoot, encoding: 'utf8' }).trim();
+    if (dirty) commit += ' (+ uncommitted changes in src/)';
+  } catch {
+    /* not a git checkout */
+  }
+  return { cores: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', memGb: Math.round(totalmem() / 2 ** 30), node: process.version, date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC', commit };
+}
+
+interface Targets {
+  sqlite: number;
+  postgres: number;
+  rssMb: number;
+}
+const TARGETS: Targets = { sqlite: 20_000, postgres: 10_000, rssMb: 300 };
+
+function verdict(ok: boolean): string {
+  return ok ? 'met' : '**NOT met**';
+}
+
+function renderMarkdown(results: ScenarioResult[], sandbox: { ran: boolean; output: string; note: string } | null, opts: Options): string {
+  const m = machine();
+  const lines: string[] = [];
+  lines.push(`Measured ${m.date} on ${m.cores} cores (${m.cpu}), ${m.memGb} GB RAM, Node ${m.node}, commit ${m.commit}.`);
+  if (opts.experiments.length) lines.push(`**Experiment (${opts.experiments.join(', ')}), not svcsync as committed.**`);
+  lines.push(`Command: \`npm run bench${opts.quick ? ' -- --quick' : ''}\` (per_page ${opts.perPage}, ${opts.concurrency} requests in flight per organization, 4 organizations at once).`);
+  lines.push('');
+  lines.push('| scenario | warehouse | records | time | list records/s | all records/s | requests (API) | minimum | peak RSS | svcsync CPU | records per CPU-s | sandbox CPU | load avg | rows = sandbox |');
+  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  for (const r of results) {
+    const time = r.times.length > 1 ? `${fmt(r.elapsedS, 1)} s (best of ${r.times.map((t) => fmt(t, 1)).join(', ')})` : `${fmt(r.elapsedS, 1)} s`;
+    const records = r.childRecords ? `${fmt(r.listRecords)} list + ${fmt(r.childRecords)} child` : fmt(r.listRecords);
+    lines.push(
+      `| ${r.name} | ${r.dialect} | ${records} | ${time} | ${fmt(r.listRecordsPerS)} | ${fmt(r.allRecordsPerS)} | ${fmt(r.apiRequests)} | ${fmt(r.minimum.total)} | ${fmt(r.peakRssMb)} MB | ${fmt(r.svcsyncCpuPct)}% | ${fmt(r.recordsPerCpuS)} | ${fmt(r.sandboxCpuPct)}% | ${r.load.map((l) => l.toFixed(1)).join('→')} | ${r.rowsMatch ? 'yes' : 'NO: ' + r.rowMismatches.join('; ')} |`,
+    );
+  }
+  lines.push('');
+  lines.push('Requests: API calls the sandbox answered (token requests are counted apart); minimum = organization lists (one per family) + ceil(records / 200) pages per list (at least one) + one single-record request per record of a stream completed by default + one request per parent for each child stream, from the sandbox\'s own counts.');
+  lines.push('');
+  lines.push('| scenario | org lists | list pages | detail | children | minimum | made | token requests | client counted |');
+  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const r of results) {
+    lines.push(`| ${r.name} | ${r.minimum.organizationLists} | ${fmt(r.minimum.listPages)} | ${fmt(r.minimum.detail)} | ${fmt(r.minimum.children)} | ${fmt(r.minimum.total)} | ${fmt(r.apiRequests)} | ${r.tokenRequests} | ${fmt(r.clientRequests)} |`);
+  }
+  const mem = results.find((r) => r.name.startsWith('memory'));
+  if (mem && mem.checkpoints.length) {
+    lines.push('');
+    lines.push(`Memory run (${mem.streams.join(', ')}, ${fmt(mem.listRecords)} records, one organization, SQLite): RSS of the svcsync process as the records pass (sampled every 50 ms; at start ${fmt(mem.startRssMb)} MB).`);
+    lines.push('');
+    lines.push('| records read | at | RSS now | peak RSS so far | V8 heap used | heap after full GC |');
+    lines.push('|---:|---:|---:|---:|---:|---:|');
+    for (const c of mem.checkpoints) lines.push(`| ${fmt(c.records)} | ${fmt(c.atMs / 1000, 1)} s | ${fmt(c.rssMb)} MB | ${fmt(c.peakRssMb)} MB | ${fmt(c.heapUsedMb)} MB | ${c.heapAfterGcMb === undefined ? '–' : `${fmt(c.heapAfterGcMb, 1)} MB`} |`);
+    lines.push('');
+    lines.push('"Heap after full GC" is what the process still holds at that point (the run calls gc() at each checkpoint, after reading RSS): flat means memory does not grow with the data.');
+  }
+  lines.push('');
+  lines.push('Targets (issue 4):');
+  lines.push('');
+  const sq = results.find((r) => r.name === 'list-sqlite');
+  const pgr = results.find((r) => r.name === 'list-postgres');
+  if (sq) lines.push(`- SQLite >= ${fmt(TARGETS.sqlite)} list records/s: ${fmt(sq.listRecordsPerS)} — ${verdict(sq.listRecordsPerS >= TARGETS.sqlite)}`);
+  if (pgr) lines.push(`- Postgres >= ${fmt(TARGETS.postgres)} list records/s: ${fmt(pgr.listRecordsPerS)} — ${verdict(pgr.listRecordsPerS >= TARGETS.postgres)}`);
+  const reqOk = results.every((r) => r.apiRequests === r.minimum.total);
+  lines.push(`- exactly the minimum number of requests: ${results.map((r) => `${r.name} ${fmt(r.apiRequests)}/${fmt(r.minimum.total)}`).join(', ')} — ${verdict(reqOk)}`);
+  if (mem) {
+    const first = mem.checkpoints[0];
+    const last = mem.checkpoints[mem.checkpoints.length - 1];
+    const growth = first && last ? ` (RSS ${fmt(first.rssMb)} MB at ${fmt(first.records)} records, ${fmt(last.rssMb)} MB at ${fmt(last.records)})` : '';
+    lines.push(`- peak RSS < ${TARGETS.rssMb} MB at ${fmt(mem.listRecords)} records: ${fmt(mem.peakRssMb)} MB${growth} — ${verdict(mem.peakRssMb < TARGETS.rssMb && mem.listRecords >= 1_000_000)}${mem.listRecords < 1_000_000 ? ' (this run did not reach 1,000,000 records)' : ''}`);
+  }
+  const failed = results.filter((r) => !r.ok);
+  if (failed.length) {
+    lines.push('');
+    for (const r of failed) lines.push(`- ${r.name} did not finish cleanly: ${r.error ?? r.rowMismatches.join('; ')}`);
+  }
+  if (sandbox) {
+    lines.push('');
+    lines.push(`Sandbox throughput (bench/sandbox-throughput, issue 3): ${sandbox.ran ? sandbox.note : sandbox.note}`);
+    if (sandbox.ran && sandbox.output) {
+      lines.push('');
+      lines.push('```');
+      lines.push(...sandbox.output.split('\n').slice(-25));
+      lines.push('```');
+    }
+  }
+  for (const r of results) {
+    if (!r.profile) continue;
+    lines.push('');
+    lines.push(`CPU profile of the svcsync process, ${r.name} (\`node --cpu-prof\`, ${fmt(r.profile.totalMs / 1000, 1)} s sampled): top self time.`);
+    lines.push('');
+    lines.push('| self | % | function | where |');
+    lines.push('|---:|---:|---|---|');
+    for (const f of r.profile.top) lines.push(`| ${fmt(f.selfMs)} ms | ${fmt(f.pct, 1)} | ${f.name} | ${f.where} |`);
+    lines.push('');
+    if (r.sqlStats?.length) {
+      lines.push('SQLite statements (wall time inside better-sqlite3, by statement shape):');
+      lines.push('');
+      lines.push('| statement | executions | prepare | run |');
+      lines.push('|---|---:|---:|---:|');
+      for (const q of r.sqlStats.slice(0, 12)) lines.push(`| \`${q.shape.replace(/\|/g, '\\|')}\` | ${fmt(q.count)} | ${fmt(q.prepareMs)} ms | ${fmt(q.executeMs)} ms |`);
+      lines.push('');
+    }
+    lines.push('svcsync functions by inclusive time (the function and everything it calls; async functions count only their synchronous slices):');
+    lines.push('');
+    lines.push('| total | % | function | where |');
+    lines.push('|---:|---:|---|---|');
+    for (const f of r.profile.inclusive.slice(0, 15)) lines.push(`| ${fmt(f.totalMs)} ms | ${fmt(f.pct, 1)} | ${f.name} | ${f.where} |`);
+    lines.push('');
+    lines.push('By module (self time):');
+    lines.push('');
+    lines.push('| self | % | module |');
+    lines.push('|---:|---:|---|');
+    for (const g of r.profile.byModule) lines.push(`| ${fmt(g.selfMs)} ms | ${fmt(g.pct, 1)} | ${g.module} |`);
+  }
+  return lines.join('\n');
+}
+
+function writeDocs(markdown: string): void {
+  const file = join(repoRoot, 'docs', 'benchmarks.md');
+  const start = '<!-- bench:results:start -->';
+  const end = '<!-- bench:results:end -->';
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : `# Benchmarks\n\n${start}\n${end}\n`;
+  const a = text.indexOf(start);
+  const b = text.indexOf(end);
+  if (a < 0 || b < a) throw new Error(`${file} lacks the ${start} / ${end} markers`);
+  writeFileSync(file, `${text.slice(0, a + start.length)}\n${markdown}\n${text.slice(b)}`);
+  console.log(`\nwrote the figures into ${file}`);
+}
+
+// ------------------------------------------------------------------ main
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const want = (name: string): boolean => (!opts.only || opts.only.includes(name)) && !opts.skip.includes(name);
+  const listStreams = listOnlyStreams().map(qualifiedName);
+  const memStream = CATALOG.find((s) => qualifiedName(s) === opts.memStream);
+  if (!memStream || memStream.parent || isOrgList(memStream)) throw new Error(`--mem-stream ${opts.memStream} is not a top-level list stream`);
+  const step = (f: number): number => Math.round(opts.memRecords * f);
+  const scenarios: ScenarioSpec[] = [
+    { name: 'list-sqlite', dialect: 'sqlite', description: 'list-only streams', organizations: opts.orgs, scale: opts.scale, streams: listStreams, checkpoints: [], profile: false, counted: true },
+    { name: 'list-postgres', dialect: 'postgres', description: 'list-only streams', organizations: opts.orgs, scale: opts.scale, streams: listStreams, checkpoints: [], profile: false, counted: true },
+    { name: 'catalog-sqlite', dialect: 'sqlite', description: 'whole catalog (detail and child requests)', organizations: opts.orgs, scale: opts.catalogScale, streams: null, checkpoints: [], profile: false, counted: true },
+    {
+      name: 'memory-sqlite',
+      dialect: 'sqlite',
+      description: `${opts.memStream}, one organization`,
+      organizations: 1,
+      scale: opts.memRecords,
+      streams: [opts.memStream],
+      checkpoints: [0.1, 0.25, 0.5, 0.75, 1].map(step),
+      profile: false,
+      counted: true,
+    },
+    {
+      name: 'profile-sqlite',
+      dialect: 'sqlite',
+      description: `${opts.profileStreams ? opts.profileStreams.join(', ') : 'list-only streams'} under --cpu-prof (not counted)`,
+      organizations: opts.orgs,
+      scale: opts.scale,
+      streams: opts.profileStreams ?? listStreams,
+      checkpoints: [],
+      profile: true,
+      counted: false,
+    },
+  ].filter((s) => (s.name === 'profile-sqlite' ? opts.profile || opts.profileStreams !== null : want(s.name))) as ScenarioSpec[];
+
+  console.log(`svcsync benchmark: ${cpus().length} cores, Node ${process.version}${opts.quick ? ' (quick)' : ''}${opts.experiments.length ? `, EXPERIMENT: ${opts.experiments.join(', ')}` : ''}`);
+  console.log(`list-only streams: ${listStreams.join(', ')}`);
+  const results: ScenarioResult[] = [];
+  let failures = 0;
+  for (const s of scenarios) {
+    process.stdout.write(`\n> ${s.name}: ${s.description}, ${s.organizations} organization(s), scale ${fmt(s.scale)} ... `);
+    try {
+      const reps = s.name.startsWith('list-') ? opts.repeat : 1;
+      let r = await runScenario(s, opts);
+      for (let i = 1; i < reps; i++) {
+        const again = await runScenario(s, opts);
+        const times = [...r.times, ...again.times];
+        if (again.ok && (!r.ok || again.elapsedS < r.elapsedS)) r = again;
+        r.times = times;
+      }
+      results.push(r);
+      console.log(`${fmt(r.listRecords + r.childRecords)} records in ${fmt(r.elapsedS, 1)} s = ${fmt(r.listRecordsPerS)} list records/s (${fmt(r.recordsPerCpuS)} per svcsync CPU-s); requests ${fmt(r.apiRequests)} (minimum ${fmt(r.minimum.total)}); peak RSS ${fmt(r.peakRssMb)} MB; load ${r.load.map((l) => l.toFixed(1)).join(' -> ')}${r.times.length > 1 ? `; times ${r.times.map((t) => t.toFixed(1)).join(', ')} s (fastest kept)` : ''}${r.ok ? '' : `; PROBLEM: ${r.error ?? r.rowMismatches.join('; ')}`}`);
+      if (!r.ok) failures++;
+    } catch (error) {
+      failures++;
+      console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  const sandbox = want('sandbox') ? await sandboxThroughput(Math.min(opts.timeoutS, 300), opts.quick) : null;
+  const markdown = renderMarkdown(results, sandbox, opts);
+  console.log('\n' + markdown);
+  if (opts.json) writeFileSync(opts.json, JSON.stringify({ machine: machine(), options: opts, results, sandbox }, null, 2));
+  if (opts.writeDocs && opts.experiments.length) console.log('\nnot writing docs/benchmarks.md: this run used --experiment');
+  else if (opts.writeDocs) writeDocs(markdown);
+  process.exitCode = failures ? 1 : 0;
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  process.exit(1);
+});

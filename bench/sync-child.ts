@@ -1,0 +1,227 @@
+/**
+ * The svcsync process of the benchmark (forked by bench/run.ts, optionally with --cpu-prof):
+ * one full sync of the given streams from the sandbox into the given warehouse, with the
+ * process's RSS sampled every `sampleMs` and noted when the records read cross each checkpoint.
+ * Usage: node dist/bench/sync-child.js '<SyncSpec JSON>'
+ */
+import { CompiledQuery } from 'kysely';
+import { parseConfig } from '../src/config/load.js';
+import { systemClock } from '../src/core/clock.js';
+import { createLogger } from '../src/core/logger.js';
+import { SecretRegistry } from '../src/core/secrets.js';
+import type { ProgressReporter } from '../src/extractors/context.js';
+import { runSync } from '../src/extractors/sync-run.js';
+import { migrateToLatest } from '../src/loaders/migrate.js';
+import { openWarehouse } from '../src/loaders/warehouse.js';
+import SQLite from 'better-sqlite3';
+import type { Checkpoint, SqlStat, SyncResult, SyncSpec } from './protocol.js';
+
+const MB = 1024 * 1024;
+
+/**
+ * Diagnostic: times every SQLite statement (prepare and run) by its shape, the SQL text up to
+ * its first parenthesis or VALUES list, so that a profile's "executeQuery" can be split by table.
+ */
+function instrumentSqlite(): () => SqlStat[] {
+  const stats = new Map<string, SqlStat>();
+  const proto = SQLite.prototype as unknown as { prepare(this: unknown, sql: string): Record<string, (...a: unknown[]) => unknown> };
+  const original = proto.prepare;
+  const shapeOf = (sql: string): string => {
+    const m = /^\s*(INSERT INTO "[^"]+"|UPDATE "[^"]+"|DELETE FROM "[^"]+"|SELECT .*? FROM "[^"]+")/is.exec(sql);
+    return (m ? m[1]! : sql.slice(0, 60)).replace(/\s+/g, ' ').slice(0, 90);
+  };
+  proto.prepare = function (this: unknown, sql: string) {
+    const shape = shapeOf(sql);
+    const stat = stats.get(shape) ?? { shape, count: 0, prepareMs: 0, executeMs: 0 };
+    stats.set(shape, stat);
+    const t0 = performance.now();
+    const stmt = original.call(this, sql);
+    stat.prepareMs += performance.now() - t0;
+    for (const method of ['run', 'all', 'get']) {
+      const fn = stmt[method]!;
+      // Named so that a profile shows statement execution under this name when --sql-stats is on.
+      stmt[method] = function sqliteStatementRun(...args: unknown[]) {
+        const t = performance.now();
+        try {
+          return fn.apply(stmt, args);
+        } finally {
+          stat.count++;
+          stat.executeMs += performance.now() - t;
+        }
+      };
+    }
+    return stmt;
+  };
+  return () => [...stats.values()].sort((a, b) => b.prepareMs + b.executeMs - (a.prepareMs + a.executeMs));
+}
+
+/**
+ * Experiments that show what a change in src/ would buy, without changing src/ (the figures
+ * they produce are never the benchmark's own):
+ *  - stmt-cache: reuse prepared SQLite statements by SQL text (kysely's SqliteDriver prepares
+ *    every query afresh; svcsync's multi-row upserts are thousands of placeholders long).
+ *  - wal-checkpoint: checkpoint the WAL every 10,000 pages instead of 1,000.
+ */
+function applyExperiment(name: string): void {
+  const proto = SQLite.prototype as unknown as { prepare(this: SQLite.Database, sql: string): { reader: boolean } };
+  const original = proto.prepare;
+  if (name === 'stmt-cache') {
+    const caches = new WeakMap<object, Map<string, { reader: boolean }>>();
+    proto.prepare = function (this: SQLite.Database, sql: string) {
+      let cache = caches.get(this);
+      if (!cache) caches.set(this, (cache = new Map()));
+      const hit = cache.get(sql);
+      if (hit) return hit;
+      const stmt = original.call(this, sql);
+      // Readers may be iterated (streamQuery); only writers are shared.
+      if (!stmt.reader) {
+        if (cache.size >= 500) cache.clear();
+        cache.set(sql, stmt);
+      }
+      return stmt;
+    };
+  } else if (name === 'wal-checkpoint') {
+    const done = new WeakSet<object>();
+    proto.prepare = function (this: SQLite.Database, sql: string) {
+      if (!done.has(this)) {
+        done.add(this);
+        this.pragma('wal_autocheckpoint = 10000');
+      }
+      return original.call(this, sql);
+    };
+  } else throw new Error(`unknown experiment ${name}`);
+}
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(process.argv[2] ?? '{}') as SyncSpec;
+  for (const e of spec.experiments ?? []) applyExperiment(e);
+  const sqlStats = spec.sqlStats ? instrumentSqlite() : null;
+  const startRss = process.memoryUsage.rss();
+  let peakRss = startRss;
+  let peakHeap = process.memoryUsage().heapUsed;
+  let samples = 0;
+  let t0 = performance.now();
+  const sample = (): number => {
+    const rss = process.memoryUsage.rss();
+    samples++;
+    if (rss > peakRss) peakRss = rss;
+    return rss;
+  };
+  const sampleHeap = (): void => {
+    const h = process.memoryUsage().heapUsed;
+    if (h > peakHeap) peakHeap = h;
+  };
+  const timer = setInterval(() => {
+    sample();
+    sampleHeap();
+  }, spec.sampleMs);
+
+  // Records read so far, summed over (organization, stream); checkpoints note the RSS as they pass.
+  const perStream = new Map<string, number>();
+  let total = 0;
+  const pending = [...spec.checkpoints].sort((a, b) => a - b);
+  const checkpoints: Checkpoint[] = [];
+  const progress: ProgressReporter = {
+    streamStarted: () => undefined,
+    streamFinished: () => undefined,
+    page(e) {
+      const key = `${e.organizationId}/${e.stream}`;
+      total += e.records - (perStream.get(key) ?? 0);
+      perStream.set(key, e.records);
+      while (pending.length && total >= pending[0]!) {
+        const rss = sample();
+        const mem = process.memoryUsage();
+        const point: Checkpoint = { records: pending.shift()!, atMs: performance.now() - t0, rssMb: rss / MB, peakRssMb: peakRss / MB, heapUsedMb: mem.heapUsed / MB };
+        // Retained memory: the heap after a full collection (RSS and the peak were read first).
+        const gc = (globalThis as { gc?: () => void }).gc;
+        if (gc) {
+          gc();
+          point.heapAfterGcMb = process.memoryUsage().heapUsed / MB;
+        }
+        checkpoints.push(point);
+      }
+    },
+  };
+
+  const secrets = new SecretRegistry();
+  const logger = createLogger({ level: spec.logLevel, secrets, fd: 2, pretty: false });
+  const config = parseConfig(
+    {
+      warehouse: spec.warehouseUrl,
+      log_level: spec.logLevel,
+      sync: { per_page: spec.perPage, organization_concurrency: spec.organizationConcurrency },
+      connections: [
+        {
+          name: 'bench',
+          accounts_url: spec.sandboxUrl,
+          ...spec.credentials,
+          plan: 'enterprise',
+          // The sandbox is unthrottled: lift the client's per-minute and daily gates too, so the
+          // run measures svcsync rather than the plan's limits.
+          limits: { per_minute: 1_000_000_000, per_day: 1_000_000_000, concurrency: spec.concurrency, reserve: 0 },
+          families: spec.families,
+          streams: spec.streams,
+        },
+      ],
+    },
+    { env: {}, secrets },
+  );
+  const warehouse = await openWarehouse(spec.warehouseUrl);
+  const controller = new AbortController();
+  const bound = setTimeout(() => controller.abort(new Error(`benchmark run exceeded ${spec.timeoutMs} ms`)), spec.timeoutMs);
+  let result: SyncResult;
+  try {
+    const m0 = performance.now();
+    await migrateToLatest(warehouse);
+    const migrateMs = performance.now() - m0;
+    const cpu0 = process.cpuUsage();
+    t0 = performance.now();
+    const summary = await runSync({ config, warehouse, clock: systemClock, logger, secrets, signal: controller.signal, progress, command: 'bench', mode: 'incremental' });
+    const elapsedMs = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    sample();
+    sampleHeap();
+    const tableRows: Record<string, number> = {};
+    for (const table of spec.tables) {
+      const r = await warehouse.db.executeQuery<{ n: number | string }>(CompiledQuery.raw(`SELECT count(*) AS n FROM "${table}" WHERE _deleted_at IS NULL`));
+      tableRows[table] = Number(r.rows[0]?.n ?? 0);
+    }
+    const failed = summary.organizations.filter((o) => o.status !== 'ok').map((o) => `${o.organizationId}: ${o.error ?? o.status}`);
+    result = {
+      type: 'result',
+      ok: summary.exitCode === 0,
+      ...(failed.length || summary.connectionFailures.length ? { error: [...failed, ...summary.connectionFailures.map((f) => f.error)].join('; ') } : {}),
+      exitCode: summary.exitCode,
+      elapsedMs,
+      migrateMs,
+      clientRequests: summary.requests,
+      streams: summary.organizations.flatMap((o) =>
+        o.streams.map((s) => ({ organizationId: o.organizationId, stream: s.stream, status: s.status, pages: s.pages, records: s.records, written: s.written, requests: s.requests })),
+      ),
+      peakRssMb: peakRss / MB,
+      startRssMb: startRss / MB,
+      endRssMb: process.memoryUsage.rss() / MB,
+      peakHeapUsedMb: peakHeap / MB,
+      samples,
+      checkpoints,
+      cpuUserMs: cpu.user / 1000,
+      cpuSystemMs: cpu.system / 1000,
+      tableRows,
+      ...(sqlStats ? { sqlStats: sqlStats() } : {}),
+    };
+  } finally {
+    clearTimeout(bound);
+    clearInterval(timer);
+    await warehouse.close();
+  }
+  await new Promise<void>((resolve) => process.send!(result, () => resolve()));
+}
+
+main().then(
+  // Exit normally (not process.exit in the middle of things) so --cpu-prof writes its profile.
+  () => process.disconnect?.(),
+  (error: unknown) => {
+    const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    process.send?.({ type: 'result', ok: false, error: message } as Partial<SyncResult>, () => process.exit(1));
+  },
+);
