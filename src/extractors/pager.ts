@@ -51,20 +51,30 @@ function hasMorePages(body: Record<string, unknown>): boolean {
  * from the start; the others (A11) are asked for page N only when the previous answer said
  * there is more. A page identical to the one before it, or more pages than maxPages, stops
  * the walk with an error instead of looping.
+ *
+ * With `prefetch`, page N+1 is requested while the caller writes page N. Only for walks that
+ * read to the end: one that may stop early would spend a request on a page it never uses.
  */
-export async function* pages(req: PagerRequest): AsyncGenerator<Page> {
+export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncGenerator<Page> {
   let page = req.startPage;
   let previousFingerprint: string | null = null;
   let walked = 0;
-  for (;;) {
-    req.signal.throwIfAborted();
+  const fetchPage = (n: number): Promise<Record<string, unknown>> => {
     const query: Record<string, string | number> = { ...req.query };
-    if (req.stream.paginated || page > 1) {
-      query['page'] = page;
+    if (req.stream.paginated || n > 1) {
+      query['page'] = n;
       query['per_page'] = req.perPage;
     }
+    const pending = req.client.get({ family: req.stream.family, organizationId: req.organizationId, path: req.path, query, signal: req.signal });
+    // A prefetch the caller never collects (it stopped on an error) must not be an unhandled rejection.
+    pending.catch(() => undefined);
+    return pending;
+  };
+  req.signal.throwIfAborted();
+  let current = fetchPage(page);
+  for (;;) {
     const request = `GET ${req.stream.family}${req.path} page ${page}`;
-    const body = await req.client.get({ family: req.stream.family, organizationId: req.organizationId, path: req.path, query, signal: req.signal });
+    const body = await current;
     const records = recordsOf(req.stream, body, request);
     const hasMore = hasMorePages(body);
     const fingerprint = records.length ? records.map((r) => String(r[req.stream.primaryKey])).join('\u0000') : null;
@@ -76,6 +86,8 @@ export async function* pages(req: PagerRequest): AsyncGenerator<Page> {
     }
     previousFingerprint = fingerprint;
     walked++;
+    const more = hasMore && walked < req.maxPages;
+    const next = more && req.prefetch && !req.signal.aborted ? fetchPage(page + 1) : null;
     yield { page, records, hasMore };
     if (!hasMore) return;
     if (walked >= req.maxPages) {
@@ -85,6 +97,8 @@ export async function* pages(req: PagerRequest): AsyncGenerator<Page> {
       });
     }
     page++;
+    req.signal.throwIfAborted();
+    current = next ?? fetchPage(page);
   }
 }
 

@@ -122,7 +122,11 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
     startPage: pass.nextPage,
     signal: ctx.signal,
     maxPages: MAX_PAGES,
+    // A walk that cannot stop early reads every page anyway: fetch the next while writing this one.
+    prefetch: !(sortParams && floorMs !== null),
   });
+  // An organization with no rows yet (a first sync) has no hashes to compare against.
+  let tableEmpty = !(await ctx.writer.hasRows(ctx.warehouse.db, table, key.organizationId));
 
   for await (const page of iterator) {
     result.pages++;
@@ -149,7 +153,7 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
     }
     for (const n of normalized) pass.maxChanged = maxInstant(pass.maxChanged, n.changedAt);
 
-    const stored = await ctx.writer.storedHashes(ctx.warehouse.db, table, stream.primaryKey, key.organizationId, normalized.map((n) => n.id));
+    const stored = tableEmpty ? new Map<string, { hash: string | null; deleted: boolean }>() : await ctx.writer.storedHashes(ctx.warehouse.db, table, stream.primaryKey, key.organizationId, normalized.map((n) => n.id));
     const changed = normalized.filter((n) => {
       const s = stored.get(n.id);
       return !s || s.deleted || s.hash !== n.hash;
@@ -181,6 +185,8 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
     });
     result.written += toWrite.length;
     result.deleted += deleted;
+    // Once this page is in, a record repeated on a later page (the list shifted) must be compared.
+    if (toWrite.length > 0) tableEmpty = false;
     const limiter = ctx.limiters.peek(key.organizationId);
     ctx.progress.page({
       connection: key.connection,

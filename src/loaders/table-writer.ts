@@ -130,6 +130,13 @@ export class TableWriter {
     }
   }
 
+  /** Whether the table holds any row of the organization. */
+  async hasRows(db: Db, table: string, organizationId: string): Promise<boolean> {
+    const ph = this.dialect === 'postgres' ? '$1' : '?';
+    const result = await db.executeQuery(CompiledQuery.raw(`SELECT 1 AS one FROM ${ident(table)} WHERE "organization_id" = ${ph} LIMIT 1`, [organizationId]));
+    return result.rows.length > 0;
+  }
+
   /** The stored `_hash` (and whether the row is marked deleted) of the given ids. */
   async storedHashes(db: Db, table: string, idColumn: string, organizationId: string, ids: readonly string[]): Promise<Map<string, { hash: string | null; deleted: boolean }>> {
     const out = new Map<string, { hash: string | null; deleted: boolean }>();
