@@ -48,6 +48,8 @@ export interface ApiClientOptions {
   onRequest?: (e: RequestEvent) => void;
   /** Bounds for waits that do not spend max_retries; defaults suit production. */
   policy?: Partial<RetryPolicy>;
+  /** A token cache shared with other clients of the same connection (see TokenCacheRegistry). */
+  tokens?: TokenCache;
 }
 
 export interface RetryPolicy {
@@ -136,7 +138,7 @@ export class ApiClient {
     this.policy = { ...DEFAULT_POLICY, ...opts.policy };
     this.limits = connectionLimits(opts.connection);
     this.logger = opts.logger.child({ connection: opts.connection.name });
-    this.tokens = new TokenCache({
+    this.tokens = opts.tokens ?? new TokenCache({
       accountsUrl: resolveAccountsUrl(opts.connection, opts.regions, opts.connectionIndex ?? 0),
       clientId: opts.connection.client_id,
       clientSecret: opts.connection.client_secret,
@@ -341,3 +343,48 @@ export class ApiClient {
     return body as Record<string, unknown>;
   }
 }
+
+/**
+ * One token cache per connection for a whole process. A long-running daemon builds a client
+ * per job; without this each job would refresh the access token again, spending the refresh
+ * grant (which the service limits) although the last token has most of its hour left.
+ */
+export class TokenCacheRegistry {
+  private readonly caches = new Map<string, TokenCache>();
+
+  constructor(
+    private readonly deps: {
+      clock: Clock;
+      secrets: SecretRegistry;
+      logger: Logger;
+      regions?: Partial<Record<Region, string>> | undefined;
+      timeoutMs: number;
+      fetch?: typeof fetch | undefined;
+    },
+  ) {}
+
+  for(connection: ConnectionConfig, connectionIndex: number): TokenCache {
+    // The refresh token is part of the key: a new one in the config means a new session.
+    const key = `${connection.name}\u0000${connection.refresh_token}`;
+    let cache = this.caches.get(key);
+    if (!cache) {
+      cache = new TokenCache({
+        accountsUrl: resolveAccountsUrl(connection, this.deps.regions, connectionIndex),
+        clientId: connection.client_id,
+        clientSecret: connection.client_secret,
+        refreshToken: connection.refresh_token,
+        redirectUri: connection.redirect_uri,
+        apiUrl: connection.api_url,
+        connectionIndex,
+        clock: this.deps.clock,
+        secrets: this.deps.secrets,
+        logger: this.deps.logger.child({ connection: connection.name }),
+        fetch: this.deps.fetch,
+        timeoutMs: this.deps.timeoutMs,
+      });
+      this.caches.set(key, cache);
+    }
+    return cache;
+  }
+}
+

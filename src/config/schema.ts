@@ -115,6 +115,8 @@ const syncSchema = z
     organization_concurrency: z.number().int().min(1).default(4),
     /** Fetch each new or changed event's detail (payload, webhooks): one request per event. */
     event_details: z.boolean().default(false),
+    /** Fetch each new or changed user's detail (email_ids, cost_rate, is_employee, created_time): one request per user. */
+    user_details: z.boolean().default(false),
     request_timeout_ms: z.number().int().positive().default(60_000),
     max_retries: z.number().int().min(0).default(6),
   })

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
-import { ApiClient, type RequestEvent } from '../api/client.js';
+import { ApiClient, TokenCacheRegistry, type RequestEvent } from '../api/client.js';
 import { LimiterRegistry } from '../api/limiter.js';
 import { CATALOG } from '../catalog/index.js';
 import type { StreamSpec } from '../catalog/types.js';
@@ -42,6 +42,8 @@ export interface SyncRunOptions {
   fetch?: typeof fetch;
   random?: () => number;
   limiters?: LimiterRegistry;
+  /** Token caches that outlive this run (the daemon's), so a run does not refresh the token anew. */
+  tokens?: TokenCacheRegistry;
   onRequest?: (e: RequestEvent) => void;
 }
 
@@ -120,6 +122,7 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
         fetch: options.fetch,
         random: options.random,
         onRequest: options.onRequest,
+        tokens: options.tokens?.for(connection, config.connections.indexOf(connection)),
       });
       clients.push(client);
       const ctx: SyncContext = {

@@ -1,4 +1,4 @@
-import { connectionLimits } from '../api/client.js';
+import { connectionLimits, TokenCacheRegistry } from '../api/client.js';
 import { LimiterRegistry, type OrgLimiter } from '../api/limiter.js';
 import type { RequestEvent } from '../api/client.js';
 import { CATALOG } from '../catalog/index.js';
@@ -53,6 +53,7 @@ export interface JobReport {
 export class Daemon {
   readonly scheduler: Scheduler;
   readonly limiters: LimiterRegistry;
+  private readonly tokens: TokenCacheRegistry;
   readonly metrics: DaemonMetrics;
   readonly reports = new Map<string, JobReport>();
   private readonly queries = new QueryTracker();
@@ -70,6 +71,8 @@ export class Daemon {
     this.backfill = ctx.backfill ?? ctx.config.daemon.backfill;
     this.warehouse = this.queries.wrap(ctx.warehouse);
     this.limiters = ctx.limiters ?? new LimiterRegistry({ clock: ctx.clock, store: new WarehouseUsageStore(ctx.warehouse.db, () => ctx.clock.now()), logger: ctx.logger });
+    // Token requests go straight out (not through a job's gate) and one token serves every job.
+    this.tokens = new TokenCacheRegistry({ clock: ctx.clock, secrets: ctx.secrets, logger: ctx.logger, regions: ctx.config.regions, timeoutMs: ctx.config.sync.request_timeout_ms, fetch: ctx.fetch });
     this.metrics = new DaemonMetrics({
       clock: ctx.clock,
       limiters: this.limiters,
@@ -270,6 +273,7 @@ export class Daemon {
         fetch: gate.fetch,
         random: this.ctx.random,
         limiters: gatedLimiters(this.limiters, hold, () => gate.poke()),
+        tokens: this.tokens,
         onRequest,
       });
       outcome = outcomeOf(job, summary);
