@@ -8,6 +8,9 @@ if (!existsSync(fileURLToPath(entry))) {
   process.exit(1);
 }
 const { main } = await import(entry.href);
-// Exit explicitly: timers left by a finished run (rate-limit windows returning their slots)
-// must not hold the process open. Writes to stdout/stderr are synchronous on Linux.
-process.exit(await main(process.argv));
+const code = await main(process.argv);
+// Writes to a pipe are asynchronous: wait until both streams have handed everything over
+// (`svcsync schema --json | jq` must get the whole document), then exit explicitly so timers
+// left by a finished run (rate-limit windows returning their slots) do not hold the process.
+await Promise.all([process.stdout, process.stderr].map((s) => new Promise((resolve) => s.write('', resolve))));
+process.exit(code);

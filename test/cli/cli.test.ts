@@ -1,0 +1,125 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+
+const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
+
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVCSYNC_LOG_LEVEL: 'warn', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += String(d)));
+    child.stderr.on('data', (d) => (stderr += String(d)));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('the command line', () => {
+  let sandbox: Sandbox;
+  let dir: string;
+  const write = (name: string, lines: string[]): string => {
+    const path = join(dir, name);
+    writeFileSync(path, lines.join('\n') + '\n');
+    return path;
+  };
+  const connection = (secret: string): string[] => [
+    `warehouse: sqlite:${join(dir, 'w.db')}`,
+    'connections:',
+    '  - name: acme',
+    `    accounts_url: ${sandbox.url}`,
+    `    client_id: ${sandbox.credentials.client_id}`,
+    `    client_secret: ${secret}`,
+    '    refresh_token: ${SVC_REFRESH_TOKEN}',
+    '    plan: enterprise',
+    '    limits: { per_minute: 100000, per_day: 1000000 }',
+  ];
+  beforeAll(async () => {
+    sandbox = await startSandbox({ seed: 3, scale: 4, organizations: 1, unlimited: true });
+    dir = mkdtempSync(join(tmpdir(), 'svcsync-cli-'));
+  });
+  afterAll(async () => sandbox?.stop());
+
+  it('--help lists the commands, each with a line of description', async () => {
+    const r = await cli(['--help']);
+    expect(r.code).toBe(0);
+    for (const c of ['demo', 'sync', 'backfill', 'status', 'check', 'auth', 'schema', 'migrate', 'daemon', 'plan', 'sandbox']) expect(r.stdout).toMatch(new RegExp(`\\n  ${c}\\b[^\\n]* {2,}\\S`));
+  });
+
+  it('a bad configuration file exits 2, names the key, and never echoes the secret', async () => {
+    const path = write('bad.yaml', [...connection('sekret-must-not-show'), '    plan: gold'].filter((l) => !l.includes('plan: enterprise')));
+    const r = await cli(['sync', '--config', path], { SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('connections[0].plan: expected one of free, standard');
+    expect(r.stderr + r.stdout).not.toContain('sekret-must-not-show');
+  });
+
+  it('an unknown --stream is a configuration error naming it', async () => {
+    const path = write('ok.yaml', connection(sandbox.credentials.client_secret));
+    const r = await cli(['sync', '--config', path, '--stream', 'inventory.salesorderz'], { SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('"inventory.salesorderz"');
+  });
+
+  it('a wrong client secret exits 3 with what to check, and no secret in the output', async () => {
+    const path = write('wrong.yaml', connection('wrong-secret-value-123'));
+    const r = await cli(['sync', '--config', path], { SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token });
+    expect(r.code).toBe(3);
+    expect(r.stdout + r.stderr).toMatch(/invalid_client_secret/);
+    expect(r.stdout + r.stderr).toMatch(/whitespace|data center/);
+    expect(r.stdout + r.stderr).not.toContain('wrong-secret-value-123');
+    expect(r.stdout + r.stderr).not.toContain(sandbox.credentials.refresh_token);
+  });
+
+  it('auth exchange turns a grant code into a refresh token that works; the used code is refused (exit 3)', async () => {
+    const code = sandbox.issueGrantCode();
+    const env = { SVC_CLIENT_ID: sandbox.credentials.client_id, SVC_CLIENT_SECRET: sandbox.credentials.client_secret };
+    const redirect = ['--redirect-uri', sandbox.credentials.redirect_uri];
+    const r = await cli(['auth', 'exchange', '--code', code, '--accounts-url', sandbox.url, ...redirect, '--config', join(dir, 'none.yaml')], env);
+    expect(r.code, r.stderr).toBe(0);
+    const token = /export SVC_REFRESH_TOKEN='([^']+)'/.exec(r.stdout)?.[1];
+    expect(token).toBeTruthy();
+    expect(r.stdout).toContain('refresh_token: ${SVC_REFRESH_TOKEN}');
+    const again = await cli(['auth', 'exchange', '--code', code, '--accounts-url', sandbox.url, ...redirect, '--config', join(dir, 'none.yaml')], env);
+    expect(again.code).toBe(3);
+    expect(again.stderr).toMatch(/invalid_code/);
+    expect(again.stderr).not.toContain(code);
+    // The new refresh token is one the service accepts.
+    const path = write('exchanged.yaml', connection(sandbox.credentials.client_secret));
+    const check = await cli(['check', '--config', path, '--no-streams'], { SVC_REFRESH_TOKEN: token! });
+    expect(check.code, check.stderr).toBe(0);
+    expect(check.stdout).toContain(sandbox.organizations()[0]!.organization_id);
+  });
+
+  it('check, sync, status, schema and plan work together on one config', async () => {
+    const path = write('all.yaml', connection(sandbox.credentials.client_secret));
+    const env = { SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token };
+    const check = await cli(['check', '--config', path], env);
+    expect(check.code, check.stderr).toBe(0);
+    expect(check.stdout).toMatch(/✓ inventory\.sales_orders \(SvcInventory\.salesorders\.READ\)/);
+    const sync = await cli(['sync', '--config', path], env);
+    expect(sync.code, sync.stderr).toBe(0);
+    expect(sync.stdout).toContain('Result: success (exit 0)');
+    const status = await cli(['status', '--config', path, '--json'], env);
+    expect(status.code).toBe(0);
+    const orgs = JSON.parse(status.stdout) as Array<{ organizationId: string; streams: Array<{ stream: string; rows: number }> }>;
+    const orgId = sandbox.organizations()[0]!.organization_id;
+    const so = orgs.find((o) => o.organizationId === orgId)!.streams.find((s) => s.stream === 'inventory.sales_orders')!;
+    expect(so.rows).toBe(sandbox.count(orgId, 'inventory', 'sales_orders'));
+    // Over 250 KB through a pipe: all of it must arrive before the process exits.
+    const schema = await cli(['schema', '--json']);
+    expect(schema.code).toBe(0);
+    const text = schema.stdout;
+    expect(text.length).toBeGreaterThan(250_000);
+    expect(text).toContain('inventory_sales_orders__line_items');
+    expect(() => JSON.parse(text)).not.toThrow();
+    const plan = await cli(['plan', '--config', path], env);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain(orgId);
+  }, 60_000);
+});
