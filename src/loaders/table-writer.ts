@@ -153,6 +153,10 @@ export class TableWriter {
   }
 
   /**
+   * `_synced_at` comparisons: Postgres compares timestamptz instants; in SQLite every
+   * `_synced_at` is svcsync's own `toISOString()` output (fixed width, UTC, Z), so text order
+   * is instant order. API timestamps are never compared this way.
+   *
    * Marks rows not written since `before` as deleted: what a full read stopped returning.
    * `scope` narrows it to one parent's children (a child stream read for one parent).
    * Returns how many rows it marked.
