@@ -131,6 +131,14 @@ export function discountColumns(column: Pick<ColumnSpec, 'name'>): { amount: str
   return { amount: `${column.name}__amount`, percentage: `${column.name}__percentage` };
 }
 
+/**
+ * A stream whose records are organizations (each family's `GET /organizations`): it is read
+ * once per connection, at discovery, not per organization.
+ */
+export function isOrganizationList(stream: Pick<StreamSpec, 'primaryKey'>): boolean {
+  return stream.primaryKey === 'organization_id';
+}
+
 /** The stream's table name. */
 export function tableName(stream: Pick<StreamSpec, 'family' | 'name'>): string {
   return `${stream.family}_${stream.name}`;

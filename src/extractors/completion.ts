@@ -1,4 +1,5 @@
 import pLimit from 'p-limit';
+import { connectionLimits } from '../api/client.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { qualifiedName, tableName } from '../catalog/types.js';
 import { childStreamsOf } from '../catalog/index.js';
@@ -29,7 +30,7 @@ function isGone(error: unknown): boolean {
 
 /** How many fetches run at once for one organization; the limiter still has the last word. */
 function fanOut(ctx: SyncContext): number {
-  return Math.max(1, Math.min(ctx.connection.limits?.concurrency ?? (ctx.connection.plan === 'free' ? 5 : 10), 10));
+  return Math.max(1, Math.min(connectionLimits(ctx.connection).concurrency, 10));
 }
 
 /**

@@ -1,7 +1,7 @@
 import pLimit from 'p-limit';
 import type { Family } from '../config/plans.js';
 import type { StreamSpec } from '../catalog/types.js';
-import { qualifiedName } from '../catalog/types.js';
+import { isOrganizationList, qualifiedName } from '../catalog/types.js';
 import { childStreamsOf } from '../catalog/index.js';
 import { AuthorizationError, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
 import { recordRunStream } from '../state/runs.js';
@@ -34,11 +34,6 @@ export interface OrganizationOutcome {
   error?: string;
   /** When the daily quota ran out: when calls may resume. */
   resumeAt?: string;
-}
-
-/** A stream whose records are organizations is read at discovery, not per organization. */
-export function isOrganizationList(stream: StreamSpec): boolean {
-  return stream.primaryKey === 'organization_id';
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { StreamSpec } from '../catalog/types.js';
-import { qualifiedName, tableName } from '../catalog/types.js';
+import { isOrganizationList, qualifiedName, tableName } from '../catalog/types.js';
 import { childStreamsOf } from '../catalog/index.js';
 import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
 import { parseInstant } from '../normalize/values.js';
@@ -75,13 +75,15 @@ export async function runStreamPass(ctx: SyncContext, organizationId: string, st
   const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(stream) };
   const want = passKindFor(stream, options.mode);
   const results: PassResult[] = [];
-  const state = await loadStreamState(ctx.warehouse.db, key);
+  let state = await loadStreamState(ctx.warehouse.db, key);
   if (state.pass) {
     const resumedKind = state.pass.kind;
     results.push(await walk(ctx, key, stream, state.pass, state.cursor, true));
     if (satisfies(resumedKind, want)) return results;
+    // The resumed pass moved the cursor.
+    state = await loadStreamState(ctx.warehouse.db, key);
   }
-  const fresh = await loadStreamState(ctx.warehouse.db, key);
+  const fresh = state;
   const startedAt = ctx.stamp.next();
   let floor: string | null = null;
   if (want === 'incremental' && fresh.cursor) {
@@ -203,7 +205,7 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
   return result;
 }
 
-function detailIsEnabled(ctx: SyncContext, stream: StreamSpec): boolean {
+export function detailIsEnabled(ctx: SyncContext, stream: StreamSpec): boolean {
   if (!stream.detail) return false;
   if (stream.detail.setting) {
     const v = (ctx.config.sync as Record<string, unknown>)[stream.detail.setting];
@@ -211,13 +213,12 @@ function detailIsEnabled(ctx: SyncContext, stream: StreamSpec): boolean {
   }
   return stream.detail.defaultEnabled;
 }
-export { detailIsEnabled };
 
 export function normalizePage(ctx: SyncContext, stream: StreamSpec, organizationId: string, records: RawRecord[], syncedAt: string, parent?: { key: string; value: string }): NormalizedRecord[] {
   const out: NormalizedRecord[] = [];
   for (const raw of records) {
     // Organization lists are not organization-scoped: each record is its own organization.
-    const orgId = stream.primaryKey === 'organization_id' ? String(raw['organization_id'] ?? organizationId) : organizationId;
+    const orgId = isOrganizationList(stream) ? String(raw['organization_id'] ?? organizationId) : organizationId;
     const n = normalizeRecord(stream, raw, { organizationId: orgId, source: 'list', syncedAt });
     if (parent && (n.row[parent.key] === null || n.row[parent.key] === undefined) && n.columns.includes(parent.key)) {
       // Child lists do not always repeat their parent's id; the path says it.

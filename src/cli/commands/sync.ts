@@ -78,24 +78,23 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, ...value.split(',').map((v) => v.trim()).filter(Boolean)];
 
-export function syncCommands(cli: Cli): Command[] {
-  const sync = new Command('sync')
-    .description('run one incremental sync of everything configured (or the parts named)')
+/** The options that narrow a run, shared by sync and backfill. */
+function scoped(command: Command): Command {
+  return command
     .option('--connection <name>', 'only this connection')
     .option('--org <id>', 'only this organization')
     .addOption(new Option('--stream <names>', 'only these streams (family.stream or stream; repeat or comma-separate)').argParser(collect))
+    .option('--json', 'print the run summary as JSON');
+}
+
+export function syncCommands(cli: Cli): Command[] {
+  const sync = scoped(new Command('sync').description('run one incremental sync of everything configured (or the parts named)'))
     .option('--reconcile', 're-read every record of incremental streams and mark the ones the API no longer has as deleted')
-    .option('--json', 'print the run summary as JSON')
     .action(async (flags: SyncFlags) => {
       cli.exit(await runSyncCommand(cli.global(), flags, flags.reconcile ? 'reconcile' : 'incremental', flags.reconcile ? 'sync --reconcile' : 'sync'));
     });
-  const backfill = new Command('backfill')
-    .description('re-read history ignoring cursors; resumable, it continues where it stopped')
-    .option('--connection <name>', 'only this connection')
-    .option('--org <id>', 'only this organization')
-    .addOption(new Option('--stream <names>', 'only these streams (family.stream or stream)').argParser(collect))
+  const backfill = scoped(new Command('backfill').description('re-read history ignoring cursors; resumable, it continues where it stopped'))
     .option('--since <date>', 'only records changed since this date (yyyy-mm-dd or ISO instant)')
-    .option('--json', 'print the run summary as JSON')
     .action(async (flags: SyncFlags) => {
       cli.exit(await runSyncCommand(cli.global(), flags, 'backfill', 'backfill'));
     });
