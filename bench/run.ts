@@ -15,7 +15,8 @@
  *                                peak RSS, and RSS as the records pass 10%, 25%, 50%, 75%, 100%.
  *   sandbox                      bench/sandbox-throughput (issue 3), when it has been built.
  *
- * Options (also as env: BENCH_SCALE, BENCH_ORGS, BENCH_MEM_RECORDS, BENCH_PG_URL):
+ * Options (also as env: BENCH_SCALE, BENCH_ORGS, BENCH_MEM_RECORDS, BENCH_PG_URL; BENCH_KEEP_DB=1
+ * keeps each SQLite warehouse and prints its folder):
  *   --quick                 small scales, for a fast check (~30 s)
  *   --scale N               records per list stream per organization (default 20000; quick 2000)
  *   --orgs N                organizations (default 2)
@@ -31,7 +32,7 @@
  *   --profile-streams F.S,… profile these streams instead of the list-only set (implies --profile)
  *   --sql-stats             in the profiled run, also time every SQLite statement by table
  *   --experiment a,b        apply diagnostic changes in the svcsync process (stmt-cache,
- *                           wal-checkpoint; see bench/sync-child.ts); the figures are then
+ *                           wal-checkpoint, pragma:<pragma text>; see bench/sync-child.ts); the figures are then
  *                           labelled as an experiment and never written to the docs
  *   --concurrency N         requests in flight per organization (default 10, the paid-plan limit)
  *   --timeout S             bound on each scenario, seconds (default 600)
@@ -299,7 +300,7 @@ interface BenchWarehouse {
 async function freshWarehouse(dialect: 'sqlite' | 'postgres', pgUrl: string): Promise<BenchWarehouse> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'svcsync-bench-'));
-    return { url: `sqlite:${join(dir, 'warehouse.db')}`, label: 'SQLite (file, WAL)', drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    return { url: `sqlite:${join(dir, 'warehouse.db')}`, label: 'SQLite (file, WAL)', drop: async () => { if (process.env["BENCH_KEEP_DB"]) console.log(`kept ${dir}`); else rmSync(dir, { recursive: true, force: true }); } };
   }
   // A fresh database per run, holding a fresh schema selected through search_path (as
   // test/helpers/dialects.ts does). The database and not only a schema: kysely's Migrator

@@ -61,6 +61,7 @@ function instrumentSqlite(): () => SqlStat[] {
  *  - stmt-cache: reuse prepared SQLite statements by SQL text (kysely's SqliteDriver prepares
  *    every query afresh; svcsync's multi-row upserts are thousands of placeholders long).
  *  - wal-checkpoint: checkpoint the WAL every 10,000 pages instead of 1,000.
+ *  - pragma:<text>: run `PRAGMA <text>` on the warehouse connection before its first statement.
  */
 function applyExperiment(name: string): void {
   const proto = SQLite.prototype as unknown as { prepare(this: SQLite.Database, sql: string): { reader: boolean } };
@@ -86,6 +87,16 @@ function applyExperiment(name: string): void {
       if (!done.has(this)) {
         done.add(this);
         this.pragma('wal_autocheckpoint = 10000');
+      }
+      return original.call(this, sql);
+    };
+  } else if (name.startsWith('pragma:')) {
+    const pragma = name.slice('pragma:'.length);
+    const done = new WeakSet<object>();
+    proto.prepare = function (this: SQLite.Database, sql: string) {
+      if (!done.has(this)) {
+        done.add(this);
+        this.pragma(pragma);
       }
       return original.call(this, sql);
     };

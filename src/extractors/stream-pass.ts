@@ -169,7 +169,8 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
 
     let deleted = 0;
     await ctx.warehouse.db.transaction().execute(async (trx) => {
-      await ctx.writer.writeRecords(trx, toWrite, syncedAt);
+      // A record with no stored row has no older child rows to mark as gone.
+      await ctx.writer.writeRecords(trx, toWrite, syncedAt, (n) => !stored.has(n.id));
       const reason: PendingReason = pass.kind === 'backfill' ? 'backfill' : pass.kind === 'reconcile' ? 'reconcile' : 'changed';
       for (const child of children) {
         await enqueuePending(trx, { ...key, stream: qualifiedName(child) }, 'children', parentIds, reason, syncedAt);

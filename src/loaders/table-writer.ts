@@ -57,43 +57,62 @@ export class TableWriter {
   /** Upserts rows that all have the same columns, in as few statements as the limits allow. */
   async upsertRows(db: Db, table: string, columns: readonly string[], keyColumns: readonly string[], rows: readonly Row[]): Promise<void> {
     if (rows.length === 0) return;
-    // Postgres refuses to update one row twice in a statement; a page can repeat a record.
-    const unique = dedupeByKey(rows, keyColumns);
+    // Postgres refuses to update one row twice in a statement, and a page can repeat a
+    // record. SQLite applies a multi-row upsert row by row, so the later copy wins there too.
+    const unique = this.dialect === 'postgres' ? dedupeByKey(rows, keyColumns) : rows;
     const perStatement = Math.max(1, Math.floor(MAX_PARAMS / columns.length));
+    const sqlite = this.dialect === 'sqlite';
     for (let i = 0; i < unique.length; i += perStatement) {
-      const chunk = unique.slice(i, i + perStatement);
-      const params: SqlValue[] = new Array(chunk.length * columns.length);
+      const end = Math.min(unique.length, i + perStatement);
+      const params: SqlValue[] = new Array((end - i) * columns.length);
       let p = 0;
-      for (const row of chunk) for (const c of columns) params[p++] = this.value(row[c] ?? null);
-      await db.executeQuery(CompiledQuery.raw(this.upsertSql(table, columns, keyColumns, chunk.length), params));
+      for (let r = i; r < end; r++) {
+        const row = unique[r]!;
+        for (const c of columns) {
+          const v = row[c];
+          params[p++] = v === undefined ? null : sqlite && typeof v === 'boolean' ? (v ? 1 : 0) : v;
+        }
+      }
+      await db.executeQuery(CompiledQuery.raw(this.upsertSql(table, columns, keyColumns, end - i), params));
     }
   }
 
-  /** Upserts top-level records (one source, so one column list) and replaces their children. */
-  async writeRecords(db: Db, records: readonly NormalizedRecord[], syncedAt: string): Promise<void> {
+  /**
+   * Upserts top-level records (one source, so one column list) and replaces their children.
+   * `isNew` tells which records had no row before this write (the caller looked them up):
+   * a new record has no older children to mark, so the stale-children check skips it.
+   */
+  async writeRecords(db: Db, records: readonly NormalizedRecord[], syncedAt: string, isNew?: (record: NormalizedRecord) => boolean): Promise<void> {
     if (records.length === 0) return;
     const first = records[0]!;
     const keyColumns = Object.keys(first.key);
     await this.upsertRows(db, first.table, first.columns, keyColumns, records.map((r) => r.row));
-    await this.replaceChildren(db, records.flatMap((r) => r.children), syncedAt);
+    const children: ChildRows[] = [];
+    const known: ChildRows[] = [];
+    for (const r of records) {
+      const fresh = isNew ? isNew(r) : false;
+      for (const c of r.children) {
+        children.push(c);
+        if (!fresh) known.push(c);
+      }
+    }
+    await this.replaceChildren(db, children, syncedAt, known);
   }
 
   /**
    * Upserts child rows, then marks as deleted the children of the same parents that were not
    * written now. Every row written here carries `_synced_at = syncedAt`, which increases with
    * every page, so an older `_synced_at` under one of these parents means the element is gone.
+   * Only the parents in `known` (default: all) are checked for such rows.
    */
-  async replaceChildren(db: Db, children: readonly ChildRows[], syncedAt: string): Promise<void> {
-    const byTable = new Map<string, ChildRows[]>();
-    for (const c of children) {
-      const list = byTable.get(c.table);
-      if (list) list.push(c);
-      else byTable.set(c.table, [c]);
-    }
-    for (const [table, groups] of byTable) {
+  async replaceChildren(db: Db, children: readonly ChildRows[], syncedAt: string, known: readonly ChildRows[] = children): Promise<void> {
+    const rowsByTable = groupByTable(children);
+    const knownByTable = known === children ? rowsByTable : groupByTable(known);
+    for (const [table, groups] of rowsByTable) {
       const first = groups[0]!;
-      await this.upsertRows(db, table, first.columns, first.keyColumns, groups.flatMap((g) => g.rows));
-      await this.markStaleChildren(db, table, groups.map((g) => g.parentKey), syncedAt);
+      await this.upsertRows(db, table, first.columns, first.keyColumns, groups.length === 1 ? first.rows : groups.flatMap((g) => g.rows));
+      const check = knownByTable.get(table);
+      if (check) await this.markStaleChildren(db, table, check.map((g) => g.parentKey), syncedAt);
     }
   }
 
@@ -194,10 +213,20 @@ export class TableWriter {
   }
 }
 
+function groupByTable(children: readonly ChildRows[]): Map<string, ChildRows[]> {
+  const byTable = new Map<string, ChildRows[]>();
+  for (const c of children) {
+    const list = byTable.get(c.table);
+    if (list) list.push(c);
+    else byTable.set(c.table, [c]);
+  }
+  return byTable;
+}
+
 /** Keeps the last row for each key (a later copy of a record supersedes an earlier one). */
-function dedupeByKey<T extends Row>(rows: readonly T[], keyColumns: readonly string[]): T[] {
-  if (rows.length < 2) return [...rows];
+function dedupeByKey<T extends Row>(rows: readonly T[], keyColumns: readonly string[]): readonly T[] {
+  if (rows.length < 2) return rows;
   const byKey = new Map<string, T>();
   for (const row of rows) byKey.set(keyColumns.map((c) => String(row[c])).join('\u0000'), row);
-  return byKey.size === rows.length ? [...rows] : [...byKey.values()];
+  return byKey.size === rows.length ? rows : [...byKey.values()];
 }

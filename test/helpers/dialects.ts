@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,7 +28,8 @@ export async function freshWarehouse(dialect: Dialect): Promise<TestWarehouse> {
     const url = `sqlite:${join(dir, 'warehouse.db')}`;
     return { url, open: () => openWarehouse(url), drop: async () => undefined };
   }
-  const schema = `t_${process.pid}_${Date.now().toString(36)}_${counter++}`;
+  // Random too: test files can share a worker process (and so a pid) and a millisecond.
+  const schema = `t_${process.pid}_${Date.now().toString(36)}_${counter++}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: PG_BASE_URL });
   await admin.connect();
   await admin.query(`CREATE SCHEMA "${schema}"`);
