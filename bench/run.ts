@@ -31,8 +31,8 @@
  *                           the top self-time functions
  *   --profile-streams F.S,… profile these streams instead of the list-only set (implies --profile)
  *   --sql-stats             in the profiled run, also time every SQLite statement by table
- *   --experiment a,b        apply diagnostic changes in the svcsync process (stmt-cache,
- *                           wal-checkpoint, pragma:<pragma text>; see bench/sync-child.ts); the figures are then
+ *   --experiment a,b        apply diagnostic changes in the svcsync process (pragma:<pragma
+ *                           text>; see bench/sync-child.ts); the figures are then
  *                           labelled as an experiment and never written to the docs
  *   --concurrency N         requests in flight per organization (default 10, the paid-plan limit)
  *   --timeout S             bound on each scenario, seconds (default 600)
@@ -278,11 +278,14 @@ async function runSyncChild(spec: SyncSpec, profileDir: string | null): Promise<
   const execArgv = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : [];
   // Runs with checkpoints read the heap after a full GC there (retained memory).
   if (spec.checkpoints.length) execArgv.push('--expose-gc');
-  const child = fork(join(here, 'sync-child.js'), [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
+  // BENCH_SYNC_EXEC_PATH runs the svcsync process through a wrapper (a script that execs
+  // `valgrind --tool=callgrind node "$@"` gives instruction counts, which a shared machine does not disturb).
+  const execPath = process.env['BENCH_SYNC_EXEC_PATH'];
+  const child = fork(join(here, 'sync-child.js'), [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv, ...(execPath ? { execPath } : {}) });
   try {
     const result = await waitMessage(child, (m) => ((m as { type?: string }).type === 'result' ? (m as SyncResult) : undefined), spec.timeoutMs + 60_000, 'svcsync run');
     // Let it exit by itself (a --cpu-prof profile is written at exit).
-    await exited(child, profileDir ? 60_000 : 10_000);
+    await exited(child, profileDir || execPath ? 120_000 : 10_000);
     return result;
   } finally {
     kill(child);

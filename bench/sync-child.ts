@@ -13,100 +13,26 @@ import type { ProgressReporter } from '../src/extractors/context.js';
 import { runSync } from '../src/extractors/sync-run.js';
 import { migrateToLatest } from '../src/loaders/migrate.js';
 import { openWarehouse } from '../src/loaders/warehouse.js';
-import SQLite from 'better-sqlite3';
 import type { Checkpoint, SqlStat, SyncResult, SyncSpec } from './protocol.js';
 
 const MB = 1024 * 1024;
 
 /**
- * Diagnostic: times every SQLite statement (prepare and run) by its shape, the SQL text up to
- * its first parenthesis or VALUES list, so that a profile's "executeQuery" can be split by table.
- */
-function instrumentSqlite(): () => SqlStat[] {
-  const stats = new Map<string, SqlStat>();
-  const proto = SQLite.prototype as unknown as { prepare(this: unknown, sql: string): Record<string, (...a: unknown[]) => unknown> };
-  const original = proto.prepare;
-  const shapeOf = (sql: string): string => {
-    const m = /^\s*(INSERT INTO "[^"]+"|UPDATE "[^"]+"|DELETE FROM "[^"]+"|SELECT .*? FROM "[^"]+")/is.exec(sql);
-    return (m ? m[1]! : sql.slice(0, 60)).replace(/\s+/g, ' ').slice(0, 90);
-  };
-  proto.prepare = function (this: unknown, sql: string) {
-    const shape = shapeOf(sql);
-    const stat = stats.get(shape) ?? { shape, count: 0, prepareMs: 0, executeMs: 0 };
-    stats.set(shape, stat);
-    const t0 = performance.now();
-    const stmt = original.call(this, sql);
-    stat.prepareMs += performance.now() - t0;
-    for (const method of ['run', 'all', 'get']) {
-      const fn = stmt[method]!;
-      // Named so that a profile shows statement execution under this name when --sql-stats is on.
-      stmt[method] = function sqliteStatementRun(...args: unknown[]) {
-        const t = performance.now();
-        try {
-          return fn.apply(stmt, args);
-        } finally {
-          stat.count++;
-          stat.executeMs += performance.now() - t;
-        }
-      };
-    }
-    return stmt;
-  };
-  return () => [...stats.values()].sort((a, b) => b.prepareMs + b.executeMs - (a.prepareMs + a.executeMs));
-}
-
-/**
  * Experiments that show what a change in src/ would buy, without changing src/ (the figures
  * they produce are never the benchmark's own):
- *  - stmt-cache: reuse prepared SQLite statements by SQL text (kysely's SqliteDriver prepares
- *    every query afresh; svcsync's multi-row upserts are thousands of placeholders long).
- *  - wal-checkpoint: checkpoint the WAL every 10,000 pages instead of 1,000.
- *  - pragma:<text>: run `PRAGMA <text>` on the warehouse connection before its first statement.
+ *  - pragma:<text>: run `PRAGMA <text>` on the SQLite warehouse after svcsync's own pragmas
+ *    (`pragma:wal_autocheckpoint=10000`, `pragma:synchronous=OFF`, ...).
  */
-function applyExperiment(name: string): void {
-  const proto = SQLite.prototype as unknown as { prepare(this: SQLite.Database, sql: string): { reader: boolean } };
-  const original = proto.prepare;
-  if (name === 'stmt-cache') {
-    const caches = new WeakMap<object, Map<string, { reader: boolean }>>();
-    proto.prepare = function (this: SQLite.Database, sql: string) {
-      let cache = caches.get(this);
-      if (!cache) caches.set(this, (cache = new Map()));
-      const hit = cache.get(sql);
-      if (hit) return hit;
-      const stmt = original.call(this, sql);
-      // Readers may be iterated (streamQuery); only writers are shared.
-      if (!stmt.reader) {
-        if (cache.size >= 500) cache.clear();
-        cache.set(sql, stmt);
-      }
-      return stmt;
-    };
-  } else if (name === 'wal-checkpoint') {
-    const done = new WeakSet<object>();
-    proto.prepare = function (this: SQLite.Database, sql: string) {
-      if (!done.has(this)) {
-        done.add(this);
-        this.pragma('wal_autocheckpoint = 10000');
-      }
-      return original.call(this, sql);
-    };
-  } else if (name.startsWith('pragma:')) {
-    const pragma = name.slice('pragma:'.length);
-    const done = new WeakSet<object>();
-    proto.prepare = function (this: SQLite.Database, sql: string) {
-      if (!done.has(this)) {
-        done.add(this);
-        this.pragma(pragma);
-      }
-      return original.call(this, sql);
-    };
-  } else throw new Error(`unknown experiment ${name}`);
+function pragmasOf(experiments: readonly string[]): string[] {
+  return experiments.map((name) => {
+    if (name.startsWith('pragma:')) return name.slice('pragma:'.length);
+    throw new Error(`unknown experiment ${name}`);
+  });
 }
 
 async function main(): Promise<void> {
   const spec = JSON.parse(process.argv[2] ?? '{}') as SyncSpec;
-  for (const e of spec.experiments ?? []) applyExperiment(e);
-  const sqlStats = spec.sqlStats ? instrumentSqlite() : null;
+  const pragmas = pragmasOf(spec.experiments ?? []);
   const startRss = process.memoryUsage.rss();
   let peakRss = startRss;
   let peakHeap = process.memoryUsage().heapUsed;
@@ -177,7 +103,9 @@ async function main(): Promise<void> {
     },
     { env: {}, secrets },
   );
-  const warehouse = await openWarehouse(spec.warehouseUrl);
+  // --sql-stats: the SQLite thread times every statement by its shape (the SQL text up to its
+  // first parenthesis or VALUES list), so that time in SQLite can be split by table.
+  const warehouse = await openWarehouse(spec.warehouseUrl, { pragmas, sqlStats: spec.sqlStats ?? false });
   const controller = new AbortController();
   const bound = setTimeout(() => controller.abort(new Error(`benchmark run exceeded ${spec.timeoutMs} ms`)), spec.timeoutMs);
   let result: SyncResult;
@@ -218,7 +146,7 @@ async function main(): Promise<void> {
       cpuUserMs: cpu.user / 1000,
       cpuSystemMs: cpu.system / 1000,
       tableRows,
-      ...(sqlStats ? { sqlStats: sqlStats() } : {}),
+      ...(spec.sqlStats && warehouse.sqlStats ? { sqlStats: warehouse.sqlStats() } : {}),
     };
   } finally {
     clearTimeout(bound);

@@ -3,8 +3,8 @@ import { isOrganizationList, qualifiedName, tableName } from '../catalog/types.j
 import { childStreamsOf } from '../catalog/index.js';
 import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
 import { parseInstant } from '../normalize/values.js';
-import { enqueuePending, type PendingReason } from '../state/pending.js';
-import { loadStreamState, passColumns, saveStreamState, type PassKind, type PassState, type StreamKey } from '../state/stream-state.js';
+import { enqueuePendingQueries, type PendingReason } from '../state/pending.js';
+import { loadStreamState, passColumns, saveStreamState, saveStreamStateQuery, type PassKind, type PassState, type StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';
 
@@ -168,24 +168,24 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
     pass.records += page.records.length;
 
     let deleted = 0;
-    await ctx.warehouse.db.transaction().execute(async (trx) => {
-      // A record with no stored row has no older child rows to mark as gone.
-      await ctx.writer.writeRecords(trx, toWrite, syncedAt, (n) => !stored.has(n.id));
-      const reason: PendingReason = pass.kind === 'backfill' ? 'backfill' : pass.kind === 'reconcile' ? 'reconcile' : 'changed';
-      for (const child of children) {
-        await enqueuePending(trx, { ...key, stream: qualifiedName(child) }, 'children', parentIds, reason, syncedAt);
-      }
-      if (detailEnabled && detailIds.length) await enqueuePending(trx, key, 'detail', detailIds, 'changed', syncedAt);
-      if (finished) {
+    const db = ctx.warehouse.db;
+    // A record with no stored row has no older child rows to mark as gone.
+    const queries = ctx.writer.recordQueries(toWrite, syncedAt, (n) => !stored.has(n.id));
+    const reason: PendingReason = pass.kind === 'backfill' ? 'backfill' : pass.kind === 'reconcile' ? 'reconcile' : 'changed';
+    for (const child of children) queries.push(...enqueuePendingQueries(db, { ...key, stream: qualifiedName(child) }, 'children', parentIds, reason, syncedAt));
+    if (detailEnabled && detailIds.length) queries.push(...enqueuePendingQueries(db, key, 'detail', detailIds, 'changed', syncedAt));
+    if (!finished) {
+      queries.push(saveStreamStateQuery(db, key, passColumns(pass), syncedAt));
+      await ctx.warehouse.batch(queries);
+    } else {
+      await ctx.warehouse.batch(queries, async (trx) => {
         if (pass.kind === 'full' || pass.kind === 'reconcile') {
           deleted = await markVanishedWithChildren(ctx, trx, stream, key.organizationId, pass.startedAt, syncedAt);
         }
         const newCursor = stream.cursor ? nextCursor(cursor, pass.maxChanged, pass.startedAt) : null;
         await saveStreamState(trx, key, { cursor: newCursor, ...passColumns(null) }, syncedAt);
-      } else {
-        await saveStreamState(trx, key, passColumns(pass), syncedAt);
-      }
-    });
+      });
+    }
     result.written += toWrite.length;
     result.deleted += deleted;
     // Once this page is in, a record repeated on a later page (the list shifted) must be compared.

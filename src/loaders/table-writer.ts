@@ -8,7 +8,6 @@ export type Db = Kysely<any> | Transaction<any>;
 
 /** Bound parameters per statement: under SQLite's 32,766 and Postgres's 65,535. */
 const MAX_PARAMS = 30_000;
-
 /**
  * Identifiers come only from the catalog; this check makes sure nothing else can slip into
  * SQL text, since values are always bound parameters and names cannot be.
@@ -54,14 +53,14 @@ export class TableWriter {
     return text;
   }
 
-  /** Upserts rows that all have the same columns, in as few statements as the limits allow. */
-  async upsertRows(db: Db, table: string, columns: readonly string[], keyColumns: readonly string[], rows: readonly Row[]): Promise<void> {
+  /** Upserts of rows that all have the same columns, in as few statements as the limits allow. */
+  private upsertQueries(out: CompiledQuery[], table: string, columns: readonly string[], keyColumns: readonly string[], rows: readonly Row[]): void {
     if (rows.length === 0) return;
     // Postgres refuses to update one row twice in a statement, and a page can repeat a
     // record. SQLite applies a multi-row upsert row by row, so the later copy wins there too.
     const unique = this.dialect === 'postgres' ? dedupeByKey(rows, keyColumns) : rows;
-    const perStatement = Math.max(1, Math.floor(MAX_PARAMS / columns.length));
     const sqlite = this.dialect === 'sqlite';
+    const perStatement = Math.max(1, Math.floor(MAX_PARAMS / columns.length));
     for (let i = 0; i < unique.length; i += perStatement) {
       const end = Math.min(unique.length, i + perStatement);
       const params: SqlValue[] = new Array((end - i) * columns.length);
@@ -73,7 +72,7 @@ export class TableWriter {
           params[p++] = v === undefined ? null : sqlite && typeof v === 'boolean' ? (v ? 1 : 0) : v;
         }
       }
-      await db.executeQuery(CompiledQuery.raw(this.upsertSql(table, columns, keyColumns, end - i), params));
+      out.push(CompiledQuery.raw(this.upsertSql(table, columns, keyColumns, end - i), params));
     }
   }
 
@@ -83,10 +82,16 @@ export class TableWriter {
    * a new record has no older children to mark, so the stale-children check skips it.
    */
   async writeRecords(db: Db, records: readonly NormalizedRecord[], syncedAt: string, isNew?: (record: NormalizedRecord) => boolean): Promise<void> {
-    if (records.length === 0) return;
+    for (const q of this.recordQueries(records, syncedAt, isNew)) await db.executeQuery(q);
+  }
+
+  /** The statements of `writeRecords`, to run in a batch of the caller's (Warehouse.batch). */
+  recordQueries(records: readonly NormalizedRecord[], syncedAt: string, isNew?: (record: NormalizedRecord) => boolean): CompiledQuery[] {
+    const out: CompiledQuery[] = [];
+    if (records.length === 0) return out;
     const first = records[0]!;
     const keyColumns = Object.keys(first.key);
-    await this.upsertRows(db, first.table, first.columns, keyColumns, records.map((r) => r.row));
+    this.upsertQueries(out, first.table, first.columns, keyColumns, records.map((r) => r.row));
     const children: ChildRows[] = [];
     const known: ChildRows[] = [];
     for (const r of records) {
@@ -96,7 +101,8 @@ export class TableWriter {
         if (!fresh) known.push(c);
       }
     }
-    await this.replaceChildren(db, children, syncedAt, known);
+    this.childQueries(out, children, syncedAt, known);
+    return out;
   }
 
   /**
@@ -105,18 +111,18 @@ export class TableWriter {
    * every page, so an older `_synced_at` under one of these parents means the element is gone.
    * Only the parents in `known` (default: all) are checked for such rows.
    */
-  async replaceChildren(db: Db, children: readonly ChildRows[], syncedAt: string, known: readonly ChildRows[] = children): Promise<void> {
+  private childQueries(out: CompiledQuery[], children: readonly ChildRows[], syncedAt: string, known: readonly ChildRows[]): void {
     const rowsByTable = groupByTable(children);
     const knownByTable = known === children ? rowsByTable : groupByTable(known);
     for (const [table, groups] of rowsByTable) {
       const first = groups[0]!;
-      await this.upsertRows(db, table, first.columns, first.keyColumns, groups.length === 1 ? first.rows : groups.flatMap((g) => g.rows));
+      this.upsertQueries(out, table, first.columns, first.keyColumns, groups.length === 1 ? first.rows : groups.flatMap((g) => g.rows));
       const check = knownByTable.get(table);
-      if (check) await this.markStaleChildren(db, table, check.map((g) => g.parentKey), syncedAt);
+      if (check) this.staleQueries(out, table, check.map((g) => g.parentKey), syncedAt);
     }
   }
 
-  private async markStaleChildren(db: Db, table: string, parentKeys: readonly Row[], syncedAt: string): Promise<void> {
+  private staleQueries(out: CompiledQuery[], table: string, parentKeys: readonly Row[], syncedAt: string): void {
     if (parentKeys.length === 0) return;
     const keyColumns = Object.keys(parentKeys[0]!);
     const unique = dedupeByKey(parentKeys, keyColumns);
@@ -145,7 +151,7 @@ export class TableWriter {
       }
       const [p1, p2, p3] = this.dialect === 'postgres' ? ['$1', '$2', '$3'] : ['?', '?', '?'];
       const text = `UPDATE ${ident(table)} SET "_deleted_at" = ${p1} WHERE "_deleted_at" IS NULL AND "_synced_at" < ${p2} AND "organization_id" = ${p3} AND (${where})`;
-      await db.executeQuery(CompiledQuery.raw(text, params));
+      out.push(CompiledQuery.raw(text, params));
     }
   }
 

@@ -3,8 +3,10 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, PostgresDialect, SqliteDialect, CompiledQuery, type SqliteDatabase, type SqliteStatement } from 'kysely';
+import { Kysely, PostgresDialect, CompiledQuery, type Transaction } from 'kysely';
 import { ConfigError } from '../core/errors.js';
+import { SqliteBatchDialect, SqliteBatchDriver, type SqlStat } from './sqlite-driver.js';
+import { FALLBACK_AUTOCHECKPOINT, SqliteCheckpointer } from './sqlite-checkpointer.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -16,7 +18,24 @@ export interface Warehouse {
   dialect: Dialect;
   /** The URL without any password, for messages and logs. */
   displayUrl: string;
+  /**
+   * Runs the queries in order as one transaction, then `after` (work that needs results) in
+   * the same transaction. Without `after`, on SQLite
+   * it runs without returning to the event loop between statements.
+   */
+  batch(queries: readonly CompiledQuery[], after?: (trx: Transaction<any>) => Promise<void>): Promise<void>;
+  /** SQLite only, when opened with `sqlStats`: time spent per statement shape (the benchmark's). */
+  sqlStats?(): SqlStat[];
   close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** Postgres connections in the pool. */
+  poolSize?: number;
+  /** SQLite: extra PRAGMA statements after svcsync's own (the benchmark's experiments). */
+  pragmas?: string[];
+  /** SQLite: time every statement by shape (the benchmark's --sql-stats). */
+  sqlStats?: boolean;
 }
 
 /** Masks a password in a postgres URL so it can be shown. */
@@ -37,33 +56,14 @@ function setPgTypeParsers(): void {
   pg.types.setTypeParser(1082, (v: string) => v);
 }
 
-/**
- * Kysely prepares every query anew; a page of upserts repeats the same few statements, and
- * preparing a 200-row insert costs more than running it. Statements are kept by their text
- * (values are always bound parameters, so the texts are few), least recently used dropped.
- */
-export function withStatementCache(database: SQLite.Database, size = 256): SqliteDatabase {
-  const cache = new Map<string, SQLite.Statement>();
-  return {
-    close: () => {
-      cache.clear();
-      database.close();
-    },
-    prepare(sql: string) {
-      let stmt = cache.get(sql);
-      if (stmt) {
-        cache.delete(sql);
-      } else {
-        stmt = database.prepare(sql);
-        if (cache.size >= size) cache.delete(cache.keys().next().value as string);
-      }
-      cache.set(sql, stmt);
-      return stmt as unknown as SqliteStatement;
-    },
-  };
+async function inTransaction(db: Kysely<any>, queries: readonly CompiledQuery[], after?: (trx: Transaction<any>) => Promise<void>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    for (const q of queries) await trx.executeQuery(q);
+    if (after) await after(trx);
+  });
 }
 
-export async function openWarehouse(url: string, options: { poolSize?: number } = {}): Promise<Warehouse> {
+export async function openWarehouse(url: string, options: OpenOptions = {}): Promise<Warehouse> {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length) || './warehouse.db';
     const file = path === ':memory:' ? path : resolve(path);
@@ -77,13 +77,28 @@ export async function openWarehouse(url: string, options: { poolSize?: number } 
       });
     }
     // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
-    // checkpoints and keeps per-page commits cheap.
+    // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
     database.pragma('journal_mode = WAL');
     database.pragma('synchronous = NORMAL');
     database.pragma('busy_timeout = 10000');
     database.pragma('foreign_keys = OFF');
-    const db = new Kysely<any>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
-    return { db, dialect: 'sqlite', displayUrl: `sqlite:${file}`, close: () => db.destroy() };
+    const wal = file !== ':memory:';
+    if (wal) database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT}`);
+    for (const pragma of options.pragmas ?? []) database.pragma(pragma);
+    const checkpointer = wal ? SqliteCheckpointer.start(file) : null;
+    const driver = new SqliteBatchDriver(database, { collectStats: options.sqlStats ?? false });
+    const db = new Kysely<any>({ dialect: new SqliteBatchDialect(driver) });
+    return {
+      db,
+      dialect: 'sqlite',
+      displayUrl: `sqlite:${file}`,
+      batch: (queries, after) => (after ? inTransaction(db, queries, after) : driver.batch(queries)),
+      sqlStats: () => driver.sqlStats(),
+      close: async () => {
+        await checkpointer?.close();
+        await db.destroy();
+      },
+    };
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     setPgTypeParsers();
@@ -97,7 +112,13 @@ export async function openWarehouse(url: string, options: { poolSize?: number } 
         hint: 'Check that the server is running and that the URL, user and database in `warehouse:` are right.',
       });
     }
-    return { db, dialect: 'postgres', displayUrl: displayWarehouseUrl(url), close: () => db.destroy() };
+    return {
+      db,
+      dialect: 'postgres',
+      displayUrl: displayWarehouseUrl(url),
+      batch: (queries, after) => inTransaction(db, queries, after),
+      close: () => db.destroy(),
+    };
   }
   throw new ConfigError(`warehouse: "${url}" is not supported`, [], { hint: 'Use sqlite:PATH or postgres://USER@HOST:PORT/DB.' });
 }

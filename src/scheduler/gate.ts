@@ -24,9 +24,22 @@ export class QueryTracker implements KyselyPlugin {
     return this.open.size;
   }
 
-  /** The same warehouse, every query counted. Closing it closes the original. */
+  /** The same warehouse, every query and batch counted. Closing it closes the original. */
   wrap(warehouse: Warehouse): Warehouse {
-    return { ...warehouse, db: warehouse.db.withPlugin(this) };
+    return {
+      ...warehouse,
+      db: warehouse.db.withPlugin(this),
+      // A page's batch goes to the driver, not through the plugin: count it as one query.
+      batch: async (queries, after) => {
+        const id = Symbol('batch');
+        this.open.add(id);
+        try {
+          await warehouse.batch(queries, after);
+        } finally {
+          this.open.delete(id);
+        }
+      },
+    };
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { CompiledQuery, Kysely, Transaction } from 'kysely';
 import { stateDb, type PendingRow } from './tables.js';
 import type { StreamKey } from './stream-state.js';
 
@@ -18,6 +18,14 @@ type Db = Kysely<any> | Transaction<any>;
 const CHUNK = 500;
 
 export async function enqueuePending(db: Db, key: StreamKey, kind: PendingKind, itemIds: readonly string[], reason: PendingReason, now: string): Promise<void> {
+  for (const q of enqueuePendingQueries(db, key, kind, itemIds, reason, now)) await db.executeQuery(q);
+}
+
+/** The statements of `enqueuePending`, compiled for `db`'s dialect, to run in a batch. */
+export function enqueuePendingQueries(db: Db, key: StreamKey, kind: PendingKind, itemIds: readonly string[], reason: PendingReason, now: string): CompiledQuery[] {
+  const out: CompiledQuery[] = [];
+  // Compiled here, run in a batch: without plugins, which would see a query start but not end.
+  const compiler = stateDb(db.withoutPlugins());
   for (let i = 0; i < itemIds.length; i += CHUNK) {
     const values = itemIds.slice(i, i + CHUNK).map((item_id) => ({
       connection: key.connection,
@@ -28,12 +36,15 @@ export async function enqueuePending(db: Db, key: StreamKey, kind: PendingKind, 
       reason,
       enqueued_at: now,
     }));
-    await stateDb(db)
-      .insertInto('_svcsync_pending')
-      .values(values)
-      .onConflict((oc) => oc.columns(['connection', 'organization_id', 'stream', 'kind', 'item_id']).doNothing())
-      .execute();
+    out.push(
+      compiler
+        .insertInto('_svcsync_pending')
+        .values(values)
+        .onConflict((oc) => oc.columns(['connection', 'organization_id', 'stream', 'kind', 'item_id']).doNothing())
+        .compile(),
+    );
   }
+  return out;
 }
 
 export async function takePending(db: Db, key: StreamKey, kind: PendingKind, limit: number): Promise<PendingRow[]> {

@@ -1,5 +1,5 @@
 import { stateDb, type StreamStateRow } from './tables.js';
-import type { Kysely, Transaction } from 'kysely';
+import type { CompiledQuery, Kysely, Transaction } from 'kysely';
 
 /** Which stream of which organization, reached through which connection. */
 export interface StreamKey {
@@ -64,12 +64,18 @@ export async function loadStreamState(db: Db, key: StreamKey): Promise<StreamSta
 
 /** Upserts the given columns of a stream's state row. */
 export async function saveStreamState(db: Db, key: StreamKey, values: Partial<Omit<StreamStateRow, 'connection' | 'organization_id' | 'stream'>>, now: string): Promise<void> {
+  await db.executeQuery(saveStreamStateQuery(db, key, values, now));
+}
+
+/** The statement of `saveStreamState`, compiled for `db`'s dialect, to run in a batch. */
+export function saveStreamStateQuery(db: Db, key: StreamKey, values: Partial<Omit<StreamStateRow, 'connection' | 'organization_id' | 'stream'>>, now: string): CompiledQuery {
   const row = { ...values, updated_at: now };
-  await stateDb(db)
+  // Compiled here, run in a batch: without plugins, which would see a query start but not end.
+  return stateDb(db.withoutPlugins())
     .insertInto('_svcsync_streams')
     .values({ connection: key.connection, organization_id: key.organizationId, stream: key.stream, ...row })
     .onConflict((oc) => oc.columns(['connection', 'organization_id', 'stream']).doUpdateSet(row))
-    .execute();
+    .compile();
 }
 
 export function passColumns(pass: PassState | null): Partial<StreamStateRow> {

@@ -1,0 +1,207 @@
+import type SQLite from 'better-sqlite3';
+import {
+  CompiledQuery,
+  SelectQueryNode,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  type DatabaseConnection,
+  type DatabaseIntrospector,
+  type Dialect,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+  type QueryCompiler,
+  type QueryResult,
+} from 'kysely';
+
+/** Time spent in SQLite by statement shape (collected only when asked for, by the benchmark). */
+export interface SqlStat {
+  shape: string;
+  count: number;
+  prepareMs: number;
+  executeMs: number;
+}
+
+/**
+ * Prepared statements by their text, least recently used dropped. Kysely's own SqliteDriver
+ * prepares every query anew; a page's upserts repeat the same few statements, and preparing
+ * a 200-row insert costs more than running it. Values are always bound parameters, so the
+ * texts are few.
+ */
+class StatementCache {
+  private readonly cache = new Map<string, SQLite.Statement>();
+  private readonly stats: Map<string, SqlStat> | null;
+
+  constructor(private readonly database: SQLite.Database, collectStats: boolean, private readonly size = 256) {
+    this.stats = collectStats ? new Map() : null;
+  }
+
+  get(sql: string): SQLite.Statement {
+    let stmt = this.cache.get(sql);
+    if (stmt) {
+      this.cache.delete(sql);
+    } else {
+      const t0 = this.stats ? performance.now() : 0;
+      stmt = this.database.prepare(sql);
+      if (this.stats) this.stat(sql).prepareMs += performance.now() - t0;
+      if (this.cache.size >= this.size) this.cache.delete(this.cache.keys().next().value as string);
+    }
+    this.cache.set(sql, stmt);
+    return stmt;
+  }
+
+  /** Runs a statement; with stats on, its time is added to its shape's. */
+  run<T>(sql: string, fn: () => T): T {
+    if (!this.stats) return fn();
+    const t0 = performance.now();
+    try {
+      return fn();
+    } finally {
+      const s = this.stat(sql);
+      s.count++;
+      s.executeMs += performance.now() - t0;
+    }
+  }
+
+  collected(): SqlStat[] {
+    return [...(this.stats?.values() ?? [])].sort((a, b) => b.prepareMs + b.executeMs - (a.prepareMs + a.executeMs));
+  }
+
+  clear(): void {
+    this.cache.clear();
+  }
+
+  private stat(sql: string): SqlStat {
+    // The shape: the SQL text up to its table name, so time can be split by table.
+    const m = /^\s*(insert into "[^"]+"|update "[^"]+"|delete from "[^"]+"|select .*? from "[^"]+")/is.exec(sql);
+    const shape = (m ? m[1]! : sql.slice(0, 60)).replace(/\s+/g, ' ').slice(0, 90);
+    let s = this.stats!.get(shape);
+    if (!s) this.stats!.set(shape, (s = { shape, count: 0, prepareMs: 0, executeMs: 0 }));
+    return s;
+  }
+}
+
+class Connection implements DatabaseConnection {
+  constructor(private readonly statements: StatementCache) {}
+
+  executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    return Promise.resolve(this.execute<R>(compiledQuery));
+  }
+
+  execute<R>(compiledQuery: CompiledQuery): QueryResult<R> {
+    const { sql, parameters } = compiledQuery;
+    const stmt = this.statements.get(sql);
+    if (stmt.reader) return { rows: this.statements.run(sql, () => stmt.all(parameters as unknown[])) as R[] };
+    const { changes, lastInsertRowid } = this.statements.run(sql, () => stmt.run(parameters as unknown[]));
+    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+  }
+
+  async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
+    if (!SelectQueryNode.is(compiledQuery.query)) throw new Error('SQLite streams only select queries');
+    const stmt = this.statements.get(compiledQuery.sql);
+    for (const row of stmt.iterate(compiledQuery.parameters as unknown[])) yield { rows: [row as R] };
+  }
+}
+
+/** One connection, so one user at a time (as in kysely's own SqliteDriver). */
+class Mutex {
+  private tail: Promise<void> = Promise.resolve();
+  private release: (() => void) | null = null;
+
+  async lock(): Promise<void> {
+    const previous = this.tail;
+    let release!: () => void;
+    this.tail = new Promise<void>((r) => (release = r));
+    await previous;
+    this.release = release;
+  }
+
+  unlock(): void {
+    const r = this.release;
+    this.release = null;
+    r?.();
+  }
+}
+
+/**
+ * Kysely's SqliteDriver, plus a prepared-statement cache and `batch`: a list of compiled
+ * queries run as one transaction without returning to the event loop between them (a page's
+ * upserts, queued work and cursor). It takes the same lock as kysely's transactions, so a
+ * batch never lands inside another caller's transaction.
+ */
+export class SqliteBatchDriver implements Driver {
+  private readonly mutex = new Mutex();
+  private readonly statements: StatementCache;
+  private readonly connection: Connection;
+
+  constructor(private readonly database: SQLite.Database, options: { collectStats?: boolean } = {}) {
+    this.statements = new StatementCache(database, options.collectStats ?? false);
+    this.connection = new Connection(this.statements);
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    await this.mutex.lock();
+    return this.connection;
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin'));
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('commit'));
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('rollback'));
+  }
+
+  async releaseConnection(): Promise<void> {
+    this.mutex.unlock();
+  }
+
+  async batch(queries: readonly CompiledQuery[]): Promise<void> {
+    await this.mutex.lock();
+    try {
+      this.connection.execute(CompiledQuery.raw('begin'));
+      try {
+        for (const q of queries) this.connection.execute(q);
+        this.connection.execute(CompiledQuery.raw('commit'));
+      } catch (error) {
+        if (this.database.inTransaction) this.connection.execute(CompiledQuery.raw('rollback'));
+        throw error;
+      }
+    } finally {
+      this.mutex.unlock();
+    }
+  }
+
+  sqlStats(): SqlStat[] {
+    return this.statements.collected();
+  }
+
+  async destroy(): Promise<void> {
+    this.statements.clear();
+    this.database.close();
+  }
+}
+
+export class SqliteBatchDialect implements Dialect {
+  constructor(private readonly driver: SqliteBatchDriver) {}
+  createDriver(): Driver {
+    return this.driver;
+  }
+  createQueryCompiler(): QueryCompiler {
+    return new SqliteQueryCompiler();
+  }
+  createAdapter(): DialectAdapter {
+    return new SqliteAdapter();
+  }
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    return new SqliteIntrospector(db);
+  }
+}
