@@ -7,6 +7,7 @@ import { enqueuePendingQueries, type PendingReason } from '../state/pending.js';
 import { loadStreamState, passColumns, saveStreamState, saveStreamStateQuery, type PassKind, type PassState, type StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';
+import { SeenFilter } from './seen-filter.js';
 
 /** What the caller asked for; the pass kind follows from it and the stream. */
 export type SyncMode = 'incremental' | 'backfill' | 'reconcile';
@@ -127,8 +128,9 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
     // A walk that cannot stop early reads every page anyway: fetch the next while writing this one.
     prefetch: !(sortParams && floorMs !== null),
   });
-  // An organization with no rows yet (a first sync) has no hashes to compare against.
-  let tableEmpty = !(await ctx.writer.hasRows(ctx.warehouse.db, table, key.organizationId));
+  // An organization with no rows yet (a first sync) has nothing stored to compare against
+  // but what this pass writes; the filter says which ids that might be.
+  const seen = (await ctx.writer.hasRows(ctx.warehouse.db, table, key.organizationId)) ? null : new SeenFilter();
 
   for await (const page of iterator) {
     result.pages++;
@@ -155,7 +157,8 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
     }
     for (const n of normalized) pass.maxChanged = maxInstant(pass.maxChanged, n.changedAt);
 
-    const stored = tableEmpty ? new Map<string, { hash: string | null; deleted: boolean }>() : await ctx.writer.storedHashes(ctx.warehouse.db, table, stream.primaryKey, key.organizationId, normalized.map((n) => n.id));
+    const lookup = seen ? normalized.filter((n) => seen.mightHave(n.id)) : normalized;
+    const stored = lookup.length === 0 ? new Map<string, { hash: string | null; deleted: boolean }>() : await ctx.writer.storedHashes(ctx.warehouse.db, table, stream.primaryKey, key.organizationId, lookup.map((n) => n.id));
     const changed = normalized.filter((n) => {
       const s = stored.get(n.id);
       return !s || s.deleted || s.hash !== n.hash;
@@ -189,7 +192,7 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
     result.written += toWrite.length;
     result.deleted += deleted;
     // Once this page is in, a record repeated on a later page (the list shifted) must be compared.
-    if (toWrite.length > 0) tableEmpty = false;
+    if (seen) for (const n of toWrite) seen.add(n.id);
     const limiter = ctx.limiters.peek(key.organizationId);
     ctx.progress.page({
       connection: key.connection,

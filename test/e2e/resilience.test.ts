@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseJson } from '../../src/api/json.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectEqualsTruth, expectExit, startE2E, truthIds, type E2E } from '../helpers/e2e.js';
 
@@ -70,6 +71,44 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
       expect(await e.liveIds(org, family, stream), `${family}.${stream}`).toEqual(truthIds(e.sandbox, org, family, stream));
     }
   }, 120_000);
+
+  it('a first sync that meets a record again on a later page (the list shifted) keeps only the later copy’s child rows', async () => {
+    e = await startE2E(dialect, { scale: 30, organizations: 1 }, { sync: { per_page: 10 }, connection: { families: ['books'], streams: ['books.webhooks'] } });
+    let repeated: Record<string, unknown> | null = null;
+    // Page 1's last webhook comes back at the top of page 2 with its two headers gone, as a
+    // list shifted by a new record, with that record edited in between, would return it.
+    const fetchShifted: typeof fetch = async (input, init) => {
+      const url = new URL(String(input instanceof Request ? input.url : input));
+      const response = await fetch(input, init);
+      if (!url.pathname.endsWith('/webhooks') || response.status !== 200) return response;
+      const body = parseJson(await response.text()) as { webhooks: Array<Record<string, unknown>> };
+      const page = Number(url.searchParams.get('page'));
+      if (page === 1) {
+        body.webhooks[body.webhooks.length - 1]!['headers'] = [{ param_name: 'X-One', param_value: '1' }, { param_name: 'X-Two', param_value: '2' }];
+        repeated = body.webhooks[body.webhooks.length - 1]!;
+      } else if (page === 2 && repeated) {
+        body.webhooks.unshift({ ...repeated, webhook_name: 'edited while paging', headers: [] });
+      }
+      return new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
+    };
+    const { runSync } = await import('../../src/extractors/sync-run.js');
+    const { createLogger } = await import('../../src/core/logger.js');
+    const summary = await runSync({ config: e.config, warehouse: e.warehouse, clock: e.sandbox.clock, logger: createLogger({ level: 'silent', secrets: e.secrets }), secrets: e.secrets, signal: new AbortController().signal, command: 'sync', mode: 'incremental', fetch: fetchShifted });
+    expectExit(summary, 0);
+    expect(repeated).not.toBeNull();
+    const id = String(repeated!['webhook_id']);
+    const p = dialect === 'postgres' ? '$1' : '?';
+    const rows = await e.query<{ webhook_name: string }>(`SELECT webhook_name FROM books_webhooks WHERE webhook_id = ${p}`, [id]);
+    expect(rows.map((r) => r.webhook_name)).toEqual(['edited while paging']);
+    const headers = await e.query<{ param_name: string; live: number | boolean }>(
+      `SELECT param_name, CASE WHEN _deleted_at IS NULL THEN 1 ELSE 0 END AS live FROM books_webhooks__headers WHERE webhook_id = ${p} ORDER BY param_name`,
+      [id],
+    );
+    expect(headers.map((h) => [h.param_name, Number(h.live)])).toEqual([
+      ['X-One', 0],
+      ['X-Two', 0],
+    ]);
+  }, 60_000);
 
   it('an aborted run ends every branch, is recorded as stopped, and the next run converges', async () => {
     e = await startE2E(dialect, { scale: 30, faults: { latencyMs: 10 } }, { sync: { per_page: 10 } });
