@@ -157,6 +157,15 @@ export class OrgData {
     return text;
   }
 
+  /** Fills the list JSON cache of a top-level stream (up to its bound); returns the records warmed. */
+  warm(def: StreamDef): number {
+    if (def.parentStream) return 0;
+    const slots = this.liveSlots(def);
+    const n = Math.min(slots.length, LIST_CACHE_MAX);
+    for (let i = 0; i < n; i++) this.listJson(def, slots[i]!);
+    return n;
+  }
+
   detailJson(def: StreamDef, slot: number): string {
     const s = this.state(def);
     let text = s.detailJson.get(slot);

@@ -33,6 +33,22 @@ describe('mutation', () => {
     expect(detail.body['salesorder']).toEqual(changed[0]);
   });
 
+  it('serves the same pages after warm(), and a record modified after warm() in its new form', async () => {
+    const h = await open({ scale: 40, organizations: 1 });
+    const org = h.orgs[0]!.organization_id;
+    const cold = await h.all('billing', '/plans', 'plans', org);
+    expect(h.sb.warm(org, 'billing', 'plans')).toBe(h.sb.count(org, 'billing', 'plans'));
+    expect(h.sb.warm(org, 'billing', 'events')).toBe(h.sb.count(org, 'billing', 'events'));
+    expect(await h.all('billing', '/plans', 'plans', org)).toEqual(cold);
+    h.sb.advanceClock(60_000);
+    await h.refresh();
+    h.sb.mutate({ modify: 2, streams: ['plans'], families: ['billing'] });
+    const served = new Map((await h.all('billing', '/plans', 'plans', org)).map((p) => [String(p['plan_code']), p['updated_time']]));
+    const truth = h.sb.truth(org, 'billing', 'plans');
+    expect(truth.filter((p) => served.get(String(p['plan_code'])) !== p['updated_time'])).toEqual([]);
+    expect(truth.filter((p) => cold.find((c) => c['plan_code'] === p['plan_code'])?.['updated_time'] !== p['updated_time'])).toHaveLength(2);
+  });
+
   it('keeps every served list equal to truth after creates, modifies and deletes', async () => {
     const h = await open({ scale: 120, organizations: 2 });
     h.sb.advanceClock(60_000);
