@@ -59,7 +59,6 @@ export class TableWriter {
     // Postgres refuses to update one row twice in a statement, and a page can repeat a
     // record. SQLite applies a multi-row upsert row by row, so the later copy wins there too.
     const unique = this.dialect === 'postgres' ? dedupeByKey(rows, keyColumns) : rows;
-    const sqlite = this.dialect === 'sqlite';
     const perStatement = Math.max(1, Math.floor(MAX_PARAMS / columns.length));
     for (let i = 0; i < unique.length; i += perStatement) {
       const end = Math.min(unique.length, i + perStatement);
@@ -67,10 +66,7 @@ export class TableWriter {
       let p = 0;
       for (let r = i; r < end; r++) {
         const row = unique[r]!;
-        for (const c of columns) {
-          const v = row[c];
-          params[p++] = v === undefined ? null : sqlite && typeof v === 'boolean' ? (v ? 1 : 0) : v;
-        }
+        for (const c of columns) params[p++] = this.value(row[c] ?? null);
       }
       out.push(CompiledQuery.raw(this.upsertSql(table, columns, keyColumns, end - i), params));
     }

@@ -29,7 +29,8 @@ export class QueryTracker implements KyselyPlugin {
     return {
       ...warehouse,
       db: warehouse.db.withPlugin(this),
-      // A page's batch goes to the driver, not through the plugin: count it as one query.
+      // A batch runs on the driver, past the plugin's transformResult: it counts as one
+      // query while it runs, and it ends the queries compiled for it (counted at compile).
       batch: async (queries, after) => {
         const id = Symbol('batch');
         this.open.add(id);
@@ -37,6 +38,7 @@ export class QueryTracker implements KyselyPlugin {
           await warehouse.batch(queries, after);
         } finally {
           this.open.delete(id);
+          for (const q of queries) this.open.delete(q.queryId);
         }
       },
     };

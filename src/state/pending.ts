@@ -24,8 +24,7 @@ export async function enqueuePending(db: Db, key: StreamKey, kind: PendingKind, 
 /** The statements of `enqueuePending`, compiled for `db`'s dialect, to run in a batch. */
 export function enqueuePendingQueries(db: Db, key: StreamKey, kind: PendingKind, itemIds: readonly string[], reason: PendingReason, now: string): CompiledQuery[] {
   const out: CompiledQuery[] = [];
-  // Compiled here, run in a batch: without plugins, which would see a query start but not end.
-  const compiler = stateDb(db.withoutPlugins());
+  const compiler = stateDb(db);
   for (let i = 0; i < itemIds.length; i += CHUNK) {
     const values = itemIds.slice(i, i + CHUNK).map((item_id) => ({
       connection: key.connection,

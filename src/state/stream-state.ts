@@ -70,8 +70,7 @@ export async function saveStreamState(db: Db, key: StreamKey, values: Partial<Om
 /** The statement of `saveStreamState`, compiled for `db`'s dialect, to run in a batch. */
 export function saveStreamStateQuery(db: Db, key: StreamKey, values: Partial<Omit<StreamStateRow, 'connection' | 'organization_id' | 'stream'>>, now: string): CompiledQuery {
   const row = { ...values, updated_at: now };
-  // Compiled here, run in a batch: without plugins, which would see a query start but not end.
-  return stateDb(db.withoutPlugins())
+  return stateDb(db)
     .insertInto('_svcsync_streams')
     .values({ connection: key.connection, organization_id: key.organizationId, stream: key.stream, ...row })
     .onConflict((oc) => oc.columns(['connection', 'organization_id', 'stream']).doUpdateSet(row))
