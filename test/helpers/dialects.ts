@@ -28,8 +28,10 @@ export async function freshWarehouse(dialect: Dialect): Promise<TestWarehouse> {
     const url = `sqlite:${join(dir, 'warehouse.db')}`;
     return { url, open: () => openWarehouse(url), drop: async () => undefined };
   }
-  // Random too: test files can share a worker process (and so a pid) and a millisecond.
-  const schema = `t_${process.pid}_${Date.now().toString(36)}_${counter++}_${randomBytes(4).toString('hex')}`;
+  // The run's id (test/global-setup.ts) lets the run drop its schemas at the end; the random
+  // part keeps names unique however test files share processes and milliseconds.
+  const run = process.env['SVCSYNC_TEST_RUN'];
+  const schema = `t_${run ?? 'x'}_${process.pid}_${counter++}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: PG_BASE_URL });
   await admin.connect();
   await admin.query(`CREATE SCHEMA "${schema}"`);
@@ -39,6 +41,8 @@ export async function freshWarehouse(dialect: Dialect): Promise<TestWarehouse> {
     url,
     open: () => openWarehouse(url, { poolSize: 4 }),
     drop: async () => {
+      // Inside a vitest run the global teardown drops every schema of the run at once.
+      if (run) return;
       const c = new pg.Client({ connectionString: PG_BASE_URL });
       await c.connect();
       await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
