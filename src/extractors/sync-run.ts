@@ -219,11 +219,12 @@ export function exitCodeOf(organizations: readonly OrganizationOutcome[], failur
 }
 
 /**
- * Lists each configured family's organizations, writes them to `{family}_organizations`,
- * and returns which families each organization is reachable in. A family the token has no
- * scope for is skipped with a warning; if no family answers, the connection fails.
+ * Lists each configured family's organizations, writes them to `{family}_organizations`
+ * (unless `record` is false: `svcsync verify` writes no data rows), and returns which
+ * families each organization is reachable in. A family the token has no scope for is
+ * skipped with a warning; if no family answers, the connection fails.
  */
-async function discoverOrganizations(ctx: SyncContext, only: string | undefined): Promise<Map<string, Family[]>> {
+export async function discoverOrganizations(ctx: SyncContext, only: string | undefined, record = true): Promise<Map<string, Family[]>> {
   const found = new Map<string, Family[]>();
   const errors: unknown[] = [];
   const wanted = only ? [only] : ctx.connection.organizations;
@@ -245,7 +246,7 @@ async function discoverOrganizations(ctx: SyncContext, only: string | undefined)
     }
     const now = ctx.stamp.next();
     const normalized = normalizePage(ctx, stream, '', records, now);
-    await ctx.warehouse.db.transaction().execute(async (trx) => {
+    if (record) await ctx.warehouse.db.transaction().execute(async (trx) => {
       for (const n of normalized) await ctx.writer.writeRecords(trx, [n], now);
       for (const raw of records) {
         const id = String(raw['organization_id']);
