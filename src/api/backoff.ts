@@ -29,20 +29,35 @@ export function headerValue(headers: HeaderSource, name: string): string | undef
 }
 
 /**
- * How long the server asked us to wait (A17): `Retry-After` as seconds or an HTTP date,
- * else `X-Rate-Limit-Reset` as seconds until the window resets. Undefined when neither
- * is present or readable.
+ * How long the server asked us to wait: `Retry-After` (seconds or an HTTP date), and only on
+ * a 429 or a 503, the answers where it means "come back then". `X-Rate-Limit-Reset` is not a
+ * wait: it counts the seconds until the *daily* quota resets and comes on every answer (A17).
  */
-export function serverRetryAfterMs(headers: HeaderSource, now: number): number | undefined {
+export function serverRetryAfterMs(headers: HeaderSource, now: number, status?: number): number | undefined {
+  if (status !== undefined && status !== 429 && status !== 503) return undefined;
   const retryAfter = headerValue(headers, 'retry-after')?.trim();
-  if (retryAfter) {
-    if (/^\d+(\.\d+)?$/.test(retryAfter)) return Math.ceil(Number(retryAfter) * 1000);
-    const at = Date.parse(retryAfter);
-    if (!Number.isNaN(at)) return Math.max(0, at - now);
-  }
-  const reset = headerValue(headers, 'x-rate-limit-reset')?.trim();
-  if (reset && /^\d+(\.\d+)?$/.test(reset)) return Math.ceil(Number(reset) * 1000);
-  return undefined;
+  if (!retryAfter) return undefined;
+  if (/^\d+(\.\d+)?$/.test(retryAfter)) return Math.ceil(Number(retryAfter) * 1000);
+  const at = Date.parse(retryAfter);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** The daily quota as the server reports it in `X-Rate-Limit-Limit` and `-Remaining`. */
+export interface ServerQuota {
+  limit: number;
+  remaining: number;
+}
+
+/**
+ * The daily quota figures of a response, when it carries both headers as whole numbers.
+ * They feed the daily budget only (OrgLimiter.observeServerQuota), never a wait.
+ */
+export function serverQuota(headers: HeaderSource): ServerQuota | null {
+  const limit = headerValue(headers, 'x-rate-limit-limit')?.trim();
+  const remaining = headerValue(headers, 'x-rate-limit-remaining')?.trim();
+  if (!limit || !remaining || !/^\d+$/.test(limit) || !/^\d+$/.test(remaining)) return null;
+  const q = { limit: Number(limit), remaining: Number(remaining) };
+  return q.remaining <= q.limit ? q : null;
 }
 
 /**

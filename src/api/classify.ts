@@ -10,6 +10,9 @@ import { serverRetryAfterMs, type HeaderSource } from './backoff.js';
 import { SCOPE_PREFIXES, scopeFor } from './families.js';
 import { nextQuotaReset } from './quota-day.js';
 
+/** 401 codes that name a missing scope rather than a refused token (A26: the sandbox's 57). */
+export const SCOPE_CODES: readonly number[] = [57];
+
 /** Spec 7: envelope codes the client acts on. */
 export const CODES = {
   ok: 0,
@@ -96,7 +99,7 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
   const shownMessage = serverMessage === undefined ? '' : `: ${scrub(serverMessage).slice(0, 300)}`;
   const what = `${request}${orgText} → HTTP ${status}${code === undefined ? '' : ` code ${code}`}${shownMessage}`;
   const details = { ...base, status, code };
-  const serverWait = serverRetryAfterMs(input.headers, now);
+  const serverWait = serverRetryAfterMs(input.headers, now, status);
 
   // Codes 44, 45 and 1070 mean the same whatever status carries them.
   if (code === CODES.rateLimited) {
@@ -145,9 +148,13 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
     });
   }
   if (status === 401) {
+    // A scope the token lacks stops its family only; any other refusal concerns the token,
+    // which every stream of the connection shares (A26).
+    const reach = code !== undefined && SCOPE_CODES.includes(code) ? 'family' : 'connection';
     const scope = input.family ? (scopeFor(input.family, input.method, input.path.replace(/^\/[^/]+\/v\d+/, '')) ?? `${SCOPE_PREFIXES[input.family]}.*`) : undefined;
     return new AuthorizationError(what, {
       ...details,
+      reach,
       hint: scope
         ? `the access token was refused even after a refresh: check that the refresh token was granted scope ${scope}, that the user belongs to the organization, and that the token was issued in this data center.`
         : 'the access token was refused even after a refresh: check the refresh token, its scopes and the data center (region / accounts_url).',

@@ -10,8 +10,9 @@ import {
 } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
-import { retryDelay } from './backoff.js';
+import { serverQuota, type ServerQuota } from './backoff.js';
 import { classify } from './classify.js';
+import { decideRetry, NO_RETRIES, type RetryPolicy as DecisionPolicy } from './retry-decision.js';
 import { buildFamilyRequest, type Query } from './families.js';
 import { parseJson } from './json.js';
 import type { LimiterRegistry, OrgLimiter } from './limiter.js';
@@ -52,19 +53,13 @@ export interface ApiClientOptions {
   tokens?: TokenCache;
 }
 
-export interface RetryPolicy {
-  /** 429 code 44 waits allowed per call before giving up. */
-  maxRateLimitWaits: number;
-  /** Longest single wait a server may ask for (Retry-After and friends). */
-  maxServerWaitMs: number;
-  /** 429 code 1070 retries per call (each also lowers concurrency). */
-  maxConcurrencyRetries: number;
-}
+export type RetryPolicy = Omit<DecisionPolicy, 'maxRetries' | 'windowMs'>;
 
 const DEFAULT_POLICY: RetryPolicy = {
   maxRateLimitWaits: 30,
   maxServerWaitMs: 5 * 60_000,
   maxConcurrencyRetries: 20,
+  max401Retries: 3,
 };
 
 export interface GetRequest {
@@ -74,6 +69,13 @@ export interface GetRequest {
   path: string;
   query?: Query | undefined;
   signal?: AbortSignal | undefined;
+  /** Counts every request this call sends, retries included (a stream's report). */
+  meter?: RequestMeter | undefined;
+}
+
+/** A count of requests sent on behalf of one stream (or other unit of work). */
+export interface RequestMeter {
+  requests: number;
 }
 
 export interface ClientStats {
@@ -99,6 +101,7 @@ export function connectionLimits(connection: Pick<ConnectionConfig, 'plan' | 'li
 interface Attempt {
   token?: string;
   sent: boolean;
+  quota?: ServerQuota | null;
   status?: number;
   code?: number;
   durationMs: number;
@@ -120,7 +123,7 @@ export class ApiClient {
   private readonly onRequest: ((e: RequestEvent) => void) | undefined;
   private readonly timeoutMs: number;
   private readonly maxRetries: number;
-  private readonly policy: RetryPolicy;
+  private readonly retryPolicy: DecisionPolicy;
   private readonly limits: Limits;
   private readonly tokens: TokenCache;
   private readonly counters: ClientStats = { requests: 0, retries: 0, rateLimited: {}, failures: 0 };
@@ -135,8 +138,8 @@ export class ApiClient {
     this.onRequest = opts.onRequest;
     this.timeoutMs = opts.settings.request_timeout_ms;
     this.maxRetries = opts.settings.max_retries;
-    this.policy = { ...DEFAULT_POLICY, ...opts.policy };
     this.limits = connectionLimits(opts.connection);
+    this.retryPolicy = { ...DEFAULT_POLICY, ...opts.policy, maxRetries: this.maxRetries, windowMs: this.limits.window_ms };
     this.logger = opts.logger.child({ connection: opts.connection.name });
     this.tokens = opts.tokens ?? new TokenCache({
       accountsUrl: resolveAccountsUrl(opts.connection, opts.regions, opts.connectionIndex ?? 0),
@@ -174,10 +177,7 @@ export class ApiClient {
     const limiter = req.organizationId === undefined ? undefined : await this.limitsFor(req.organizationId);
     const log = this.logger.child({ family: req.family, organization_id: req.organizationId });
     let attemptNo = 0;
-    let retries = 0;
-    let concurrencyRetries = 0;
-    let rateLimitWaits = 0;
-    let refreshedAfter401 = false;
+    let counters = NO_RETRIES;
 
     for (;;) {
       req.signal?.throwIfAborted();
@@ -200,57 +200,45 @@ export class ApiClient {
       try {
         const body = limiter ? await limiter.schedule(run, req.signal) : await run();
         limiter?.recordSuccess();
+        if (attempt.quota) limiter?.observeServerQuota(attempt.quota);
         emit('ok');
         return body;
       } catch (err) {
         if (req.signal?.aborted) throw req.signal.reason;
-        const fail = (e: unknown): never => {
+        // Quota headers of a per-minute or concurrency refusal may describe that window instead.
+        if (attempt.quota && attempt.status !== 429) limiter?.observeServerQuota(attempt.quota);
+        const { decision, counters: next } = decideRetry(err, counters, this.retryPolicy, this.random, attempt.token !== undefined && attempt.sent);
+        counters = next;
+        if (decision.action === 'fail') {
+          if (decision.blockUntil && attempt.sent) limiter?.block(decision.blockUntil);
           this.counters.failures++;
           emit('failed');
-          throw e;
-        };
-        if (!(err instanceof SvcsyncError)) return fail(err);
-
-        if (err instanceof AuthorizationError && err.status === 401 && attempt.token !== undefined && !refreshedAfter401) {
-          // The token may have been revoked or expired early: one fresh token, one more try.
-          refreshedAfter401 = true;
-          this.tokens.invalidate(attempt.token);
+          throw decision.error;
+        }
+        const e = err as SvcsyncError;
+        if (decision.action === 'refresh') {
+          this.tokens.invalidate(attempt.token!);
           this.counters.retries++;
           emit('retried');
-          log.warn({ attempt: attemptNo, status: 401 }, 'access token refused; refreshing it and retrying once');
-          continue;
-        }
-        if (err instanceof QuotaExhaustedError) {
-          if (err.code === 45 && attempt.sent) limiter?.block(err.resumeAt);
-          return fail(err);
-        }
-        if (!(err instanceof RetriableError)) return fail(err);
-
-        let waitMs: number;
-        if (err.reason === 'rate_limit') {
-          if (++rateLimitWaits > this.policy.maxRateLimitWaits) return fail(err);
+          log.warn({ attempt: attemptNo, status: 401, in_a_row: counters.consecutive401, wait_ms: decision.waitMs }, 'access token refused; refreshing it and retrying');
+        } else if (decision.why === 'rate_limit') {
           const key = req.organizationId ?? '';
           this.counters.rateLimited[key] = (this.counters.rateLimited[key] ?? 0) + 1;
-          waitMs = retryDelay({ attempt: 0, random: this.random, serverWaitMs: err.retryAfterMs ?? this.limits.window_ms, maxServerWaitMs: this.policy.maxServerWaitMs });
           // Everyone queued for this organization waits too, not just this call.
-          limiter?.pause(waitMs);
+          limiter?.pause(decision.waitMs);
           emit('rate_limited');
-          log.warn({ attempt: attemptNo, wait_ms: waitMs }, 'per-minute limit reached (429 code 44); waiting for the window');
-        } else if (err.reason === 'concurrency') {
-          if (++concurrencyRetries > this.policy.maxConcurrencyRetries) return fail(err);
+          log.warn({ attempt: attemptNo, wait_ms: decision.waitMs }, 'per-minute limit reached (429 code 44); waiting for the window');
+        } else if (decision.why === 'concurrency') {
           limiter?.lowerConcurrency();
           this.counters.retries++;
-          waitMs = retryDelay({ attempt: concurrencyRetries - 1, random: this.random, serverWaitMs: err.retryAfterMs, maxServerWaitMs: this.policy.maxServerWaitMs });
           emit('retried');
-          log.warn({ attempt: attemptNo, wait_ms: waitMs }, 'too many concurrent requests (429 code 1070); backing off');
+          log.warn({ attempt: attemptNo, wait_ms: decision.waitMs }, 'too many concurrent requests (429 code 1070); backing off');
         } else {
-          if (++retries > this.maxRetries) return fail(err);
           this.counters.retries++;
-          waitMs = retryDelay({ attempt: retries - 1, random: this.random, serverWaitMs: err.retryAfterMs, maxServerWaitMs: this.policy.maxServerWaitMs });
           emit('retried');
-          log.warn({ attempt: attemptNo, retry: retries, max_retries: this.maxRetries, wait_ms: waitMs, reason: err.reason, error: err.message }, 'request failed; retrying');
+          log.warn({ attempt: attemptNo, retry: counters.retries, max_retries: this.maxRetries, wait_ms: decision.waitMs, reason: (e as RetriableError).reason, error: e.message }, 'request failed; retrying');
         }
-        await this.clock.sleep(waitMs, req.signal);
+        if (decision.waitMs > 0) await this.clock.sleep(decision.waitMs, req.signal);
       }
     }
   }
@@ -301,6 +289,7 @@ export class ApiClient {
     const started = this.clock.now();
     attempt.sent = true;
     this.counters.requests++;
+    if (req.meter) req.meter.requests++;
     let status: number;
     let headers: Headers;
     let text: string;
@@ -326,6 +315,7 @@ export class ApiClient {
     }
     attempt.durationMs = this.clock.now() - started;
     attempt.status = status;
+    attempt.quota = serverQuota(headers);
 
     let body: unknown;
     let parseError: unknown;

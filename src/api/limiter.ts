@@ -87,6 +87,8 @@ export class OrgLimiter {
   private day: string;
   private count = 0;
   private blocked: number | null = null;
+  /** A daily quota the server reported below the plan's (observeServerQuota). */
+  private serverPerDay: number | null = null;
 
   private saving: Promise<void> = Promise.resolve();
   private saveQueued = false;
@@ -116,7 +118,7 @@ export class OrgLimiter {
   // ---- status, for `status`, progress and the daemon ----
 
   budget(): number {
-    return dailyBudget(this.limits);
+    return this.serverPerDay === null ? dailyBudget(this.limits) : dailyBudget({ ...this.limits, per_day: Math.min(this.limits.per_day, this.serverPerDay) });
   }
 
   usedToday(): number {
@@ -182,6 +184,32 @@ export class OrgLimiter {
       this.pauseTimer = null;
       this.pump();
     }, ms);
+  }
+
+  /**
+   * The daily quota as the server counts it (`X-Rate-Limit-Limit`/`-Remaining`, A17). When
+   * fewer requests are left than this process counted, another integration of the
+   * organization spent them: adopt the server's figure, so the reserve stays theirs. A limit
+   * below the configured plan's quota lowers the budget to it. A `Limit` no larger than the
+   * per-minute limit describes the minute window, not the day, and is not used.
+   */
+  observeServerQuota(q: { limit: number; remaining: number }): void {
+    if (q.limit <= this.limits.per_minute) return;
+    this.rollDay();
+    if (q.limit < this.limits.per_day && this.serverPerDay !== q.limit) {
+      this.serverPerDay = q.limit;
+      this.logger.warn(
+        { organization_id: this.organizationId, server_per_day: q.limit, plan_per_day: this.limits.per_day },
+        `the server reports a daily quota of ${q.limit} requests, less than the configured plan's ${this.limits.per_day}; svcsync keeps to the server's figure (set the connection's plan to match)`,
+      );
+    }
+    const used = q.limit - q.remaining;
+    if (used > this.count) {
+      this.logger.debug({ organization_id: this.organizationId, counted: this.count, server_used: used }, 'the server counts more requests today than svcsync sent; another integration spent them');
+      this.count = used;
+      this.persist();
+      this.pump();
+    }
   }
 
   /** 429 code 45: the server says the quota is spent; every request fails fast until `until`. */

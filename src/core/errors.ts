@@ -74,10 +74,22 @@ export class QuotaExhaustedError extends SvcsyncError {
   }
 }
 
+/**
+ * What an authorization failure stops. A token the service keeps refusing, or a refresh it
+ * refuses, stops every stream of the connection (they all share the token); a scope the token
+ * lacks stops only the family that needs it.
+ */
+export type AuthorizationReach = 'connection' | 'family';
+
 /** Credentials, tokens or scopes are wrong; retrying will not help. */
 export class AuthorizationError extends SvcsyncError {
   readonly kind = 'authorization' as const;
   readonly retriable = false;
+  readonly reach: AuthorizationReach;
+  constructor(message: string, details: ErrorDetails & { reach?: AuthorizationReach } = {}) {
+    super(message, details);
+    this.reach = details.reach ?? 'connection';
+  }
 }
 
 /** The configuration file or a command-line option is wrong. */

@@ -1,4 +1,4 @@
-import type { ApiClient } from '../api/client.js';
+import type { ApiClient, RequestMeter } from '../api/client.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
 
@@ -22,6 +22,8 @@ export interface PagerRequest {
   signal: AbortSignal;
   /** A bound on pages, so a server that always says has_more_page cannot loop forever. */
   maxPages: number;
+  /** Counts every request sent for this walk, retries included, for the stream's report. */
+  meter?: RequestMeter | undefined;
 }
 
 /** The stream's records in a response, under whichever spelling of the key it uses. */
@@ -39,18 +41,58 @@ export function recordsOf(stream: StreamSpec, body: Record<string, unknown>, req
   });
 }
 
-function hasMorePages(body: Record<string, unknown>): boolean {
+/** The page size a server uses when none is asked for (spec 1 and 8: default 200). */
+export const DEFAULT_PER_PAGE = 200;
+
+/** What a response says about the pages after it. */
+export type PageSignal =
+  /** `page_context.has_more_page` was sent: authoritative. */
+  | { kind: 'declared'; hasMore: boolean }
+  /** No `page_context` (lists *may* carry one, spec 1): a full page may have a successor. */
+  | { kind: 'inferred'; hasMore: boolean };
+
+/**
+ * Reads `page_context` when the server sends it; without it, a page holding as many records
+ * as were asked for (or the default page size when none was asked for) may have a successor,
+ * so the next page is asked for and a short or empty one ends the walk. That costs at most
+ * one request per list, only when its count is an exact multiple of the page size.
+ */
+export function pageSignal(body: Record<string, unknown>, recordCount: number, pageSize: number): PageSignal {
   const ctx = body['page_context'];
-  if (!ctx || typeof ctx !== 'object') return false;
-  const v = (ctx as Record<string, unknown>)['has_more_page'];
-  return v === true || v === 'true';
+  if (ctx && typeof ctx === 'object' && !Array.isArray(ctx)) {
+    const v = (ctx as Record<string, unknown>)['has_more_page'];
+    if (typeof v === 'boolean') return { kind: 'declared', hasMore: v };
+    if (v === 'true' || v === 'false') return { kind: 'declared', hasMore: v === 'true' };
+  }
+  return { kind: 'inferred', hasMore: recordCount > 0 && recordCount >= pageSize };
+}
+
+/** What the walk does after a page: the pure part of the pager, table-tested. */
+export type PageStep =
+  | { action: 'yield-and-continue' }
+  | { action: 'yield-and-stop' }
+  /** The page repeats the one before; yield nothing more. */
+  | { action: 'stop-repeated' }
+  | { action: 'fail-repeated' }
+  | { action: 'fail-max-pages' };
+
+export function advance(input: { signal: PageSignal; fingerprint: string | null; previousFingerprint: string | null; walked: number; maxPages: number }): PageStep {
+  const repeated = input.fingerprint !== null && input.fingerprint === input.previousFingerprint;
+  if (repeated) {
+    // A server that declares paging and repeats a page is broken: say so. One that does not
+    // declare it and repeats page 1 ignores the page parameter: page 1 was all there is.
+    return input.signal.kind === 'declared' ? { action: 'fail-repeated' } : { action: 'stop-repeated' };
+  }
+  if (!input.signal.hasMore) return { action: 'yield-and-stop' };
+  if (input.walked >= input.maxPages) return { action: 'fail-max-pages' };
+  return { action: 'yield-and-continue' };
 }
 
 /**
  * Walks a list endpoint page by page. Lists that declare paging get `page` and `per_page`
- * from the start; the others (A11) are asked for page N only when the previous answer said
- * there is more. A page identical to the one before it, or more pages than maxPages, stops
- * the walk with an error instead of looping.
+ * from the start; the others (A11) are asked for page N only when the previous answer said,
+ * or a full page suggested, there is more. A page identical to the one before it, or more
+ * pages than maxPages, stops the walk instead of looping.
  *
  * With `prefetch`, page N+1 is requested while the caller writes page N. Only for walks that
  * read to the end: one that may stop early would spend a request on a page it never uses.
@@ -59,13 +101,14 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
   let page = req.startPage;
   let previousFingerprint: string | null = null;
   let walked = 0;
+  const sendsPaging = (n: number): boolean => req.stream.paginated || n > 1;
   const fetchPage = (n: number): Promise<Record<string, unknown>> => {
     const query: Record<string, string | number> = { ...req.query };
-    if (req.stream.paginated || n > 1) {
+    if (sendsPaging(n)) {
       query['page'] = n;
       query['per_page'] = req.perPage;
     }
-    const pending = req.client.get({ family: req.stream.family, organizationId: req.organizationId, path: req.path, query, signal: req.signal });
+    const pending = req.client.get({ family: req.stream.family, organizationId: req.organizationId, path: req.path, query, signal: req.signal, meter: req.meter });
     // A prefetch the caller never collects (it stopped on an error) must not be an unhandled rejection.
     pending.catch(() => undefined);
     return pending;
@@ -76,22 +119,28 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
     const request = `GET ${req.stream.family}${req.path} page ${page}`;
     const body = await current;
     const records = recordsOf(req.stream, body, request);
-    const hasMore = hasMorePages(body);
+    const signal = pageSignal(body, records.length, sendsPaging(page) ? req.perPage : DEFAULT_PER_PAGE);
     const fingerprint = records.length ? records.map((r) => String(r[req.stream.primaryKey])).join('\u0000') : null;
-    if (fingerprint !== null && fingerprint === previousFingerprint) {
+    walked++;
+    const step = advance({ signal, fingerprint, previousFingerprint, walked, maxPages: req.maxPages });
+    previousFingerprint = fingerprint;
+    if (step.action === 'fail-repeated') {
       throw new FatalError(`${request}: the server answered with the same records as page ${page - 1}; it seems to ignore the page parameter.`, {
         hint: 'Nothing past the previous page was committed. Report this; set the stream `paginated` setting in the catalog if the endpoint does not page.',
         request,
       });
     }
-    previousFingerprint = fingerprint;
-    walked++;
-    const more = hasMore && walked < req.maxPages;
-    const next = more && req.prefetch && !req.signal.aborted ? fetchPage(page + 1) : null;
-    yield { page, records, hasMore };
-    if (!hasMore) return;
-    if (walked >= req.maxPages) {
-      throw new FatalError(`${request}: still "has_more_page" after ${walked} pages; stopping so the run cannot loop forever.`, {
+    if (step.action === 'stop-repeated') {
+      // The records were taken with the page before; an empty last page lets the caller finish the pass.
+      yield { page, records: [], hasMore: false };
+      return;
+    }
+    const more = step.action !== 'yield-and-stop';
+    const next = more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted ? fetchPage(page + 1) : null;
+    yield { page, records, hasMore: more };
+    if (!more) return;
+    if (step.action === 'fail-max-pages') {
+      throw new FatalError(`${request}: still more pages after ${walked} pages; stopping so the run cannot loop forever.`, {
         hint: 'The pages read so far are committed and the next run resumes after them.',
         request,
       });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, retryDelay, serverRetryAfterMs } from '../../src/api/backoff.js';
+import { backoffDelay, retryDelay, serverQuota, serverRetryAfterMs } from '../../src/api/backoff.js';
 
 describe('backoff', () => {
   it('grows exponentially from 500 ms under full jitter and never exceeds the 30 s cap', () => {
@@ -21,15 +21,38 @@ describe('backoff', () => {
     expect(backoffDelay(3, () => 0.5)).toBe(2_000);
   });
 
-  it('reads Retry-After as seconds or as an HTTP date, then X-Rate-Limit-Reset', () => {
+  it('reads Retry-After as seconds or as an HTTP date, and never X-Rate-Limit-Reset (the daily reset)', () => {
     const now = Date.UTC(2026, 0, 15, 10, 0, 0);
     expect(serverRetryAfterMs(new Headers({ 'Retry-After': '7' }), now)).toBe(7_000);
     expect(serverRetryAfterMs({ 'retry-after': new Date(now + 42_000).toUTCString() }, now)).toBe(42_000);
     expect(serverRetryAfterMs({ 'retry-after': new Date(now - 5_000).toUTCString() }, now)).toBe(0);
-    expect(serverRetryAfterMs({ 'X-Rate-Limit-Reset': '13' }, now)).toBe(13_000);
+    expect(serverRetryAfterMs({ 'X-Rate-Limit-Reset': '13' }, now)).toBeUndefined();
     expect(serverRetryAfterMs({ 'Retry-After': '2', 'X-Rate-Limit-Reset': '13' }, now)).toBe(2_000);
     expect(serverRetryAfterMs({ 'Retry-After': 'soon' }, now)).toBeUndefined();
     expect(serverRetryAfterMs(undefined, now)).toBeUndefined();
+  });
+
+  it.each([
+    [429, 7_000],
+    [503, 7_000],
+    [500, undefined],
+    [502, undefined],
+    [200, undefined],
+    [401, undefined],
+  ])('takes Retry-After as a wait only on a 429 or a 503 (HTTP %i → %s)', (status, expected) => {
+    expect(serverRetryAfterMs({ 'Retry-After': '7', 'X-Rate-Limit-Reset': '300414' }, 0, status)).toBe(expected);
+  });
+
+  it.each([
+    [{ 'X-Rate-Limit-Limit': '1000', 'X-Rate-Limit-Remaining': '640' }, { limit: 1000, remaining: 640 }],
+    [{ 'x-rate-limit-limit': '5000', 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': '3600' }, { limit: 5000, remaining: 0 }],
+    [{ 'X-Rate-Limit-Remaining': '640' }, null],
+    [{ 'X-Rate-Limit-Limit': '1000' }, null],
+    [{ 'X-Rate-Limit-Limit': 'lots', 'X-Rate-Limit-Remaining': '3' }, null],
+    [{ 'X-Rate-Limit-Limit': '100', 'X-Rate-Limit-Remaining': '101' }, null],
+    [undefined, null],
+  ])('reads the daily quota headers %j as %j', (headers, expected) => {
+    expect(serverQuota(headers)).toEqual(expected);
   });
 
   it('waits at least what the server asked, bounded so a broken header cannot park a run', () => {

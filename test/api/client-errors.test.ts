@@ -118,7 +118,7 @@ describe('error classes and their retry decision', () => {
     expect(gap).toBeLessThan(8_000);
   });
 
-  it('honours an HTTP-date Retry-After and X-Rate-Limit-Reset on a 429 code 44', async () => {
+  it('honours an HTTP-date Retry-After on a 429 code 44, and waits a window when only X-Rate-Limit-Reset is sent', async () => {
     const h = harness();
     const times: number[] = [];
     now = () => h.clock.now();
@@ -134,8 +134,9 @@ describe('error classes and their retry decision', () => {
     await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(20_000);
     expect(times[1]! - times[0]!).toBeLessThan(21_500);
-    expect(times[2]! - times[1]!).toBeGreaterThanOrEqual(12_000);
-    expect(times[2]! - times[1]!).toBeLessThan(13_500);
+    // X-Rate-Limit-Reset counts to the daily reset; the per-minute refusal waits the window.
+    expect(times[2]! - times[1]!).toBeGreaterThanOrEqual(60_000);
+    expect(times[2]! - times[1]!).toBeLessThan(61_500);
     expect(h.client.stats()).toMatchObject({ failures: 0, retries: 0, rateLimited: { '1': 2 } });
   });
 
@@ -277,5 +278,71 @@ describe('exact identifiers', () => {
     const orders = body['salesorders'] as Array<Record<string, unknown>>;
     expect(orders[0]!['salesorder_id']).toBe('4600000000123456789');
     expect(orders[0]!['total']).toBe(12.5);
+  });
+});
+
+describe('rate-limit headers (rule: they feed the daily budget and nothing else)', () => {
+  beforeEach(() => {
+    setupNock();
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply()).persist();
+  });
+  afterEach(() => {
+    nock.cleanAll();
+    teardownNock();
+  });
+
+  // X-Rate-Limit-Reset counts the seconds to the daily reset; the server sends it on every answer.
+  const daily = { 'X-Rate-Limit-Limit': '1000', 'X-Rate-Limit-Remaining': '990', 'X-Rate-Limit-Reset': '300414' };
+
+  it.each([
+    ['a 500 code 1000', { status: 500, body: { code: 1000, message: 'internal error' }, headers: daily }],
+    ['a 502 without a body', { status: 502, body: '<html>bad gateway</html>', headers: daily }],
+    ['a 200 cut short', { status: 200, body: '{"code":0,"users":[{"user_', headers: daily }],
+  ])('retries %s after a jittered backoff of seconds, not the daily reset', async (_name, reply) => {
+    const h = harness({ random: () => 0.99 });
+    const times: number[] = [];
+    now = () => h.clock.now();
+    mockSequence([reply as Reply, { status: 200, body: ok, headers: daily }], times);
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    expect(times[1]! - times[0]!).toBeLessThan(1_000);
+  });
+
+  it('waits what Retry-After asks on a 503', async () => {
+    const h = harness();
+    const times: number[] = [];
+    now = () => h.clock.now();
+    mockSequence([{ status: 503, body: { code: 1000, message: 'busy' }, headers: { 'Retry-After': '9', ...daily } }, { status: 200, body: ok }], times);
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(9_000);
+    expect(times[1]! - times[0]!).toBeLessThan(10_500);
+  });
+
+  it('adopts the server\'s lower remaining figure when another integration spent the quota, and stops at the budget', async () => {
+    const h = harness();
+    mockSequence([{ status: 200, body: ok, headers: { 'X-Rate-Limit-Limit': '1000', 'X-Rate-Limit-Remaining': '150', 'X-Rate-Limit-Reset': '3600' } }]);
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    const limiter = await h.client.limitsFor('1');
+    // 850 used by the server's count, against svcsync's own 1: the higher wins.
+    expect(limiter.usedToday()).toBe(850);
+    expect(limiter.remainingToday()).toBe(50);
+  });
+
+  it('keeps its own count when the server reports more left than svcsync counted, and ignores a per-minute Limit', async () => {
+    const h = harness();
+    mockSequence([
+      { status: 200, body: ok, headers: { 'X-Rate-Limit-Limit': '1000', 'X-Rate-Limit-Remaining': '1000' } },
+      { status: 200, body: ok, headers: { 'X-Rate-Limit-Limit': '100', 'X-Rate-Limit-Remaining': '2' } },
+    ]);
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    expect((await h.client.limitsFor('1')).usedToday()).toBe(2);
+  });
+
+  it('lowers the budget to a daily quota the server reports below the configured plan', async () => {
+    const h = harness({ connection: { plan: 'professional' } });
+    mockSequence([{ status: 200, body: ok, headers: { 'X-Rate-Limit-Limit': '1000', 'X-Rate-Limit-Remaining': '999' } }]);
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    expect((await h.client.limitsFor('1')).budget()).toBe(900);
+    expect(h.log.text).toContain('daily quota of 1000');
   });
 });

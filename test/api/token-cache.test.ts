@@ -155,3 +155,66 @@ describe('access token', () => {
     expect(second.isDone()).toBe(true);
   });
 });
+
+describe('401s for a valid token (rule: transient after a refresh that succeeded)', () => {
+  beforeEach(setupNock);
+  afterEach(teardownNock);
+
+  it('retries through three 401s in a row, each on a freshly refreshed token, with a backoff after the first', async () => {
+    const h = harness();
+    const times: number[] = [];
+    nock(ACCOUNTS).post('/oauth/v2/token').times(4).reply(200, tokenReply());
+    nock(API)
+      .get('/books/v3/users')
+      .query(true)
+      .times(3)
+      .reply(() => {
+        times.push(h.clock.now());
+        return [401, { code: 14, message: 'Invalid OAuth token' }];
+      });
+    nock(API)
+      .get('/books/v3/users')
+      .query(true)
+      .reply(() => {
+        times.push(h.clock.now());
+        return [200, ok];
+      });
+    const body = await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    expect(body['code']).toBe(0);
+    expect(h.events.map((e) => e.outcome)).toEqual(['retried', 'retried', 'retried', 'ok']);
+    // The first refusal refreshes at once; the later ones, on fresh tokens, back off first.
+    expect(times[1]! - times[0]!).toBe(0);
+    expect(times[2]! - times[1]!).toBeGreaterThan(0);
+    expect(h.client.stats().failures).toBe(0);
+  });
+
+  it('gives up after four 401s in a row on fresh tokens, with one message for the whole connection', async () => {
+    const h = harness();
+    nock(ACCOUNTS).post('/oauth/v2/token').times(4).reply(200, tokenReply());
+    nock(API).get('/books/v3/users').query(true).times(4).reply(401, { code: 14, message: 'Invalid OAuth token' });
+    const err = await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuthorizationError);
+    expect((err as AuthorizationError).reach).toBe('connection');
+    expect((err as AuthorizationError).message).toContain('refused 4 times in a row');
+    expect(exitCodeFor(err)).toBe(ExitCode.authorization);
+  });
+
+  it('fails at once, without an API request, when the refresh itself is refused', async () => {
+    const h = harness();
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(400, { error: 'invalid_client' });
+    const api = nock(API).get('/books/v3/users').query(true).reply(200, ok);
+    const err = await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuthorizationError);
+    expect((err as AuthorizationError).reach).toBe('connection');
+    expect(api.isDone()).toBe(false);
+    nock.cleanAll();
+  });
+
+  it('treats a missing scope (401 code 57) as the family\'s problem after one fresh token', async () => {
+    const h = harness();
+    nock(ACCOUNTS).post('/oauth/v2/token').times(2).reply(200, tokenReply());
+    nock(API).get('/books/v3/users').query(true).times(2).reply(401, { code: 57, message: 'You are not authorized to perform this operation' });
+    const err = await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((e: unknown) => e);
+    expect((err as AuthorizationError).reach).toBe('family');
+  });
+});

@@ -3,7 +3,7 @@ import type { ApiClient } from '../../src/api/client.js';
 import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { FatalError } from '../../src/core/errors.js';
-import { fillPath, pages, type Page } from '../../src/extractors/pager.js';
+import { advance, fillPath, pageSignal, pages, type Page } from '../../src/extractors/pager.js';
 
 const stream = findStream('billing.plans') as StreamSpec;
 const unpaged = findStream('books.vendor_credit_refunds') as StreamSpec;
@@ -93,6 +93,91 @@ describe('pages', () => {
     const requestedWhileHolding: number[] = [];
     await collect(pages({ ...base, client, stream }), async () => void requestedWhileHolding.push(calls.length));
     expect(requestedWhileHolding).toEqual([1, 2, 3]);
+  });
+});
+
+describe('pages without page_context (lists may carry it, spec 1)', () => {
+  /** A server that pages `total` records by per_page (default 200) and never sends page_context. */
+  function silent(total: number, key = 'plans', id = 'plan_code'): ReturnType<typeof scripted> {
+    const calls: Array<Record<string, unknown>> = [];
+    const client = {
+      get: async (req: { query?: Record<string, unknown> }) => {
+        calls.push({ ...(req.query ?? {}) });
+        const page = Number(req.query?.['page'] ?? 1);
+        const size = Number(req.query?.['per_page'] ?? 200);
+        const from = (page - 1) * size;
+        const ids = Array.from({ length: Math.max(0, Math.min(size, total - from)) }, (_, i) => ({ [id]: `r${from + i}` }));
+        return { code: 0, message: 'success', [key]: ids };
+      },
+    } as unknown as ApiClient;
+    return { client, calls };
+  }
+
+  it.each([
+    // [records, per_page, requests]: a short page ends the walk; an exact multiple costs one empty page.
+    [0, 2, 1],
+    [1, 2, 1],
+    [2, 2, 2],
+    [3, 2, 2],
+    [4, 2, 3],
+    [5, 2, 3],
+  ])('reads all %i records at per_page %i in %i requests', async (total, perPage, requests) => {
+    const { client, calls } = silent(total);
+    const got = await collect(pages({ ...base, client, stream, perPage }));
+    expect(got.flatMap((p) => p.records.map((r) => r['plan_code']))).toEqual(Array.from({ length: total }, (_, i) => `r${i}`));
+    expect(calls.length).toBe(requests);
+    expect(got.at(-1)!.hasMore).toBe(false);
+  });
+
+  it('asks a child list that declares no paging for page 2 when page 1 held the default 200', async () => {
+    const { client, calls } = silent(250, 'vendor_credit_refunds', 'vendor_credit_refund_id');
+    const got = await collect(pages({ ...base, client, stream: unpaged, query: {}, perPage: 200 }));
+    expect(got.reduce((a, p) => a + p.records.length, 0)).toBe(250);
+    expect(calls).toEqual([{}, { page: 2, per_page: 200 }]);
+  });
+
+  it('prefetches the next page only while pages are full', async () => {
+    const { client, calls } = silent(5);
+    await collect(pages({ ...base, client, stream, perPage: 2, prefetch: true }));
+    expect(calls.map((c) => c['page'])).toEqual([1, 2, 3]);
+  });
+
+  it('keeps page_context authoritative where it is sent: a full last page ends the walk', async () => {
+    const { client, calls } = scripted((p) => body(p, 2));
+    await collect(pages({ ...base, client, stream }));
+    expect(calls.length).toBe(2);
+  });
+
+  it('ends the walk, without an error, when a list without page_context ignores the page parameter', async () => {
+    const client = { get: async () => ({ code: 0, message: 'success', plans: [{ plan_code: 'a' }, { plan_code: 'b' }] }) } as unknown as ApiClient;
+    const got = await collect(pages({ ...base, client, stream }));
+    expect(got.map((p) => p.records.length)).toEqual([2, 0]);
+    expect(got.at(-1)!.hasMore).toBe(false);
+  });
+});
+
+describe('pageSignal and advance', () => {
+  it.each([
+    [{ page_context: { has_more_page: true } }, 0, 200, { kind: 'declared', hasMore: true }],
+    [{ page_context: { has_more_page: 'false' } }, 200, 200, { kind: 'declared', hasMore: false }],
+    [{ page_context: { page: 1 } }, 200, 200, { kind: 'inferred', hasMore: true }],
+    [{}, 200, 200, { kind: 'inferred', hasMore: true }],
+    [{}, 199, 200, { kind: 'inferred', hasMore: false }],
+    [{}, 0, 200, { kind: 'inferred', hasMore: false }],
+    [{ page_context: null }, 50, 50, { kind: 'inferred', hasMore: true }],
+  ])('%j with %i records of %i reads as %j', (b, n, size, expected) => {
+    expect(pageSignal(b as Record<string, unknown>, n, size)).toEqual(expected);
+  });
+
+  it.each([
+    [{ kind: 'declared', hasMore: true }, 'a', 'a', 1, 'fail-repeated'],
+    [{ kind: 'inferred', hasMore: true }, 'a', 'a', 2, 'stop-repeated'],
+    [{ kind: 'declared', hasMore: true }, 'b', 'a', 2, 'yield-and-continue'],
+    [{ kind: 'declared', hasMore: false }, 'b', 'a', 2, 'yield-and-stop'],
+    [{ kind: 'inferred', hasMore: true }, 'b', null, 5, 'fail-max-pages'],
+    [{ kind: 'inferred', hasMore: false }, null, null, 5, 'yield-and-stop'],
+  ] as const)('%j, page %s after %s, %i walked of 5 → %s', (signal, fingerprint, previousFingerprint, walked, action) => {
+    expect(advance({ signal, fingerprint, previousFingerprint, walked, maxPages: 5 }).action).toBe(action);
   });
 });
 
