@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import * as stateTables from './20261122T050000-state-tables.js';
 import * as warehouseTables from './20261122T060000-warehouse-tables.js';
+import * as verifyTable from './20261122T180000-verify-table.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -9,4 +10,5 @@ import * as warehouseTables from './20261122T060000-warehouse-tables.js';
 export const MIGRATIONS: Record<string, Migration> = {
   '20261122T050000-state-tables': stateTables,
   '20261122T060000-warehouse-tables': warehouseTables,
+  '20261122T180000-verify-table': verifyTable,
 };

@@ -1,6 +1,9 @@
 import type { Kysely, Transaction } from 'kysely';
 
-/** Typed view of the `_svcsync_` tables (created by migrations/20261122T050000-state-tables.ts). */
+/**
+ * Typed view of the `_svcsync_` tables (created by migrations/20261122T050000-state-tables.ts;
+ * `_svcsync_verify` by migrations/20261122T180000-verify-table.ts).
+ */
 export interface StreamStateRow {
   connection: string;
   organization_id: string;
@@ -79,6 +82,27 @@ export interface OrganizationRow {
   discovered_at: string;
 }
 
+/** One stream's result of one `svcsync verify` run (src/state/verify.ts). */
+export interface VerifyRow {
+  run_id: string;
+  connection: string;
+  organization_id: string;
+  /** Qualified stream name, `family.name`. */
+  stream: string;
+  verified_at: string;
+  /** agree | differ | incomplete | failed */
+  status: string;
+  api_count: number | null;
+  warehouse_count: number | null;
+  missing_count: number | null;
+  extra_count: number | null;
+  /** JSON array of up to a few ids, as text. */
+  missing_examples: string | null;
+  extra_examples: string | null;
+  requests: number;
+  error: string | null;
+}
+
 export interface StateTables {
   _svcsync_streams: StreamStateRow;
   _svcsync_pending: PendingRow;
@@ -86,6 +110,7 @@ export interface StateTables {
   _svcsync_run_streams: RunStreamRow;
   _svcsync_usage: UsageRow;
   _svcsync_organizations: OrganizationRow;
+  _svcsync_verify: VerifyRow;
 }
 
 export type StateDb = Kysely<StateTables> | Transaction<StateTables>;
