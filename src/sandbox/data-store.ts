@@ -8,6 +8,7 @@ import { Rng, hash4 } from './random.js';
 import { baseTimes } from './generators.js';
 import { STREAMS, findStream } from './stream-catalog.js';
 import type { Rec, SortOrder, StreamDef, Times } from './stream-types.js';
+import { DEFAULT_VARIANTS, isExtraField, normalizeArrays, shapeRecord, type Variants } from './variants.js';
 
 /** Children per parent are numbered parentSlot * CHILD_STRIDE + k. */
 export const CHILD_STRIDE = 64;
@@ -41,9 +42,11 @@ export function toJson(value: unknown, idStyle: IdStyle): string {
   return idStyle === 'number' ? text.replace(ID_FIELD, '"$1":$2') : text;
 }
 
-function pickFields(rec: Rec, fields: readonly string[]): Rec {
+function pickFields(rec: Rec, fields: readonly string[], extras = false): Rec {
   const out: Rec = {};
   for (const f of fields) if (f in rec) out[f] = rec[f];
+  // Variant extraFields: unknown fields travel in every shape of the record.
+  if (extras) for (const f of Object.keys(rec)) if (isExtraField(f)) out[f] = rec[f];
   return out;
 }
 
@@ -87,8 +90,12 @@ export class OrgData {
   readonly g: OrgGen;
   private readonly states = new Map<string, StreamState>();
 
-  constructor(seed: number, readonly org: OrgInfo, scale: number, startMs: number) {
+  /** Whether records pass through shapeRecord (some record-changing variant is on). */
+  private readonly shaped: boolean;
+
+  constructor(seed: number, readonly org: OrgInfo, scale: number, startMs: number, readonly variants: Variants = DEFAULT_VARIANTS) {
     this.g = new OrgGen(seed, org, scale, startMs);
+    this.shaped = variants.sparseFields > 0 || variants.arrayQuirks || variants.extraFields;
     for (const def of STREAMS) {
       this.states.set(`${def.family}.${def.stream}`, new StreamState(def, def.kind === 'top' && def.count ? def.count(scale) : 0));
     }
@@ -116,7 +123,13 @@ export class OrgData {
 
   /** The full record (shared object for overlay records: callers must not change it). */
   record(def: StreamDef, slot: number): Rec {
-    return this.state(def).overlay.get(slot) ?? def.generate(this.g, slot, undefined);
+    return this.state(def).overlay.get(slot) ?? this.generate(def, slot, undefined);
+  }
+
+  /** A freshly generated record, with the record-changing variants applied. */
+  private generate(def: StreamDef, slot: number, parent: Rec | undefined): Rec {
+    const rec = def.generate(this.g, slot, parent);
+    return this.shaped ? shapeRecord(this.variants, this.g, def, slot, rec) : rec;
   }
 
   times(def: StreamDef, slot: number): Times {
@@ -129,19 +142,22 @@ export class OrgData {
   }
 
   listShape(def: StreamDef, rec: Rec): Rec {
-    return def.listFields ? pickFields(rec, def.listFields) : rec;
+    return def.listFields ? pickFields(rec, def.listFields, this.variants.extraFields) : rec;
   }
 
   detailShape(def: StreamDef, slot: number, rec: Rec): Rec {
     let out: Rec;
-    if (def.detailFields) out = pickFields(rec, def.detailFields);
+    if (def.detailFields) out = pickFields(rec, def.detailFields, this.variants.extraFields);
     else if (def.detailOmit) {
       out = {};
       for (const k of Object.keys(rec)) if (!def.detailOmit.has(k)) out[k] = rec[k];
     } else out = { ...rec };
     for (const embed of def.embeds ?? []) {
       const child = findStream(def.family, embed.stream);
-      if (child) out[embed.field] = this.children(child, slot);
+      if (!child) continue;
+      const rows = this.children(child, slot);
+      // Variant arrayQuirks: one embedded child is sent as an object, not an array of one.
+      out[embed.field] = this.variants.arrayQuirks && rows.length === 1 ? rows[0] : rows;
     }
     return out;
   }
@@ -247,7 +263,7 @@ export class OrgData {
     if (n === 0) return [];
     const parent = this.record(parentDef, parentSlot);
     const out: Rec[] = [];
-    for (let k = 0; k < n; k++) out.push(def.generate(this.g, parentSlot * CHILD_STRIDE + k, parent));
+    for (let k = 0; k < n; k++) out.push(this.generate(def, parentSlot * CHILD_STRIDE + k, parent));
     return out;
   }
 
@@ -285,7 +301,10 @@ export class OrgData {
 
   truth(def: StreamDef): Rec[] {
     if (def.kind === 'top') {
-      return this.liveSlots(def).map((slot) => structuredClone(this.detailShape(def, slot, this.record(def, slot))));
+      const out = this.liveSlots(def).map((slot) => structuredClone(this.detailShape(def, slot, this.record(def, slot))));
+      // Variant arrayQuirks: truth holds the rows a client should keep.
+      if (this.variants.arrayQuirks) for (const rec of out) normalizeArrays(rec);
+      return out;
     }
     const out: Rec[] = [];
     for (const p of this.liveSlots(this.parentDef(def))) for (const c of this.children(def, p)) out.push(structuredClone(c));
@@ -325,7 +344,7 @@ export class OrgData {
       for (let i = 0; i < counts.create && def.creatable; i++) {
         const s = this.state(def);
         const slot = s.nextSlot++;
-        const rec = def.generate(this.g, slot, undefined);
+        const rec = this.generate(def, slot, undefined);
         this.stamp(def, slot, rec, now, true);
         done.created++;
       }
@@ -383,7 +402,7 @@ export class OrgData {
     }
     if (k >= CHILD_STRIDE) return false;
     const parentDef = this.parentDef(def);
-    list.push(def.generate(this.g, parentSlot * CHILD_STRIDE + k, this.record(parentDef, parentSlot)));
+    list.push(this.generate(def, parentSlot * CHILD_STRIDE + k, this.record(parentDef, parentSlot)));
     s.childOverlay.set(parentSlot, list);
     s.changed();
     this.touchParent(parentDef, parentSlot, now);

@@ -697,7 +697,7 @@ export function plan(g: OrgGen, slot: number, times: Times): Rec {
     addons: r.bool(0.5)
       ? [{ addon_code: `ADDON-${slot + 1}`, name: 'Extra storage', status: 'active', pricing_scheme: scheme, unit_name: 'GB', price_brackets: brackets }]
       : [],
-    url: `https://billing.example.com/subscribe/${g.org.organization_id}/${code}`,
+    url: `https://billing.example.com/subscribe/${g.org.ids.billing}/${code}`,
     created_time: g.ts(times.created),
     updated_time: g.ts(times.change),
   };

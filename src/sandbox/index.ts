@@ -6,11 +6,12 @@
 import { OrgData, streamsFor, type MutateOptions, type MutationSummary } from './data-store.js';
 import { PLANS, limitsFor, type Limits, type Plan } from './limits.js';
 import { DEFAULT_CREDENTIALS, OAuthServer, type Credentials } from './oauth.js';
-import { buildOrganizations, type Family } from './organizations.js';
+import { FAMILIES, buildOrganizations, type Family } from './organizations.js';
 import { emptyLog, type RequestLog } from './request-log.js';
 import { SandboxClock, type SandboxTimer } from './sandbox-clock.js';
 import { SandboxServer, type Faults } from './server.js';
 import { findStream } from './stream-catalog.js';
+import { resolveVariants, type Preset, type Variants } from './variants.js';
 
 export type { Family } from './organizations.js';
 export type { Faults } from './server.js';
@@ -19,6 +20,8 @@ export type { MutationSummary, MutationCounts, MutateOptions } from './data-stor
 export type { Plan, Limits } from './limits.js';
 export { PLAN_LIMITS, PLANS } from './limits.js';
 export { STREAM_NAMES } from './stream-catalog.js';
+export type { Variants, Preset } from './variants.js';
+export { HOSTILE_VARIANTS, DEFAULT_VARIANTS, VARIANT_NAMES, PRESETS, SORTABLE_LISTS, resolveVariants } from './variants.js';
 
 export interface SandboxOptions {
   host?: string;
@@ -34,10 +37,17 @@ export interface SandboxOptions {
   tokenExpiresIn?: number;
   faults?: Faults;
   credentials?: Partial<Credentials> & { scopes?: string[] };
+  /** Where the spec leaves a choice open, take the other one (see docs/sandbox.md, "Variants"). Override the preset. */
+  variants?: Partial<Variants>;
+  /** `hostile`: every variant on at its hostile setting (HOSTILE_VARIANTS). Default: all off. */
+  preset?: Preset;
 }
 
 export interface SandboxOrganization {
+  /** The books id; the id of every family unless the variant orgIdPerFamily is on. */
   organization_id: string;
+  /** The organization id in each family (all equal unless orgIdPerFamily). */
+  ids: Record<Family, string>;
   name: string;
   currency_code: string;
   time_zone: string;
@@ -49,6 +59,8 @@ export interface Sandbox {
   url: string;
   accountsUrl: string;
   credentials: Credentials;
+  /** The variants in force (preset plus explicit overrides). */
+  variants: Variants;
   organizations(): SandboxOrganization[];
   now(): number;
   clock: { now(): number; setTimeout(fn: () => void, ms: number): SandboxTimer; sleep(ms: number, signal?: AbortSignal): Promise<void> };
@@ -98,26 +110,45 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   checkRate('rate5xx', faults.rate5xx);
   checkRate('rate429', faults.rate429);
   checkRate('rateTruncated', faults.rateTruncated);
+  const variants = resolveVariants(options.preset, options.variants);
   const limits = limitsFor(plan, options.limits);
   for (const [k, v] of Object.entries(limits)) check(Number.isFinite(v) && v >= 1, `limits.${k} must be a positive number`);
 
   const clock = new SandboxClock(startMs, timeScale);
-  const orgs = buildOrganizations(seed, orgCount);
-  const data = new Map(orgs.map((o) => [o.organization_id, new OrgData(seed, o, scale, startMs)]));
+  const orgs = buildOrganizations(seed, orgCount, variants);
+  const data = new Map(orgs.map((o) => [o.organization_id, new OrgData(seed, o, scale, startMs, variants)]));
   const { scopes, ...given } = options.credentials ?? {};
   const credentials: Credentials = { ...DEFAULT_CREDENTIALS, ...given };
   let url = '';
+  let mutationRound = 0;
   const oauth = new OAuthServer(credentials, scopes, expiresIn, () => url);
-  const server = new SandboxServer({ clock, timeScale, seed, orgs, data, oauth, limits, unlimited: options.unlimited ?? false, faults });
+  const server = new SandboxServer({
+    clock, timeScale, seed, orgs, data, oauth, limits, unlimited: options.unlimited ?? false, faults, variants,
+    changeWhilePaging: (d, def) => {
+      d.mutate(def, { modify: 1, create: 1, delete: 0 }, clock.now(), ++mutationRound);
+    },
+  });
   const address = await server.listen(options.host ?? '127.0.0.1', options.port ?? 0);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   url = `http://${host}:${address.port}`;
-  let mutationRound = 0;
 
-  const orgData = (organizationId: string): OrgData => {
-    const d = data.get(organizationId);
-    if (!d) throw new RangeError(`unknown organization ${organizationId}`);
-    return d;
+  // Any id of a business (its books id, or its id in one family) → its data.
+  const byId = new Map<string, { d: OrgData; families: Set<Family> }>();
+  for (const d of data.values()) {
+    for (const family of FAMILIES) {
+      const id = d.org.ids[family];
+      const entry = byId.get(id) ?? { d, families: new Set<Family>() };
+      entry.families.add(family);
+      byId.set(id, entry);
+    }
+  }
+  /** The organization named by its books (shared) id, or by its id in `family`. */
+  const orgData = (organizationId: string, family?: Family): OrgData => {
+    const entry = byId.get(organizationId);
+    if (!entry || (family && !entry.families.has(family) && entry.d.org.organization_id !== organizationId)) {
+      throw new RangeError(`unknown organization ${organizationId}${family ? ` in family ${family}` : ''}`);
+    }
+    return entry.d;
   };
   const streamDef = (family: Family, stream: string) => {
     const def = findStream(family, stream);
@@ -129,9 +160,11 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     url,
     accountsUrl: url,
     credentials: { ...credentials },
+    variants: structuredClone(variants),
     organizations: () =>
       orgs.map((o) => ({
         organization_id: o.organization_id,
+        ids: { ...o.ids },
         name: o.profile.name,
         currency_code: o.profile.currency_code,
         time_zone: o.profile.time_zone,
@@ -146,17 +179,17 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     },
     advanceClock: (ms) => clock.advance(ms),
     truth(organizationId, family, stream) {
-      const d = orgData(organizationId);
-      if (stream === 'organizations') return [d.g.organizationRecord()];
+      const d = orgData(organizationId, family);
+      if (stream === 'organizations') return [d.g.organizationRecord(family)];
       return d.truth(streamDef(family, stream));
     },
     warm(organizationId, family, stream) {
-      const d = orgData(organizationId);
+      const d = orgData(organizationId, family);
       if (stream === 'organizations') return 0;
       return d.warm(streamDef(family, stream));
     },
     count(organizationId, family, stream) {
-      const d = orgData(organizationId);
+      const d = orgData(organizationId, family);
       if (stream === 'organizations') return 1;
       return d.count(streamDef(family, stream));
     },

@@ -67,11 +67,46 @@ const PROFILES: readonly OrgProfile[] = [
 
 export interface OrgInfo {
   index: number;
+  /** The books id, which is also every family's id unless ids differ per family. */
   organization_id: string;
+  /** The organization id in each family (variant orgIdPerFamily: one per family). */
+  ids: Record<Family, string>;
   profile: OrgProfile;
   offset: string;
   idStyle: IdStyle;
+  /** Variant numericIds: every id space sends 19-digit ids, not only the spaces >= 10. */
+  wideIds: boolean;
+  /** Variant mixedOffsets: timestamps in mixed offset forms (same instants). */
+  mixedOffsets: boolean;
 }
+
+export interface OrgOptions {
+  numericIds?: boolean;
+  orgIdPerFamily?: boolean;
+  mixedOffsets?: boolean;
+}
+
+export const FAMILIES: readonly Family[] = ['books', 'inventory', 'invoice', 'billing'];
+
+/** The organization id of each family: the shared id everywhere, or (orgIdPerFamily) one per family. */
+export function familyIds(shared: string, perFamily: boolean): Record<Family, string> {
+  const ids = {} as Record<Family, string>;
+  FAMILIES.forEach((family, f) => {
+    // Books keeps the shared id; the others get 11 digits led by the family's number, so
+    // they never equal a shared id (at most 10 digits) nor each other.
+    ids[family] = perFamily && f > 0 ? String(f * 10_000_000_000 + Number(shared)) : shared;
+  });
+  return ids;
+}
+
+/**
+ * Offsets of the mixedOffsets variant, [minutes east of UTC, as written]. Wide apart (-12:00
+ * to +14:00), so two instants less than about a day apart often sort the other way as text.
+ */
+export const MIXED_OFFSETS: ReadonlyArray<readonly [number, string]> = [
+  [330, '+0530'], [-660, '-1100'], [0, 'Z'], [840, '+14:00'], [-480, '-08:00'], [330, '+05:30'],
+  [-720, '-1200'], [600, '+10:00'], [0, '+00:00'], [-570, '-0930'], [765, '+1245'], [0, '+0000'],
+];
 
 export function formatOffset(minutes: number): string {
   const sign = minutes < 0 ? '-' : '+';
@@ -79,7 +114,7 @@ export function formatOffset(minutes: number): string {
   return sign + String(Math.floor(abs / 60)).padStart(2, '0') + String(abs % 60).padStart(2, '0');
 }
 
-export function buildOrganizations(seed: number, count: number): OrgInfo[] {
+export function buildOrganizations(seed: number, count: number, opts: OrgOptions = {}): OrgInfo[] {
   const orgs: OrgInfo[] = [];
   for (let i = 0; i < count; i++) {
     const profile = PROFILES[i % PROFILES.length] as OrgProfile;
@@ -88,10 +123,13 @@ export function buildOrganizations(seed: number, count: number): OrgInfo[] {
     orgs.push({
       index: i,
       organization_id: id,
+      ids: familyIds(id, opts.orgIdPerFamily ?? false),
       profile: i < PROFILES.length ? profile : { ...profile, name: `${profile.name} #${i + 1}` },
       offset: formatOffset(profile.offsetMinutes),
       // Every third org (the second, fifth, ...) sends record ids as JSON numbers.
-      idStyle: i % 3 === 1 ? 'number' : 'string',
+      idStyle: opts.numericIds || i % 3 === 1 ? 'number' : 'string',
+      wideIds: opts.numericIds ?? false,
+      mixedOffsets: opts.mixedOffsets ?? false,
     });
   }
   return orgs;
@@ -120,7 +158,7 @@ export class OrgGen {
    * 15 digits everywhere, so number-style orgs send both safe and unsafe integers.
    */
   id(space: number, slot: number): string {
-    const wide = this.org.idStyle === 'number' && space >= 10;
+    const wide = this.org.idStyle === 'number' && (space >= 10 || this.org.wideIds);
     return '4' + String(this.org.index % 100).padStart(2, '0') + String(space).padStart(2, '0') + String(slot).padStart(wide ? 14 : 10, '0');
   }
 
@@ -142,6 +180,11 @@ export class OrgGen {
 
   /** `2026-11-20T10:15:30+0530`: the spec's style, in the org's own offset. */
   ts(ms: number): string {
+    if (this.org.mixedOffsets) {
+      // The written form is a function of the instant, so every read of it is the same text.
+      const [minutes, label] = MIXED_OFFSETS[hash4(this.seed, this.org.index, Math.floor(ms / 1000), 0x0ff5) % MIXED_OFFSETS.length] as readonly [number, string];
+      return new Date(ms + minutes * 60_000).toISOString().slice(0, 19) + label;
+    }
     return new Date(ms + this.offsetMs).toISOString().slice(0, 19) + this.org.offset;
   }
 
@@ -149,11 +192,12 @@ export class OrgGen {
     return new Date(ms + this.offsetMs).toISOString().slice(0, 10);
   }
 
-  organizationRecord(): Record<string, unknown> {
+  /** The organization as a family's organization list shows it (its id in that family). */
+  organizationRecord(family: Family = 'books'): Record<string, unknown> {
     const p = this.profile;
     const created = this.startMs - (400 + (this.hash(0, 0, 9) % 2000)) * 86_400_000;
     return {
-      organization_id: this.org.organization_id,
+      organization_id: this.org.ids[family],
       name: p.name,
       contact_name: ['Priya Raman', 'Dana Whitfield', 'Jürgen Weiß', '佐藤 花子', 'Liam O\'Connor', 'Amelia Hart', 'João Silva'][this.org.index % 7],
       email: `accounts+${this.org.index + 1}@example.com`,

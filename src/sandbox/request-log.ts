@@ -7,6 +7,8 @@ export interface RequestLog {
   rateLimited: { '44': number; '45': number; '1070': number };
   faults: { '5xx': number; '429': number; truncated: number; latency: number };
   token: { refresh: number; authorization_code: number; revoke: number; errors: number };
+  /** Variants at work: valid tokens refused (spurious401Rate), changes made mid-walk (changeWhilePagingEvery). */
+  variants: { spurious401: number; pagingMutations: number };
 }
 
 export function emptyLog(): RequestLog {
@@ -18,6 +20,7 @@ export function emptyLog(): RequestLog {
     rateLimited: { '44': 0, '45': 0, '1070': 0 },
     faults: { '5xx': 0, '429': 0, truncated: 0, latency: 0 },
     token: { refresh: 0, authorization_code: 0, revoke: 0, errors: 0 },
+    variants: { spurious401: 0, pagingMutations: 0 },
   };
 }
 

@@ -11,10 +11,11 @@ import { OAuthServer, hasScope } from './oauth.js';
 import type { Family, OrgInfo } from './organizations.js';
 import { Rng, hash4 } from './random.js';
 import { bump, emptyLog, type RequestLog } from './request-log.js';
-import { matchRoute, type Route, type RouteMatch } from './routes.js';
+import { ROOTS, matchRoute, type Route, type RouteMatch } from './routes.js';
 import { findStream } from './stream-catalog.js';
 import type { SandboxClock } from './sandbox-clock.js';
 import type { StreamDef } from './stream-types.js';
+import { DEFAULT_VISIBLE, changesWhilePaging, type Variants } from './variants.js';
 
 export interface Faults {
   rate5xx?: number;
@@ -58,7 +59,13 @@ export interface ServerDeps {
   limits: Limits;
   unlimited: boolean;
   faults: Faults;
+  variants: Variants;
+  /** Variant changeWhilePagingEvery: modify one record of the stream and create one, as mutate does. */
+  changeWhilePaging(data: OrgData, def: StreamDef): void;
 }
+
+const DAY_MS = 86_400_000;
+const FAMILY_LIST = Object.keys(ROOTS) as Family[];
 
 export class SandboxServer {
   readonly server: http.Server;
@@ -66,12 +73,22 @@ export class SandboxServer {
   faults: Faults;
   private readonly limiters = new Map<string, OrgLimiter>();
   private readonly faultRng: Rng;
-  private orgListJson: string | undefined;
+  /** Its own sequence, so turning spurious 401s on does not move the faults' sequence. */
+  private readonly spuriousRng: Rng;
+  private readonly orgListJson = new Map<Family, string>();
+  /** `family|organization id` → the organization's data (ids may differ per family). */
+  private readonly byFamilyId = new Map<string, OrgData>();
+  /** Variant changeWhilePagingEvery: list pages served per organization. */
+  private readonly pagesServed = new Map<string, number>();
+  private readonly v: Variants;
 
   constructor(private readonly deps: ServerDeps) {
     this.faults = { ...deps.faults };
+    this.v = deps.variants;
     this.faultRng = new Rng(hash4(deps.seed, 0xfa, 0x17, 0));
+    this.spuriousRng = new Rng(hash4(deps.seed, 0x401, 0x17, 0));
     for (const org of deps.orgs) this.limiters.set(org.organization_id, new OrgLimiter(deps.limits));
+    for (const data of deps.data.values()) for (const family of FAMILY_LIST) this.byFamilyId.set(`${family}|${data.org.ids[family]}`, data);
     this.server = http.createServer({ keepAlive: true, keepAliveTimeout: 30_000 }, (req, res) => this.onRequest(req, res));
   }
 
@@ -89,7 +106,11 @@ export class SandboxServer {
     });
   }
 
-  private send(res: http.ServerResponse, answer: Answer, endpoint: string, org: string | undefined, truncate = false): void {
+  /**
+   * `api`: the answer is an API response (not the token endpoint's); `limiterKey` names the
+   * organization whose quota the rate-limit headers of variant rateLimitHeaders report.
+   */
+  private send(res: http.ServerResponse, answer: Answer, endpoint: string, org: string | undefined, truncate = false, api?: { limiterKey: string | undefined }): void {
     this.log.total++;
     bump(this.log.byEndpoint, endpoint);
     bump(this.log.byStatus, String(answer.status));
@@ -101,8 +122,34 @@ export class SandboxServer {
       'content-length': body.length,
       ...answer.headers,
     };
+    if (api && this.v.rateLimitHeaders) Object.assign(headers, this.quotaHeaders(api.limiterKey));
+    if (this.v.noRetryAfter) delete headers['retry-after'];
     res.writeHead(answer.status, headers);
     res.end(body);
+  }
+
+  /** Variant rateLimitHeaders: the daily quota of the organization (the whole quota when none is known). */
+  private quotaHeaders(limiterKey: string | undefined): Record<string, string> {
+    const now = this.deps.clock.now();
+    const perDay = this.deps.limits.per_day;
+    const limiter = limiterKey === undefined ? undefined : this.limiters.get(limiterKey);
+    const used = limiter ? limiter.usage(now).day : 0;
+    const untilMidnight = (Math.floor(now / DAY_MS) + 1) * DAY_MS - now;
+    return {
+      'x-rate-limit-limit': String(perDay),
+      'x-rate-limit-remaining': String(Math.max(0, perDay - used)),
+      'x-rate-limit-reset': String(Math.max(1, Math.ceil(untilMidnight / this.deps.timeScale / 1000))),
+    };
+  }
+
+  /** The organization a request names, if it names a known one, for the rate-limit headers of early answers. */
+  private limiterKeyOf(path: string, req: http.IncomingMessage, query: URLSearchParams): string | undefined {
+    const family = FAMILY_LIST.find((f) => path.startsWith(ROOTS[f] + '/'));
+    if (!family) return undefined;
+    const header = ORG_HEADER[family];
+    const raw = header ? req.headers[header] : query.get('organization_id');
+    const value = Array.isArray(raw) ? raw[0] : raw;
+    return value ? this.byFamilyId.get(`${family}|${value}`)?.org.organization_id : undefined;
   }
 
   private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -121,64 +168,75 @@ export class SandboxServer {
     } catch {
       match = undefined;
     }
+    // Answers before the organization is identified: rate-limit headers (variant) of the organization named, if any.
+    const early = this.v.rateLimitHeaders ? { limiterKey: this.limiterKeyOf(path, req, query) } : { limiterKey: undefined };
     if (!match) {
-      this.send(res, err(404, 5, 'Invalid URL Passed'), `${method} (unknown)`, undefined);
+      this.send(res, err(404, 5, 'Invalid URL Passed'), `${method} (unknown)`, undefined, false, early);
       return;
     }
     const { route } = match;
     const endpoint = `${method} ${route.template}`;
     if (method !== 'GET') {
-      this.send(res, err(405, 37, `The HTTP method ${method} is not allowed for the requested resource`, { allow: 'GET' }), endpoint, undefined);
+      this.send(res, err(405, 37, `The HTTP method ${method} is not allowed for the requested resource`, { allow: 'GET' }), endpoint, undefined, false, early);
       return;
     }
     const now = this.deps.clock.now();
     const auth = this.deps.oauth.authenticate(req.headers.authorization, now);
     if (!auth.ok) {
-      this.send(res, err(401, 14, 'Invalid OAuth token'), endpoint, undefined);
+      this.send(res, err(401, 14, 'Invalid OAuth token'), endpoint, undefined, false, early);
+      return;
+    }
+    if (this.v.spurious401Rate > 0 && this.spuriousRng.next() < this.v.spurious401Rate) {
+      // Variant spurious401Rate: a valid token refused anyway; counted toward no limit.
+      this.log.variants.spurious401++;
+      this.send(res, err(401, 14, 'Invalid OAuth token'), endpoint, undefined, false, early);
       return;
     }
     if (!hasScope(auth.scopes, route.scope)) {
-      this.send(res, err(401, 57, 'You are not authorized to perform this operation'), endpoint, undefined);
+      this.send(res, err(401, 57, 'You are not authorized to perform this operation'), endpoint, undefined, false, early);
       return;
     }
     if (route.kind === 'organizations') {
       // Organization lists carry no organization and count toward no limit (assumption A14).
-      this.send(res, { status: 200, body: this.organizationsBody() }, endpoint, undefined);
+      this.send(res, { status: 200, body: this.organizationsBody(route.family) }, endpoint, undefined, false, early);
       return;
     }
     const orgId = this.organizationOf(route.family, req, query);
     if (orgId.error) {
-      this.send(res, orgId.error, endpoint, undefined);
+      this.send(res, orgId.error, endpoint, undefined, false, early);
       return;
     }
-    const data = this.deps.data.get(orgId.id) as OrgData;
-    const limiter = this.limiters.get(orgId.id) as OrgLimiter;
+    const data = orgId.data;
+    const api = { limiterKey: data.org.organization_id };
+    const limiter = this.limiters.get(data.org.organization_id) as OrgLimiter;
     const f = this.faults;
     if (f.rate429 && this.faultRng.next() < f.rate429) {
       this.log.faults['429']++;
       const code = this.faultRng.bool() ? 44 : 1070;
       this.log.rateLimited[code === 44 ? '44' : '1070']++;
       const rejection: Rejection = { code, message: code === 44 ? 'Access to the API is blocked for this organization.' : 'Too many requests in process.', retryAfterMs: 1000, limit: code === 44 ? this.deps.limits.per_minute : this.deps.limits.concurrency, remaining: 0 };
-      this.send(res, this.tooMany(rejection), endpoint, orgId.id);
+      this.send(res, this.tooMany(rejection), endpoint, orgId.id, false, api);
       return;
     }
     if (!this.deps.unlimited) {
       const rejection = limiter.admit(now);
       if (rejection) {
         this.log.rateLimited[String(rejection.code) as '44' | '45' | '1070']++;
-        this.send(res, this.tooMany(rejection), endpoint, orgId.id);
+        this.send(res, this.tooMany(rejection), endpoint, orgId.id, false, api);
         return;
       }
     }
     const finish = (): void => {
       let answer: Answer;
       let truncate = false;
+      let served: StreamDef | undefined;
       if (f.rate5xx && this.faultRng.next() < f.rate5xx) {
         this.log.faults['5xx']++;
         answer = this.faultRng.bool() ? err(500, 1000, 'Internal Error') : err(503, 1000, 'Service temporarily unavailable');
       } else {
         try {
           answer = this.answer(match, data, query);
+          if (answer.status === 200 && route.kind === 'list') served = findStream(route.family, route.stream);
         } catch (e) {
           answer = e instanceof BadRequest ? err(400, 2, e.message) : err(500, 1000, 'Internal Error');
         }
@@ -190,7 +248,8 @@ export class SandboxServer {
       // Released before the response is written, so a client that waits for a full response
       // before its next request can never be refused for concurrency.
       if (!this.deps.unlimited) limiter.release();
-      this.send(res, answer, endpoint, orgId.id, truncate);
+      this.send(res, answer, endpoint, orgId.id, truncate, api);
+      if (served && this.v.changeWhilePagingEvery > 0 && changesWhilePaging(served)) this.pageServed(data, served);
     };
     if (f.latencyMs && f.latencyMs > 0) {
       this.log.faults.latency++;
@@ -208,7 +267,17 @@ export class SandboxServer {
     });
   }
 
-  private organizationOf(family: Family, req: http.IncomingMessage, query: URLSearchParams): { id: string; error?: undefined } | { id?: undefined; error: Answer } {
+  /** Variant changeWhilePagingEvery: after every Nth list page of an organization, its stream changes. */
+  private pageServed(data: OrgData, def: StreamDef): void {
+    const key = data.org.organization_id;
+    const n = (this.pagesServed.get(key) ?? 0) + 1;
+    this.pagesServed.set(key, n);
+    if (n % this.v.changeWhilePagingEvery !== 0) return;
+    this.log.variants.pagingMutations++;
+    this.deps.changeWhilePaging(data, def);
+  }
+
+  private organizationOf(family: Family, req: http.IncomingMessage, query: URLSearchParams): { id: string; data: OrgData; error?: undefined } | { id?: undefined; error: Answer } {
     const header = ORG_HEADER[family];
     const name = header ? (ORG_HEADER_NAME[family] as string) : 'organization_id';
     const raw = header ? req.headers[header] : query.get('organization_id');
@@ -216,21 +285,26 @@ export class SandboxServer {
     if (value === undefined || value === null || value === '') {
       return { error: err(400, 2, `The ${header ? 'header' : 'parameter'} ${name} is required to identify the organization`) };
     }
-    if (!this.deps.data.has(value)) {
+    const data = this.byFamilyId.get(`${family}|${value}`);
+    if (!data) {
       return { error: err(400, 6041, `Invalid value passed for ${name}: no organization ${value} is accessible with this token`) };
     }
-    return { id: value };
+    return { id: value, data };
   }
 
-  private organizationsBody(): string {
-    if (!this.orgListJson) {
-      const orgs = [...this.deps.data.values()].map((d) => JSON.stringify(d.g.organizationRecord()));
-      this.orgListJson =
-        `{"code":0,"message":"success","organizations":[${orgs.join(',')}],"page_context":` +
-        JSON.stringify({ page: 1, per_page: MAX_PER_PAGE, has_more_page: false, report_name: 'Organizations', sort_column: '', sort_order: 'A' }) +
-        '}';
+  private organizationsBody(family: Family): string {
+    let body = this.orgListJson.get(family);
+    if (!body) {
+      // Variant numericIds: the organization record's currency_id too; organization_id stays a string.
+      const orgs = [...this.deps.data.values()].map((d) => (this.v.numericIds ? toJson(d.g.organizationRecord(family), 'number') : JSON.stringify(d.g.organizationRecord(family))));
+      body = `{"code":0,"message":"success","organizations":[${orgs.join(',')}]`;
+      if (!this.v.omitPageContext) {
+        body += `,"page_context":${JSON.stringify({ page: 1, per_page: MAX_PER_PAGE, has_more_page: false, report_name: 'Organizations', sort_column: '', sort_order: 'A' })}`;
+      }
+      body += '}';
+      this.orgListJson.set(family, body);
     }
-    return this.orgListJson;
+    return body;
   }
 
   private answer(match: RouteMatch, data: OrgData, query: URLSearchParams): Answer {
@@ -284,11 +358,19 @@ export class SandboxServer {
     let predicate: ((rec: Record<string, unknown>) => boolean) | undefined;
     let filterKey = '';
     if (def.filter) {
-      const value = query.get('filter_by') ?? def.defaultFilter;
-      const p = value === undefined ? undefined : def.filter(value);
-      if (p === null) throw new BadRequest(`Invalid value passed for filter_by: ${value}`);
-      predicate = p;
-      filterKey = p && value ? value : '';
+      const given = query.get('filter_by');
+      const hide = given === null && this.v.defaultFiltersHide ? DEFAULT_VISIBLE[`${def.family}.${def.stream}`] : undefined;
+      if (hide) {
+        // Variant defaultFiltersHide: no filter_by, so only active/open records.
+        predicate = hide;
+        filterKey = '#default-visible';
+      } else {
+        const value = given ?? def.defaultFilter;
+        const p = value === undefined ? undefined : def.filter(value);
+        if (p === null) throw new BadRequest(`Invalid value passed for filter_by: ${value}`);
+        predicate = p;
+        filterKey = p && value ? value : '';
+      }
     }
     const productId = def.stream === 'plans' ? query.get('product_id') : null;
     if (productId) {
@@ -298,7 +380,8 @@ export class SandboxServer {
     }
     let column = def.defaultSort?.column;
     let order = def.defaultSort?.order ?? 'A';
-    if (def.sortColumns) {
+    // Variant ignoreSort: the parameters are not even looked at; the default order answers.
+    if (def.sortColumns && !this.v.ignoreSort.includes(`${def.family}.${def.stream}`)) {
       const requested = query.get('sort_column');
       if (requested !== null) {
         if (!def.sortColumns.includes(requested)) throw new BadRequest(`Invalid value passed for sort_column: ${requested}`);
@@ -325,6 +408,7 @@ export class SandboxServer {
   }
 
   private page(key: string, items: string[], page: number, perPage: number, total: number, report: string, sortColumn: string, order: string): Answer {
+    if (this.v.omitPageContext) return { status: 200, body: `{"code":0,"message":"success","${key}":[${items.join(',')}]}` };
     const context = `{"page":${page},"per_page":${perPage},"has_more_page":${page * perPage < total},"report_name":${JSON.stringify(report)},"sort_column":${JSON.stringify(sortColumn)},"sort_order":"${order}"}`;
     return { status: 200, body: `{"code":0,"message":"success","${key}":[${items.join(',')}],"page_context":${context}}` };
   }

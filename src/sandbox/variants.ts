@@ -1,0 +1,222 @@
+/**
+ * Variants: for each place where the spec leaves a choice open, and for some real-world
+ * quirks, a switch that makes the sandbox take the OTHER choice. All off by default (the
+ * sandbox then behaves exactly as documented without them); the `hostile` preset turns every
+ * one on. See docs/sandbox.md, "Variants".
+ *
+ * Variants that change records are applied once, when a record is generated (the per-record
+ * JSON cache then holds the changed text), not per request.
+ */
+import type { OrgGen } from './organizations.js';
+import { Rng } from './random.js';
+import { STREAMS } from './stream-catalog.js';
+import type { Rec, StreamDef } from './stream-types.js';
+
+export interface Variants {
+  /** Lists that do page leave `page_context` out entirely (top-level and child lists, and organization lists). A client must then keep asking for the next page while a page is full (holds per_page records; per_page defaults to 200 when not sent). */
+  omitPageContext: boolean;
+  /** `X-Rate-Limit-Limit` (per-day quota), `X-Rate-Limit-Remaining` (left today) and `X-Rate-Limit-Reset` (REAL seconds until the daily quota resets at UTC midnight of sandbox time) on EVERY API response, errors and 5xx included (today only 429s carry them). */
+  rateLimitHeaders: boolean;
+  /** Probability (0..1) that an API request carrying a perfectly valid token is answered 401 {code:14,"Invalid OAuth token"} anyway (seeded like the faults). Not counted against limits. */
+  spurious401Rate: number;
+  /** No `Retry-After` header on any answer (429s included). */
+  noRetryAfter: boolean;
+  /** Lists (`family.stream` names) that ignore `sort_column`/`sort_order` and answer in their default order; page_context (when sent) reports the order actually used. */
+  ignoreSort: string[];
+  /** EVERY id field (`*_id` whose value is digits, in lists and nested objects/arrays) of EVERY organization sent as a bare JSON number with 19 digits, past 2^53. `organization_id` stays a string. Truth holds the same digits as strings. */
+  numericIds: boolean;
+  /** Timestamps in every offset form, mixed per record (`+0530`, `+05:30`, `Z`, `-1100`, `-08:00`, ...), so that text order differs from instant order. Instants are unchanged. */
+  mixedOffsets: boolean;
+  /** Probability (0..1) per optional non-key field that it is absent, null or "" (seeded, deterministic per record version). Never the primary key, parent key or change-time field. Truth reflects what is served. */
+  sparseFields: number;
+  /** Unknown extra fields `x_new_field_<n>` on records (top level and inside line items): a string, a number, a nested object. Truth includes them. */
+  extraFields: boolean;
+  /** A single object where an array of one object is usual (`line_items`, embedded refunds and credited bills), and string arrays where objects are usual (`documents`). Truth holds the rows a client should keep: a single object as a one-element array, a string array as []. */
+  arrayQuirks: boolean;
+  /** The same business has a different organization_id in each family (books/inventory/invoice/billing), instead of one id shared by all four. */
+  orgIdPerFamily: boolean;
+  /** Lists that take `filter_by`, called WITHOUT it, hide inactive/void/stopped/etc. records. With an explicit All value everything is listed. */
+  defaultFiltersHide: boolean;
+  /** After every Nth list page served for an organization (0 = off), one record of that stream is modified and one created, as `mutate` does. Top-level streams with a change field only. */
+  changeWhilePagingEvery: number;
+}
+
+export type Preset = 'default' | 'hostile';
+export const PRESETS: readonly Preset[] = ['default', 'hostile'];
+
+export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
+  omitPageContext: false,
+  rateLimitHeaders: false,
+  spurious401Rate: 0,
+  noRetryAfter: false,
+  ignoreSort: Object.freeze([]) as unknown as string[],
+  numericIds: false,
+  mixedOffsets: false,
+  sparseFields: 0,
+  extraFields: false,
+  arrayQuirks: false,
+  orgIdPerFamily: false,
+  defaultFiltersHide: false,
+  changeWhilePagingEvery: 0,
+});
+
+export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
+  omitPageContext: true,
+  rateLimitHeaders: true,
+  spurious401Rate: 0.02,
+  noRetryAfter: true,
+  ignoreSort: Object.freeze(['inventory.contacts', 'books.vendor_credits']) as unknown as string[],
+  numericIds: true,
+  mixedOffsets: true,
+  sparseFields: 0.1,
+  extraFields: true,
+  arrayQuirks: true,
+  orgIdPerFamily: true,
+  defaultFiltersHide: true,
+  changeWhilePagingEvery: 5,
+});
+
+export const VARIANT_NAMES = Object.keys(DEFAULT_VARIANTS) as Array<keyof Variants>;
+
+/** `family.stream` names of the lists that take sort_column (what `ignoreSort` may name). */
+export const SORTABLE_LISTS: readonly string[] = STREAMS.filter((d) => d.kind === 'top' && d.sortColumns).map((d) => `${d.family}.${d.stream}`);
+
+/** Top-level lists `ignoreSort` may name: every top-level stream (a list without sort columns ignores sorting anyway). */
+const TOP_LISTS: readonly string[] = STREAMS.filter((d) => d.kind === 'top').map((d) => `${d.family}.${d.stream}`);
+
+function fail(message: string): never {
+  throw new RangeError(message);
+}
+
+/** The preset's values overridden by the explicit ones, checked; errors name the variant. */
+export function resolveVariants(preset: Preset | undefined, given: Partial<Variants> | undefined): Variants {
+  if (preset !== undefined && !PRESETS.includes(preset)) fail(`preset must be one of ${PRESETS.join(', ')}`);
+  const base = preset === 'hostile' ? HOSTILE_VARIANTS : DEFAULT_VARIANTS;
+  const out: Variants = { ...base, ignoreSort: [...base.ignoreSort] };
+  for (const [key, value] of Object.entries(given ?? {})) {
+    if (!(VARIANT_NAMES as string[]).includes(key)) fail(`variants.${key} is not a variant (known: ${VARIANT_NAMES.join(', ')})`);
+    if (value === undefined) continue;
+    const k = key as keyof Variants;
+    const kind = typeof DEFAULT_VARIANTS[k];
+    if (k === 'ignoreSort') {
+      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) fail('variants.ignoreSort must be an array of family.stream names');
+      for (const name of value as string[]) if (!TOP_LISTS.includes(name)) fail(`variants.ignoreSort: ${name} is not a list (known: ${TOP_LISTS.join(', ')})`);
+      out.ignoreSort = [...(value as string[])];
+    } else if (k === 'changeWhilePagingEvery') {
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) fail('variants.changeWhilePagingEvery must be a non-negative integer');
+      out.changeWhilePagingEvery = value;
+    } else if (kind === 'number') {
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) fail(`variants.${k} must be a probability between 0 and 1`);
+      (out as unknown as Record<string, unknown>)[k] = value;
+    } else {
+      if (typeof value !== 'boolean') fail(`variants.${k} must be true or false`);
+      (out as unknown as Record<string, unknown>)[k] = value;
+    }
+  }
+  return out;
+}
+
+// ------------------------------------------------------------ records
+
+const EXTRA_PREFIX = 'x_new_field_';
+
+/** The fields a record must always keep under sparseFields: keys and the change time. */
+function protectedFields(def: StreamDef): Set<string> {
+  const keep = new Set<string>([def.idField]);
+  if (def.parentIdField) keep.add(def.parentIdField);
+  if (def.changeField) keep.add(def.changeField);
+  for (const e of def.embeds ?? []) keep.add(e.field);
+  return keep;
+}
+const PROTECTED = new Map<StreamDef, Set<string>>();
+
+/**
+ * Applies the record-changing variants to a freshly generated record, in place: sparse fields,
+ * array quirks, extra fields. Deterministic in (seed, organization, stream, slot).
+ */
+export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number, rec: Rec): Rec {
+  if (v.sparseFields > 0) {
+    let keep = PROTECTED.get(def);
+    if (!keep) PROTECTED.set(def, (keep = protectedFields(def)));
+    const r = new Rng(g.hash(def.space, slot, 0x5fa5));
+    for (const key of Object.keys(rec)) {
+      if (rec[key] === undefined) {
+        // A generator copying a field its (sparse) parent lacks.
+        delete rec[key];
+        continue;
+      }
+      if (keep.has(key) || r.next() >= v.sparseFields) continue;
+      const form = r.int(3);
+      if (form === 0) delete rec[key];
+      else rec[key] = form === 1 ? null : '';
+    }
+  }
+  if (v.arrayQuirks) {
+    const items = rec['line_items'];
+    if (Array.isArray(items) && items.length === 1 && isObject(items[0])) rec['line_items'] = items[0];
+    const docs = rec['documents'];
+    if (Array.isArray(docs) && g.hash(def.space, slot, 0xd0c) % 2 === 0) rec['documents'] = ['document_id', 'file_name'];
+  }
+  if (v.extraFields) {
+    const r = new Rng(g.hash(def.space, slot, 0xe7a));
+    addExtras(rec, r, 1);
+    const items = rec['line_items'];
+    if (Array.isArray(items)) for (const item of items) if (isObject(item)) addExtras(item, r, 5);
+    if (isObject(items)) addExtras(items, r, 5);
+  }
+  return rec;
+}
+
+function addExtras(rec: Rec, r: Rng, first: number): void {
+  if (r.bool(0.8)) rec[`${EXTRA_PREFIX}${first}`] = r.pick(['beta', 'Ünïcödé "new"', '', 'x'.repeat(1 + r.int(40))]);
+  if (r.bool(0.7)) rec[`${EXTRA_PREFIX}${first + 1}`] = r.pick([0, -1, 3.25, 1e21, 12345678901234567890]);
+  if (r.bool(0.6)) rec[`${EXTRA_PREFIX}${first + 2}`] = { kind: r.pick(['a', 'b']), nested: { level: 2, values: [1, 'two', null, { deep: true }] } };
+  if (r.bool(0.2)) rec[`${EXTRA_PREFIX}${first + 3}`] = [r.int(9), r.int(9)];
+}
+
+export function isExtraField(key: string): boolean {
+  return key.startsWith(EXTRA_PREFIX);
+}
+
+function isObject(value: unknown): value is Rec {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Fields arrayQuirks may send as one object instead of an array of one. */
+export const SINGLE_OBJECT_FIELDS: readonly string[] = ['line_items', 'vendor_credit_refunds', 'bills_credited'];
+
+/** A truth record as the rows a client should keep: a single object as [object], string arrays as []. */
+export function normalizeArrays(rec: Rec): Rec {
+  for (const field of SINGLE_OBJECT_FIELDS) if (isObject(rec[field])) rec[field] = [rec[field]];
+  const docs = rec['documents'];
+  if (Array.isArray(docs) && docs.some((d) => typeof d === 'string')) rec['documents'] = docs.filter((d) => isObject(d));
+  return rec;
+}
+
+// ------------------------------------------------------------ filters
+
+const hiddenStatus =
+  (...statuses: string[]) =>
+  (rec: Rec): boolean =>
+    !statuses.includes(String(rec['status']));
+
+/**
+ * defaultFiltersHide: what a list that takes filter_by shows when none is sent. Records
+ * whose status field is absent or null count as visible.
+ */
+export const DEFAULT_VISIBLE: Readonly<Record<string, (rec: Rec) => boolean>> = {
+  'books.users': hiddenStatus('inactive', 'deleted'),
+  'books.vendor_credits': hiddenStatus('void', 'closed'),
+  'books.webhooks': (rec) => rec['is_active'] !== false,
+  'inventory.contacts': hiddenStatus('inactive'),
+  'inventory.sales_orders': hiddenStatus('void', 'closed'),
+  'inventory.vendor_credits': hiddenStatus('void', 'closed'),
+  'invoice.projects': hiddenStatus('inactive'),
+  'billing.plans': hiddenStatus('inactive'),
+  'billing.recurring_expenses': hiddenStatus('stopped', 'expired'),
+};
+
+/** Streams whose pages drive changeWhilePagingEvery: top-level, with a change field. */
+export function changesWhilePaging(def: StreamDef): boolean {
+  return def.kind === 'top' && def.changeField !== undefined;
+}
