@@ -1,0 +1,474 @@
+import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import pLimit from 'p-limit';
+import { ApiClient, type ApiClientOptions, type GetRequest, type RequestEvent, type TokenCacheRegistry } from '../api/client.js';
+import { LimiterRegistry } from '../api/limiter.js';
+import { CATALOG } from '../catalog/index.js';
+import { isOrganizationList, qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
+import type { Family } from '../config/plans.js';
+import type { Config, ConnectionConfig } from '../config/schema.js';
+import type { Clock } from '../core/clock.js';
+import { AuthorizationError, ConfigError, ExitCode, FatalError, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { SecretRegistry } from '../core/secrets.js';
+import { migrateToLatest } from '../loaders/migrate.js';
+import { TableWriter } from '../loaders/table-writer.js';
+import type { Warehouse } from '../loaders/warehouse.js';
+import { toId } from '../normalize/values.js';
+import { recordVerification, type VerifyStatus } from '../state/verify.js';
+import { WarehouseUsageStore } from '../state/usage-store.js';
+import { Stamp, silentProgress, type SyncContext } from './context.js';
+import { selectStreams } from './organization-sync.js';
+import { pages } from './pager.js';
+import { runAll } from './settle.js';
+import { discoverOrganizations } from './sync-run.js';
+import { compareIds } from './verify-compare.js';
+
+export type { VerifyStatus } from '../state/verify.js';
+
+/** Example ids kept per list (in the report and in `_svcsync_verify`). */
+export const EXAMPLE_IDS = 10;
+
+/** A bound on pages per list, so a server that always says has_more_page cannot loop forever. */
+const MAX_PAGES = 100_000;
+
+export interface VerifyOptions {
+  config: Config;
+  warehouse: Warehouse;
+  clock: Clock;
+  logger: Logger;
+  secrets: SecretRegistry;
+  signal: AbortSignal;
+  connection?: string | undefined;
+  organization?: string | undefined;
+  /** `family.stream` or `stream` names; default: the connection's `streams`, else all. */
+  streams?: readonly string[] | undefined;
+  /** Stop before sending more than this many API requests in all (organization lists included). */
+  maxRequests?: number | undefined;
+  catalog?: readonly StreamSpec[];
+  /** Test seams, as for runSync. */
+  fetch?: typeof fetch;
+  random?: () => number;
+  limiters?: LimiterRegistry;
+  tokens?: TokenCacheRegistry;
+  onRequest?: (e: RequestEvent) => void;
+}
+
+export interface StreamVerification {
+  connection: string;
+  organizationId: string;
+  /** `family.name` */
+  stream: string;
+  status: VerifyStatus;
+  /** Distinct ids the API listed; null when the list was not read to its end. */
+  apiCount: number | null;
+  /** Live rows (`_deleted_at IS NULL`) of this organization in the stream's table. */
+  warehouseCount: number | null;
+  missingCount: number | null;
+  extraCount: number | null;
+  /** Up to EXAMPLE_IDS ids the API lists and the warehouse lacks. */
+  missing: string[];
+  /** Up to EXAMPLE_IDS ids of live rows the API no longer lists. */
+  extra: string[];
+  pages: number;
+  /** List requests made for this stream. */
+  requests: number;
+  verifiedAt: string;
+  error?: string;
+  /** For a failed stream: the kind of error (authorization, fatal, ...). */
+  errorKind?: SvcsyncError['kind'] | 'unexpected';
+}
+
+export interface SkippedStream {
+  stream: string;
+  reason: string;
+}
+
+export interface VerifyConnectionFailure {
+  connection: string;
+  kind: SvcsyncError['kind'] | 'unexpected' | 'incomplete';
+  error: string;
+}
+
+export interface VerifySummary {
+  runId: string;
+  startedAt: string;
+  finishedAt: string;
+  streams: StreamVerification[];
+  /** Streams selected but not verifiable from a top-level list (read per parent record). */
+  skipped: SkippedStream[];
+  connectionFailures: VerifyConnectionFailure[];
+  /** API requests sent in all (organization lists and list pages, retries included). */
+  requests: number;
+  maxRequests: number | null;
+  exitCode: ExitCode;
+}
+
+/** What verifying needs, passed explicitly (one per connection). */
+export interface VerifyContext {
+  config: Config;
+  connection: ConnectionConfig;
+  warehouse: Warehouse;
+  client: BoundedApiClient;
+  catalog: readonly StreamSpec[];
+  logger: Logger;
+  clock: Clock;
+  stamp: Stamp;
+  signal: AbortSignal;
+  runId: string;
+}
+
+/** Thrown instead of sending a request past `--max-requests`. */
+export class RequestBoundReached extends Error {
+  constructor(readonly max: number) {
+    super(`--max-requests ${max} reached`);
+    this.name = 'RequestBoundReached';
+  }
+}
+
+/**
+ * The run's bound on requests, shared by every connection's client. A call is let through
+ * while the requests sent (retries included, as the clients count them) and the calls
+ * started are both under the bound; so the bound is exact unless a call in flight retries.
+ */
+export class RequestBound {
+  private started = 0;
+  private readonly clients: ApiClient[] = [];
+  constructor(readonly max: number | null) {}
+
+  attach(client: ApiClient): void {
+    this.clients.push(client);
+  }
+
+  sent(): number {
+    return this.clients.reduce((a, c) => a + c.stats().requests, 0);
+  }
+
+  /** Reserves one call; false when the bound is reached. */
+  take(): boolean {
+    if (this.max !== null && Math.max(this.started, this.sent()) >= this.max) return false;
+    this.started++;
+    return true;
+  }
+}
+
+/**
+ * The normal ApiClient (token, limiter, daily budget, retries), refusing calls past the
+ * run's request bound and counting calls per organization and path.
+ */
+export class BoundedApiClient extends ApiClient {
+  private readonly calls = new Map<string, number>();
+  constructor(options: ApiClientOptions, readonly bound: RequestBound) {
+    super(options);
+    bound.attach(this);
+  }
+
+  override async get(req: GetRequest): Promise<Record<string, unknown>> {
+    if (!this.bound.take()) throw new RequestBoundReached(this.bound.max ?? 0);
+    const key = `${req.organizationId ?? ''}\u0000${req.family}\u0000${req.path}`;
+    this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
+    return super.get(req);
+  }
+
+  /** Calls made to one list of one organization. */
+  callsTo(organizationId: string, family: Family, path: string): number {
+    return this.calls.get(`${organizationId}\u0000${family}\u0000${path}`) ?? 0;
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof SvcsyncError ? error.describe() : error instanceof Error ? error.message : String(error);
+}
+
+/** A list read page by page needs nothing but the organization: no `{parent}` in its path. */
+export function isTopLevelList(stream: StreamSpec): boolean {
+  return !stream.parent && !stream.path.includes('{');
+}
+
+/**
+ * Which streams of these families to verify, and which of the selected ones cannot be
+ * verified from a list of their own (read per parent record). The selection is sync's
+ * (`family.stream` or `stream`); a child stream named does not pull in its parent here.
+ */
+export function verifiableStreams(catalog: readonly StreamSpec[], families: readonly Family[], allow: readonly string[] | undefined): { top: StreamSpec[]; skipped: StreamSpec[] } {
+  const { allowed } = selectStreams(catalog, families, allow);
+  const selected = catalog.filter((s) => families.includes(s.family) && !isOrganizationList(s) && allowed(s));
+  return { top: selected.filter(isTopLevelList), skipped: selected.filter((s) => !isTopLevelList(s)) };
+}
+
+/** Ids of the organization's live rows in the stream's table, as stored (text). */
+async function warehouseIds(warehouse: Warehouse, stream: StreamSpec, organizationId: string): Promise<string[]> {
+  const rows = await warehouse.db
+    .selectFrom(tableName(stream))
+    .select(`${stream.primaryKey} as id`)
+    .where('organization_id', '=', organizationId)
+    .where('_deleted_at', 'is', null)
+    .execute();
+  return rows.map((r: { id: unknown }) => String(r.id));
+}
+
+/** A list record's id, converted exactly as the normalizer converts it (big numbers stay exact). */
+function idOf(stream: StreamSpec, raw: Record<string, unknown>, request: string): string {
+  const value = raw[stream.primaryKey];
+  const id = value === undefined || value === null ? null : toId(value, { message: null });
+  if (typeof id !== 'string' || id === '') {
+    throw new FatalError(`${request}: a record has no "${stream.primaryKey}"`, {
+      hint: `Every ${qualifiedName(stream)} record should carry its id; report this.`,
+      request,
+    });
+  }
+  return id;
+}
+
+/** Every page of the stream's list (no sort, no floor), ids only; counts pages in `progress`. Writes nothing. */
+async function readListIds(ctx: VerifyContext, organizationId: string, stream: StreamSpec, progress: { pages: number }): Promise<Set<string>> {
+  const ids = new Set<string>();
+  for await (const page of pages({
+    client: ctx.client,
+    stream,
+    organizationId,
+    path: stream.path,
+    query: { ...(stream.query ?? {}) },
+    perPage: ctx.config.sync.per_page,
+    startPage: 1,
+    signal: ctx.signal,
+    maxPages: MAX_PAGES,
+    // The next page only once this one is in: a page requested past the bound would be wasted.
+    prefetch: false,
+  })) {
+    progress.pages++;
+    const request = `GET ${stream.family}${stream.path} page ${page.page}`;
+    for (const raw of page.records) ids.add(idOf(stream, raw, request));
+  }
+  return ids;
+}
+
+interface OrganizationBlock {
+  /** Set once the organization's daily quota is spent: later streams are not tried. */
+  quota: QuotaExhaustedError | null;
+  denied: Set<Family>;
+}
+
+async function verifyStream(ctx: VerifyContext, organizationId: string, stream: StreamSpec, block: OrganizationBlock): Promise<StreamVerification> {
+  const name = qualifiedName(stream);
+  const log = ctx.logger.child({ organization_id: organizationId, stream: name });
+  const result: StreamVerification = {
+    connection: ctx.connection.name,
+    organizationId,
+    stream: name,
+    status: 'incomplete',
+    apiCount: null,
+    warehouseCount: null,
+    missingCount: null,
+    extraCount: null,
+    missing: [],
+    extra: [],
+    pages: 0,
+    requests: 0,
+    verifiedAt: '',
+  };
+  const stored = async (): Promise<void> => {
+    result.warehouseCount = (await warehouseIds(ctx.warehouse, stream, organizationId)).length;
+  };
+  try {
+    if (block.quota) {
+      result.error = `not checked: the organization's daily quota is spent; it can continue at ${block.quota.resumeAt.toISOString()}`;
+      await stored();
+    } else if (block.denied.has(stream.family)) {
+      result.status = 'failed';
+      result.errorKind = 'authorization';
+      result.error = `not checked: not authorized for the ${stream.family} family (see the family's first stream)`;
+    } else {
+      log.info('verifying: reading every page of the list');
+      const ids = await readListIds(ctx, organizationId, stream, result);
+      const comparison = compareIds(ids, await warehouseIds(ctx.warehouse, stream, organizationId));
+      result.status = comparison.status;
+      result.apiCount = comparison.apiCount;
+      result.warehouseCount = comparison.warehouseCount;
+      result.missingCount = comparison.missing.length;
+      result.extraCount = comparison.extra.length;
+      result.missing = comparison.missing.slice(0, EXAMPLE_IDS);
+      result.extra = comparison.extra.slice(0, EXAMPLE_IDS);
+      log.info({ status: comparison.status, api: comparison.apiCount, warehouse: comparison.warehouseCount, missing: result.missingCount, extra: result.extraCount }, 'verified');
+    }
+  } catch (error) {
+    if (ctx.signal.aborted) throw error;
+    if (error instanceof RequestBoundReached) {
+      result.status = 'incomplete';
+      result.error = result.pages === 0 ? `not checked: ${error.message}` : `not checked to the end: ${error.message} after ${result.pages} page(s)`;
+    } else if (error instanceof QuotaExhaustedError) {
+      block.quota ??= error;
+      result.status = 'incomplete';
+      result.error = `not checked to the end: the organization's daily quota is spent; it can continue at ${error.resumeAt.toISOString()}`;
+    } else {
+      result.status = 'failed';
+      result.error = describe(error);
+      result.errorKind = error instanceof SvcsyncError ? error.kind : 'unexpected';
+      if (error instanceof AuthorizationError) block.denied.add(stream.family);
+      log.error({ err: error }, `verify failed: ${describe(error)}`);
+    }
+    try {
+      await stored();
+    } catch {
+      // The count is a courtesy; the error above is what the report says.
+    }
+  }
+  result.requests = ctx.client.callsTo(organizationId, stream.family, stream.path);
+  result.verifiedAt = ctx.stamp.next();
+  await recordVerification(ctx.warehouse.db, {
+    run_id: ctx.runId,
+    connection: result.connection,
+    organization_id: organizationId,
+    stream: name,
+    verified_at: result.verifiedAt,
+    status: result.status,
+    api_count: result.apiCount,
+    warehouse_count: result.warehouseCount,
+    missing_count: result.missingCount,
+    extra_count: result.extraCount,
+    missing_examples: result.missingCount === null ? null : JSON.stringify(result.missing),
+    extra_examples: result.extraCount === null ? null : JSON.stringify(result.extra),
+    requests: result.requests,
+    error: result.error ?? null,
+  });
+  return result;
+}
+
+/**
+ * The exit code of a verify run: 0 when every stream checked agrees; 4 when any differs or
+ * is incomplete, or some failed while others were checked; when nothing could be checked,
+ * the failure's own code as elsewhere (3 authorization, 2 configuration, 4 quota, else 1).
+ */
+export function verifyExitCode(streams: readonly Pick<StreamVerification, 'status' | 'errorKind'>[], failures: readonly Pick<VerifyConnectionFailure, 'kind'>[]): ExitCode {
+  const failedKinds = [...streams.filter((s) => s.status === 'failed').map((s) => s.errorKind ?? 'unexpected'), ...failures.filter((f) => f.kind !== 'incomplete').map((f) => f.kind)];
+  const checked = streams.some((s) => s.status !== 'failed') || failures.some((f) => f.kind === 'incomplete');
+  if (failedKinds.length > 0) {
+    if (checked) return ExitCode.partial;
+    const codes = new Set(failedKinds.map((k) => (k === 'authorization' ? ExitCode.authorization : k === 'config' ? ExitCode.config : k === 'quota' ? ExitCode.partial : ExitCode.unexpected)));
+    return codes.size === 1 ? [...codes][0]! : ExitCode.unexpected;
+  }
+  if (failures.length > 0 || streams.some((s) => s.status !== 'agree')) return ExitCode.partial;
+  return ExitCode.ok;
+}
+
+/**
+ * `svcsync verify`: for each selected top-level stream of each organization, reads every
+ * page of the list (ids only; no sorting, no floor, no single-record or child reads) and
+ * compares the ids with the warehouse's live rows. Writes no data rows and moves no cursor
+ * or pass: its only writes are `_svcsync_verify` rows and, through the limiter, the daily
+ * request count in `_svcsync_usage`.
+ */
+export async function runVerify(options: VerifyOptions): Promise<VerifySummary> {
+  const { config, warehouse, clock, logger } = options;
+  setMaxListeners(0, options.signal);
+  if (options.maxRequests !== undefined && (!Number.isInteger(options.maxRequests) || options.maxRequests < 1)) {
+    throw new ConfigError(`--max-requests: "${options.maxRequests}" is not a positive whole number`, [], { hint: 'For example --max-requests 500.' });
+  }
+  await migrateToLatest(warehouse);
+  const catalog = options.catalog ?? CATALOG;
+  const stamp = new Stamp(clock);
+  const runId = `${new Date(clock.now()).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomUUID().slice(0, 8)}`;
+  const startedAt = stamp.next();
+  const limiters = options.limiters ?? new LimiterRegistry({ clock, store: new WarehouseUsageStore(warehouse.db, () => clock.now()), logger });
+  const bound = new RequestBound(options.maxRequests ?? null);
+  const connections = config.connections.filter((c) => !options.connection || c.name === options.connection);
+  if (options.connection && connections.length === 0) {
+    throw new ConfigError(`--connection ${options.connection}: no connection has that name`, [], {
+      hint: `Configured: ${config.connections.map((c) => c.name).join(', ')}.`,
+    });
+  }
+  const streams: StreamVerification[] = [];
+  const skipped = new Map<string, SkippedStream>();
+  const connectionFailures: VerifyConnectionFailure[] = [];
+
+  try {
+    for (const connection of connections) {
+      const index = config.connections.indexOf(connection);
+      const client = new BoundedApiClient(
+        {
+          connection,
+          connectionIndex: index,
+          regions: config.regions,
+          settings: config.sync,
+          clock,
+          logger,
+          secrets: options.secrets,
+          limiters,
+          fetch: options.fetch,
+          random: options.random,
+          onRequest: options.onRequest,
+          tokens: options.tokens?.for(connection, index),
+        },
+        bound,
+      );
+      const ctx: VerifyContext = { config, connection, warehouse, client, catalog, logger: logger.child({ connection: connection.name, command: 'verify' }), clock, stamp, signal: options.signal, runId };
+      let found: Map<string, Family[]>;
+      try {
+        found = await discoverOrganizations(discoveryContext(ctx, limiters), options.organization, false);
+      } catch (error) {
+        if (options.signal.aborted) throw error;
+        if (error instanceof ConfigError && connections.length === 1) throw error;
+        const incomplete = error instanceof RequestBoundReached;
+        ctx.logger.error({ err: error }, `connection ${connection.name}: ${describe(error)}`);
+        connectionFailures.push({
+          connection: connection.name,
+          kind: incomplete ? 'incomplete' : error instanceof SvcsyncError ? error.kind : 'unexpected',
+          error: incomplete ? `organizations not listed: ${describe(error)}; nothing of this connection was checked` : describe(error),
+        });
+        continue;
+      }
+      const limit = pLimit(config.sync.organization_concurrency);
+      const allow = options.streams ?? connection.streams;
+      await runAll(
+        limit,
+        [...found.entries()].map(([organizationId, families]) => async () => {
+          const { top, skipped: perParent } = verifiableStreams(catalog, families, allow);
+          for (const s of perParent) {
+            const name = qualifiedName(s);
+            if (!skipped.has(name)) skipped.set(name, { stream: name, reason: `read per ${s.parent?.stream ?? 'parent'} record (${s.path}); verify reads top-level lists only` });
+          }
+          const block: OrganizationBlock = { quota: null, denied: new Set() };
+          // Two lists at a time per organization, as sync reads them.
+          const perOrg = pLimit(2);
+          const results = await runAll(perOrg, top.map((stream) => () => verifyStream(ctx, organizationId, stream, block)));
+          streams.push(...results);
+        }),
+      );
+    }
+  } finally {
+    await limiters.flush();
+  }
+
+  const order = new Map(catalog.map((s, i) => [qualifiedName(s), i]));
+  streams.sort((a, b) => a.connection.localeCompare(b.connection) || a.organizationId.localeCompare(b.organizationId) || (order.get(a.stream) ?? 0) - (order.get(b.stream) ?? 0));
+  return {
+    runId,
+    startedAt,
+    finishedAt: stamp.next(),
+    streams,
+    skipped: [...skipped.values()].sort((a, b) => (order.get(a.stream) ?? 0) - (order.get(b.stream) ?? 0)),
+    connectionFailures,
+    requests: bound.sent(),
+    maxRequests: bound.max,
+    exitCode: verifyExitCode(streams, connectionFailures),
+  };
+}
+
+/** The sync context discovery takes; with `record` false it writes nothing. */
+function discoveryContext(ctx: VerifyContext, limiters: LimiterRegistry): SyncContext {
+  return {
+    config: ctx.config,
+    connection: ctx.connection,
+    warehouse: ctx.warehouse,
+    writer: new TableWriter(ctx.warehouse.dialect),
+    client: ctx.client,
+    limiters,
+    catalog: ctx.catalog,
+    logger: ctx.logger,
+    clock: ctx.clock,
+    stamp: ctx.stamp,
+    signal: ctx.signal,
+    progress: silentProgress,
+    runId: ctx.runId,
+  };
+}
