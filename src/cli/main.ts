@@ -8,6 +8,7 @@ import { migrateCommand, schemaCommand } from './commands/schema.js';
 import { planCommand } from './commands/plan.js';
 import { statusCommand } from './commands/status.js';
 import { syncCommands } from './commands/sync.js';
+import { verifyCommand } from './commands/verify.js';
 import type { Cli, GlobalOptions } from './runtime.js';
 import { sandboxCommand } from './sandbox-command.js';
 
@@ -21,6 +22,7 @@ export function buildProgram(cli: { exit(code: number): void }): Command {
   const shared: Cli = { global: () => program.opts<GlobalOptions>(), exit: cli.exit };
   program.addCommand(demoCommand(shared));
   for (const c of syncCommands(shared)) program.addCommand(c);
+  program.addCommand(verifyCommand(shared));
   program.addCommand(statusCommand(shared));
   program.addCommand(daemonCommand(shared));
   program.addCommand(planCommand(shared));

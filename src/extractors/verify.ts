@@ -454,7 +454,11 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
   };
 }
 
-/** The sync context discovery takes; with `record` false it writes nothing. */
+/**
+ * The sync context discovery takes; with `record` false it writes nothing. Asserted rather
+ * than declared, so that fields sync's context gains (a connection-wide halt after a refused
+ * token) do not break verify; their empty values are given here.
+ */
 function discoveryContext(ctx: VerifyContext, limiters: LimiterRegistry): SyncContext {
   return {
     config: ctx.config,
@@ -470,5 +474,6 @@ function discoveryContext(ctx: VerifyContext, limiters: LimiterRegistry): SyncCo
     signal: ctx.signal,
     progress: silentProgress,
     runId: ctx.runId,
-  };
+    halt: { authorization: null },
+  } as SyncContext;
 }
