@@ -1,6 +1,20 @@
 /** `svcsync sandbox`: run the local stand-in for the four API families until interrupted. */
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { PLANS, PLAN_LIMITS, startSandbox, type Plan, type SandboxOptions } from '../sandbox/index.js';
+import {
+  DEFAULT_VARIANTS,
+  HOSTILE_VARIANTS,
+  PLANS,
+  PLAN_LIMITS,
+  PRESETS,
+  VARIANT_NAMES,
+  resolveVariants,
+  startSandbox,
+  type Family,
+  type Plan,
+  type Preset,
+  type SandboxOptions,
+  type Variants,
+} from '../sandbox/index.js';
 
 function integer(name: string, min: number, max: number) {
   return (raw: string): number => {
@@ -26,6 +40,41 @@ function rate(name: string) {
   };
 }
 
+const TRUE = ['true', '1', 'on', 'yes'];
+const FALSE = ['false', '0', 'off', 'no'];
+
+/**
+ * `--variant name[=value]`, repeatable. Without a value a variant takes its hostile setting.
+ * Booleans take true/false (1/0, on/off, yes/no); rates a number from 0 to 1;
+ * changeWhilePagingEvery an integer (0 = off); ignoreSort comma-separated family.stream names.
+ */
+export function parseVariant(raw: string, previous: Partial<Variants> = {}): Partial<Variants> {
+  const eq = raw.indexOf('=');
+  const name = (eq < 0 ? raw : raw.slice(0, eq)).trim();
+  const text = eq < 0 ? undefined : raw.slice(eq + 1).trim();
+  const bad = (why: string): never => {
+    throw new InvalidArgumentError(`--variant ${name}: ${why}, got "${raw}"`);
+  };
+  if (!(VARIANT_NAMES as string[]).includes(name)) bad(`unknown variant (known: ${VARIANT_NAMES.join(', ')})`);
+  const key = name as keyof Variants;
+  let value: unknown;
+  if (text === undefined) value = HOSTILE_VARIANTS[key];
+  else if (key === 'ignoreSort') value = text === '' ? [] : text.split(',').map((t) => t.trim());
+  else if (typeof DEFAULT_VARIANTS[key] === 'boolean') {
+    const t = text.toLowerCase();
+    value = TRUE.includes(t) ? true : FALSE.includes(t) ? false : bad('must be true or false');
+  } else {
+    value = /^\d+(\.\d+)?$|^\.\d+$/.test(text) ? Number(text) : bad('must be a number');
+  }
+  const next = { ...previous, [key]: value } as Partial<Variants>;
+  try {
+    resolveVariants(undefined, { [key]: value } as Partial<Variants>);
+  } catch (e) {
+    bad((e as Error).message.replace(/^variants\.\w+:? ?/, ''));
+  }
+  return next;
+}
+
 interface Options {
   host: string;
   port: number;
@@ -40,6 +89,8 @@ interface Options {
   latencyMs?: number;
   tokenExpiresIn: number;
   unlimited?: boolean;
+  preset: Preset;
+  variant?: Partial<Variants>;
 }
 
 const q = (s: string): string => JSON.stringify(s);
@@ -60,6 +111,8 @@ export function sandboxCommand(): Command {
     .option('--latency-ms <ms>', 'added latency per request, real milliseconds', integer('--latency-ms', 0, 600_000))
     .option('--token-expires-in <s>', 'access token lifetime in sandbox seconds', integer('--token-expires-in', 1, 86_400 * 365), 3600)
     .option('--unlimited', 'no rate, concurrency or daily limits')
+    .addOption(new Option('--preset <preset>', 'hostile: every variant on at its hostile setting').choices(PRESETS).default('default'))
+    .option('--variant <name[=value]>', `take the other choice where the spec is open (repeatable; without a value, the hostile setting): ${VARIANT_NAMES.join(', ')}`, parseVariant)
     .action(async (o: Options) => {
       const options: SandboxOptions = {
         host: o.host,
@@ -77,9 +130,11 @@ export function sandboxCommand(): Command {
           ...(o.faultTruncated !== undefined ? { rateTruncated: o.faultTruncated } : {}),
           ...(o.latencyMs !== undefined ? { latencyMs: o.latencyMs } : {}),
         },
+        preset: o.preset,
+        ...(o.variant ? { variants: o.variant } : {}),
       };
       const sb = await startSandbox(options);
-      process.stdout.write(configSnippet(sb.url, sb.credentials, o, sb.organizations()));
+      process.stdout.write(configSnippet(sb.url, sb.credentials, o, sb.organizations(), sb.variants));
       process.stderr.write(`sandbox listening on ${sb.url} (Ctrl-C to stop)\n`);
       await new Promise<void>((resolve) => {
         const stop = (): void => {
@@ -97,12 +152,28 @@ export function configSnippet(
   url: string,
   credentials: { client_id: string; client_secret: string; refresh_token: string; redirect_uri: string },
   o: Pick<Options, 'plan' | 'timeScale' | 'unlimited'>,
-  orgs: Array<{ organization_id: string; name: string }>,
+  orgs: Array<{ organization_id: string; name: string; ids?: Record<Family, string> }>,
+  variants?: Variants,
 ): string {
   const limits = PLAN_LIMITS[o.plan];
+  // With per-family organization ids, every family's id must pass the organizations filter.
+  const ids: string[] = [];
+  const named: string[] = [];
+  for (const g of orgs) {
+    const byId = new Map<string, Family[]>();
+    for (const [family, id] of Object.entries(g.ids ?? { books: g.organization_id }) as Array<[Family, string]>) byId.set(id, [...(byId.get(id) ?? []), family]);
+    if (!byId.has(g.organization_id)) byId.set(g.organization_id, []);
+    for (const [id, families] of byId) {
+      if (ids.includes(id)) continue;
+      ids.push(id);
+      named.push(`    #   ${id}: ${g.name}${byId.size > 1 ? ` (${families.join(', ')})` : ''}`);
+    }
+  }
+  const on = variants ? VARIANT_NAMES.filter((k) => JSON.stringify(variants[k]) !== JSON.stringify(DEFAULT_VARIANTS[k])) : [];
   // The client measures real time; the sandbox's windows run timeScale times faster.
   const lines = [
     '# svcsync configuration for this sandbox',
+    ...(on.length ? [`# sandbox variants: ${on.map((k) => `${k}=${JSON.stringify(variants?.[k])}`).join(' ')}`] : []),
     'warehouse: sqlite:./sandbox-warehouse.db',
     'connections:',
     '  - name: sandbox',
@@ -118,8 +189,8 @@ export function configSnippet(
     `      window_ms: ${Math.max(1, Math.round(60_000 / o.timeScale))}`,
     `      per_day: ${o.unlimited ? 1_000_000_000 : limits.per_day}`,
     `      concurrency: ${o.unlimited ? 64 : limits.concurrency}`,
-    `    organizations: [${orgs.map((g) => q(g.organization_id)).join(', ')}]`,
-    ...orgs.map((g) => `    #   ${g.organization_id}: ${g.name}`),
+    `    organizations: [${ids.map(q).join(', ')}]`,
+    ...named,
     '',
   ];
   return lines.join('\n');
