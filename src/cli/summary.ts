@@ -24,10 +24,14 @@ export function renderSummary(summary: SyncSummary): string {
     const mark = org.status === 'ok' ? '✓' : org.status === 'quota' ? '⏸' : '✗';
     const totals = org.streams.reduce((a, s) => ({ written: a.written + s.written, records: a.records + s.records, deleted: a.deleted + s.deleted }), { written: 0, records: 0, deleted: 0 });
     lines.push(`  ${mark} ${org.connection} / organization ${org.organizationId} (${org.families.join(', ')}): ${org.status}, ${totals.records} records read, ${totals.written} written, ${totals.deleted} marked deleted`);
-    const notable = org.streams.filter((s) => s.records > 0 || s.status !== 'ok');
+    const notable = org.streams.filter((s) => s.records > 0 || s.requests > 0 || s.status !== 'ok');
     for (const s of notable) {
       const status = s.status === 'ok' ? '' : `  ${s.status}${s.error ? `: ${s.error.split('\n')[0]}` : ''}`;
       lines.push(`      ${pad(s.stream, 36)} ${lpad(String(s.records), 8)} read ${lpad(String(s.written), 8)} written ${lpad(String(s.requests), 6)} req${status}`);
+      // Data-shape warnings: one line per field and kind, however many records had it.
+      for (const w of s.warnings ?? []) {
+        lines.push(`          ⚠ ${w.count} × ${w.field}: ${w.message} (e.g. record ${w.example})`);
+      }
     }
     if (org.status === 'quota' && org.resumeAt) lines.push(`      daily quota spent: continues after ${org.resumeAt} (run the same command again then; nothing is lost)`);
     else if (org.error && org.status !== 'ok') lines.push(`      ${org.error.split('\n').join('\n      ')}`);

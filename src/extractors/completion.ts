@@ -10,6 +10,7 @@ import type { StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { fillPath, pages } from './pager.js';
 import { runAll } from './settle.js';
+import { newTally, type StreamTally } from './stream-tally.js';
 import { cascade, detailIsEnabled, normalizePage } from './stream-pass.js';
 
 export interface CompletionResult {
@@ -35,62 +36,66 @@ function fanOut(ctx: SyncContext): number {
 
 /**
  * Fetches the single record of every queued id (list records that lack line items), writes
- * the detail columns and child tables, and takes the ids off the queue in the same
- * transaction. A record the API no longer has is marked deleted.
+ * the detail columns and child tables, and takes the id off the queue in the same
+ * transaction: each item commits as soon as it is fetched, so a failure or a spent quota
+ * leaves only the unfetched items queued. A record the API no longer has is marked deleted.
  */
-export async function completeDetails(ctx: SyncContext, organizationId: string, stream: StreamSpec): Promise<CompletionResult> {
+export async function completeDetails(ctx: SyncContext, organizationId: string, stream: StreamSpec, tally: StreamTally = newTally()): Promise<CompletionResult> {
   const result: CompletionResult = { items: 0, records: 0, requests: 0, gone: 0 };
   if (!stream.detail || !detailIsEnabled(ctx, stream)) return result;
   const detail = stream.detail;
   const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(stream) };
   const table = tableName(stream);
   const limit = pLimit(fanOut(ctx));
-  for (;;) {
-    ctx.signal.throwIfAborted();
-    const batch = await takePending(ctx.warehouse.db, key, 'detail', BATCH);
-    if (batch.length === 0) return result;
-    const syncedAt = ctx.stamp.next();
-    const fetched = await runAll(
-      limit,
-      batch.map((item) =>
-        async (): Promise<{ id: string; record: NormalizedRecord | null }> => {
-          const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
-          try {
-            const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal });
-            result.requests++;
-            const raw = detail.recordKeys.map((k) => body[k]).find((v) => v && typeof v === 'object' && !Array.isArray(v)) as Record<string, unknown> | undefined;
-            if (!raw) {
-              throw new FatalError(`GET ${stream.family}${path}: the response has none of the keys ${detail.recordKeys.map((k) => `"${k}"`).join(', ')}.`, {
-                hint: `Add the key this API uses to the detail recordKeys of ${qualifiedName(stream)} in src/catalog.`,
-              });
+  const requestsBefore = tally.meter.requests;
+  try {
+    for (;;) {
+      ctx.signal.throwIfAborted();
+      const batch = await takePending(ctx.warehouse.db, key, 'detail', BATCH);
+      if (batch.length === 0) return result;
+      await runAll(
+        limit,
+        batch.map((item) =>
+          async (): Promise<void> => {
+            const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
+            let record: NormalizedRecord | null = null;
+            const syncedAt = ctx.stamp.next();
+            try {
+              const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal, meter: tally.meter });
+              const raw = detail.recordKeys.map((k) => body[k]).find((v) => v && typeof v === 'object' && !Array.isArray(v)) as Record<string, unknown> | undefined;
+              if (!raw) {
+                throw new FatalError(`GET ${stream.family}${path}: the response has none of the keys ${detail.recordKeys.map((k) => `"${k}"`).join(', ')}.`, {
+                  hint: `Add the key this API uses to the detail recordKeys of ${qualifiedName(stream)} in src/catalog.`,
+                });
+              }
+              record = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt });
+              tally.warnings.addAll(record.warnings);
+            } catch (error) {
+              if (!isGone(error)) throw error;
             }
-            const n = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt });
-            for (const w of n.warnings) ctx.logger.warn({ table: w.table, record: w.id, field: w.field }, w.message);
-            return { id: item.item_id, record: n };
-          } catch (error) {
-            if (isGone(error)) {
-              result.requests++;
-              return { id: item.item_id, record: null };
+            await ctx.warehouse.db.transaction().execute(async (trx) => {
+              if (record) {
+                await ctx.writer.writeRecords(trx, [record], syncedAt);
+              } else {
+                await ctx.writer.markDeleted(trx, table, stream.primaryKey, organizationId, item.item_id, syncedAt);
+                await cascade(ctx, trx, stream, organizationId, syncedAt);
+              }
+              await completePending(trx, key, 'detail', [item.item_id]);
+            });
+            result.items++;
+            result.records++;
+            tally.records++;
+            tally.written++;
+            if (!record) {
+              result.gone++;
+              tally.deleted++;
             }
-            throw error;
-          }
-        },
-      ),
-    );
-    await ctx.warehouse.db.transaction().execute(async (trx) => {
-      const present = fetched.filter((f) => f.record !== null).map((f) => f.record!);
-      await ctx.writer.writeRecords(trx, present, syncedAt);
-      for (const f of fetched) {
-        if (f.record === null) {
-          await ctx.writer.markDeleted(trx, table, stream.primaryKey, organizationId, f.id, syncedAt);
-          result.gone++;
-        }
-      }
-      if (result.gone) await cascade(ctx, trx, stream, organizationId, syncedAt);
-      await completePending(trx, key, 'detail', batch.map((b) => b.item_id));
-    });
-    result.items += batch.length;
-    result.records += fetched.length;
+          },
+        ),
+      );
+    }
+  } finally {
+    result.requests = tally.meter.requests - requestsBefore;
   }
 }
 
@@ -99,13 +104,15 @@ export async function completeDetails(ctx: SyncContext, organizationId: string, 
  * for every parent queued for it. Each parent's children are a full refresh: rows the parent
  * no longer lists are marked deleted. Rows and the queue entry commit together.
  */
-export async function completeChildren(ctx: SyncContext, organizationId: string, child: StreamSpec, parent: StreamSpec): Promise<CompletionResult> {
+export async function completeChildren(ctx: SyncContext, organizationId: string, child: StreamSpec, parent: StreamSpec, tally: StreamTally = newTally()): Promise<CompletionResult> {
   const result: CompletionResult = { items: 0, records: 0, requests: 0, gone: 0 };
   const link = child.parent!;
   const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(child) };
   const table = tableName(child);
   const grandchildren = childStreamsOf(child);
   const limit = pLimit(fanOut(ctx));
+  const requestsBefore = tally.meter.requests;
+  try {
   for (;;) {
     ctx.signal.throwIfAborted();
     const batch = await takePending(ctx.warehouse.db, key, 'children', BATCH);
@@ -119,7 +126,7 @@ export async function completeChildren(ctx: SyncContext, organizationId: string,
           const path = fillPath(child.path, { [link.key]: parentId });
           const records: NormalizedRecord[] = [];
           let gone = false;
-          let requests = 0;
+          let pagesRead = 0;
           try {
             for await (const page of pages({
               client: ctx.client,
@@ -131,16 +138,15 @@ export async function completeChildren(ctx: SyncContext, organizationId: string,
               startPage: 1,
               signal: ctx.signal,
               maxPages: MAX_CHILD_PAGES,
+              meter: tally.meter,
             })) {
-              requests++;
-              records.push(...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }));
+              pagesRead++;
+              records.push(...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally.warnings));
             }
           } catch (error) {
             if (!isGone(error)) throw error;
-            requests++;
             gone = true;
           }
-          result.requests += requests;
           const syncedAt = ctx.stamp.next();
           for (const r of records) r.row['_synced_at'] = syncedAt;
           await ctx.warehouse.db.transaction().execute(async (trx) => {
@@ -160,9 +166,18 @@ export async function completeChildren(ctx: SyncContext, organizationId: string,
           });
           result.items++;
           result.records += records.length;
-          if (gone) result.gone++;
+          tally.pages += pagesRead;
+          tally.records += records.length;
+          tally.written += records.length;
+          if (gone) {
+            result.gone++;
+            tally.deleted++;
+          }
         },
       ),
     );
+  }
+  } finally {
+    result.requests = tally.meter.requests - requestsBefore;
   }
 }

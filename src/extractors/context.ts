@@ -3,6 +3,7 @@ import type { LimiterRegistry } from '../api/limiter.js';
 import type { StreamSpec } from '../catalog/types.js';
 import type { Config, ConnectionConfig } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
+import type { AuthorizationError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
@@ -50,4 +51,9 @@ export interface SyncContext {
   signal: AbortSignal;
   progress: ProgressReporter;
   runId: string;
+  /**
+   * Set once for the whole connection when its token is refused for good: streams not yet
+   * started are skipped and the run reports one authorization failure, not one per stream.
+   */
+  halt: { authorization: AuthorizationError | null };
 }

@@ -8,6 +8,7 @@ import { recordRunStream } from '../state/runs.js';
 import { saveStreamState } from '../state/stream-state.js';
 import { completeChildren, completeDetails } from './completion.js';
 import { runAll } from './settle.js';
+import { newTally, type StreamTally, type WarningCount } from './stream-tally.js';
 import type { SyncContext } from './context.js';
 import { runStreamPass, type SyncMode } from './stream-pass.js';
 
@@ -22,6 +23,8 @@ export interface StreamOutcome {
   written: number;
   deleted: number;
   requests: number;
+  /** Data-shape warnings, one entry per table, field and kind. */
+  warnings: WarningCount[];
   error?: string;
 }
 
@@ -73,24 +76,33 @@ export async function syncOrganization(
   // written while the next is fetched, without crowding the per-minute window.
   const limit = pLimit(2);
 
-  const runOne = async (stream: StreamSpec, work: () => Promise<Omit<StreamOutcome, 'organizationId' | 'stream' | 'status'>>): Promise<void> => {
+  const runOne = async (stream: StreamSpec, work: (tally: StreamTally) => Promise<unknown>): Promise<void> => {
     const name = qualifiedName(stream);
     const startedAt = ctx.stamp.next();
-    const base: StreamOutcome = { organizationId, stream: name, status: 'ok', pages: 0, records: 0, written: 0, deleted: 0, requests: 0 };
-    if (quota || deniedFamilies.has(stream.family)) {
-      outcome.streams.push({ ...base, status: 'skipped', error: quota ? 'daily quota spent' : 'not authorized for this family' });
+    const base: StreamOutcome = { organizationId, stream: name, status: 'ok', pages: 0, records: 0, written: 0, deleted: 0, requests: 0, warnings: [] };
+    const halted = ctx.halt.authorization;
+    if (quota || deniedFamilies.has(stream.family) || halted) {
+      outcome.streams.push({ ...base, status: 'skipped', error: quota ? 'daily quota spent' : halted ? 'the connection\'s token was refused' : 'not authorized for this family' });
       return;
     }
+    const tally = newTally();
     try {
-      Object.assign(base, await work());
+      await work(tally);
     } catch (error) {
       if (ctx.signal.aborted) throw error;
       base.status = error instanceof QuotaExhaustedError ? 'quota' : 'failed';
       base.error = describe(error);
       if (error instanceof QuotaExhaustedError) quota = error;
-      if (error instanceof AuthorizationError) deniedFamilies.add(stream.family);
+      if (error instanceof AuthorizationError) {
+        // Every stream of the connection shares the token: one message stops them all.
+        if (error.reach === 'connection') ctx.halt.authorization ??= error;
+        else deniedFamilies.add(stream.family);
+      }
       log.error({ stream: name, err: error }, `stream failed: ${describe(error)}`);
     }
+    // Whatever way the stream ended, what it spent and committed is reported.
+    Object.assign(base, { pages: tally.pages, records: tally.records, written: tally.written, deleted: tally.deleted, requests: tally.meter.requests, warnings: tally.warnings.entries() });
+    tally.warnings.log(log, { stream: name });
     outcome.streams.push(base);
     const finishedAt = ctx.stamp.next();
     await recordRunStream(ctx.warehouse.db, {
@@ -105,6 +117,7 @@ export async function syncOrganization(
       records: base.records,
       requests: base.requests,
       error: base.error ?? null,
+      warnings: base.warnings.length ? JSON.stringify(base.warnings) : null,
     });
     await saveStreamState(
       ctx.warehouse.db,
@@ -126,24 +139,14 @@ export async function syncOrganization(
   };
 
   const runTree = async (stream: StreamSpec): Promise<void> => {
-    await runOne(stream, async () => {
-      const passes = await runStreamPass(ctx, organizationId, stream, options);
-      const details = await completeDetails(ctx, organizationId, stream);
-      return {
-        pages: passes.reduce((a, p) => a + p.pages, 0),
-        records: passes.reduce((a, p) => a + p.records, 0) + details.records,
-        written: passes.reduce((a, p) => a + p.written, 0) + details.records,
-        deleted: passes.reduce((a, p) => a + p.deleted, 0) + details.gone,
-        requests: passes.reduce((a, p) => a + p.requests, 0) + details.requests,
-      };
+    await runOne(stream, async (tally) => {
+      await runStreamPass(ctx, organizationId, stream, options, tally);
+      await completeDetails(ctx, organizationId, stream, tally);
     });
     const drain = async (parent: StreamSpec): Promise<void> => {
       for (const child of childStreamsOf(parent)) {
         if (!allowed(child) && !childStreamsOf(child).some(allowed)) continue;
-        await runOne(child, async () => {
-          const r = await completeChildren(ctx, organizationId, child, parent);
-          return { pages: r.requests, records: r.records, written: r.records, deleted: r.gone, requests: r.requests };
-        });
+        await runOne(child, (tally) => completeChildren(ctx, organizationId, child, parent, tally));
         await drain(child);
       }
     };
@@ -153,7 +156,10 @@ export async function syncOrganization(
   await runAll(limit, top.map((s) => () => runTree(s)));
 
   const failed = outcome.streams.filter((s) => s.status === 'failed' || s.status === 'quota');
-  if (quota) {
+  if (ctx.halt.authorization) {
+    outcome.status = 'failed';
+    outcome.error = ctx.halt.authorization.describe();
+  } else if (quota) {
     outcome.status = 'quota';
     outcome.resumeAt = (quota as QuotaExhaustedError).resumeAt.toISOString();
     outcome.error = (quota as QuotaExhaustedError).describe();

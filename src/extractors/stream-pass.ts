@@ -8,6 +8,7 @@ import { loadStreamState, passColumns, saveStreamState, saveStreamStateQuery, ty
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';
 import { SeenFilter } from './seen-filter.js';
+import { newTally, type StreamTally, type WarningTally } from './stream-tally.js';
 
 /** What the caller asked for; the pass kind follows from it and the stream. */
 export type SyncMode = 'incremental' | 'backfill' | 'reconcile';
@@ -72,14 +73,14 @@ export function nextCursor(previous: string | null, maxChanged: string | null, p
  * the work it creates for child streams and single-record completion, and the pass's
  * position are committed in one transaction; the cursor moves only when the pass ends.
  */
-export async function runStreamPass(ctx: SyncContext, organizationId: string, stream: StreamSpec, options: PassOptions): Promise<PassResult[]> {
+export async function runStreamPass(ctx: SyncContext, organizationId: string, stream: StreamSpec, options: PassOptions, tally: StreamTally = newTally()): Promise<PassResult[]> {
   const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(stream) };
   const want = passKindFor(stream, options.mode);
   const results: PassResult[] = [];
   let state = await loadStreamState(ctx.warehouse.db, key);
   if (state.pass) {
     const resumedKind = state.pass.kind;
-    results.push(await walk(ctx, key, stream, state.pass, state.cursor, true));
+    results.push(await walk(ctx, key, stream, state.pass, state.cursor, true, tally));
     if (satisfies(resumedKind, want)) return results;
     // The resumed pass moved the cursor.
     state = await loadStreamState(ctx.warehouse.db, key);
@@ -93,11 +94,11 @@ export async function runStreamPass(ctx: SyncContext, organizationId: string, st
     floor = options.since;
   }
   const pass: PassState = { kind: want, startedAt, nextPage: 1, floor, maxChanged: null, unsorted: false, records: 0 };
-  results.push(await walk(ctx, key, stream, pass, fresh.cursor, false));
+  results.push(await walk(ctx, key, stream, pass, fresh.cursor, false, tally));
   return results;
 }
 
-async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: PassState, cursor: string | null, resumed: boolean): Promise<PassResult> {
+async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: PassState, cursor: string | null, resumed: boolean, tally: StreamTally): Promise<PassResult> {
   const log = ctx.logger.child({ organization_id: key.organizationId, stream: key.stream });
   const table = tableName(stream);
   const children = childStreamsOf(stream);
@@ -125,6 +126,7 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
     startPage: pass.nextPage,
     signal: ctx.signal,
     maxPages: MAX_PAGES,
+    meter: tally.meter,
     // A walk that cannot stop early reads every page anyway: fetch the next while writing this one.
     prefetch: !(sortParams && floorMs !== null),
   });
@@ -137,7 +139,7 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
     result.requests++;
     result.records += page.records.length;
     const syncedAt = ctx.stamp.next();
-    const normalized = normalizePage(ctx, stream, key.organizationId, page.records, syncedAt);
+    const normalized = normalizePage(ctx, stream, key.organizationId, page.records, syncedAt, undefined, tally.warnings);
 
     // Check the order the server was asked for; a list out of order is read whole.
     let reachedFloor = false;
@@ -191,6 +193,10 @@ async function walk(ctx: SyncContext, key: StreamKey, stream: StreamSpec, pass: 
     }
     result.written += toWrite.length;
     result.deleted += deleted;
+    tally.pages++;
+    tally.records += page.records.length;
+    tally.written += toWrite.length;
+    tally.deleted += deleted;
     // Once this page is in, a record repeated on a later page (the list shifted) must be compared.
     if (seen) for (const n of toWrite) seen.add(n.id);
     const limiter = ctx.limiters.peek(key.organizationId);
@@ -218,7 +224,19 @@ export function detailIsEnabled(ctx: SyncContext, stream: StreamSpec): boolean {
   return stream.detail.defaultEnabled;
 }
 
-export function normalizePage(ctx: SyncContext, stream: StreamSpec, organizationId: string, records: RawRecord[], syncedAt: string, parent?: { key: string; value: string }): NormalizedRecord[] {
+/**
+ * A page's raw records into rows. Data-shape warnings go to `warnings`, counted per field and
+ * kind for one line each at the stream's end; without a tally each is logged as it comes.
+ */
+export function normalizePage(
+  ctx: SyncContext,
+  stream: StreamSpec,
+  organizationId: string,
+  records: RawRecord[],
+  syncedAt: string,
+  parent?: { key: string; value: string },
+  warnings?: WarningTally,
+): NormalizedRecord[] {
   const out: NormalizedRecord[] = [];
   for (const raw of records) {
     // Organization lists are not organization-scoped: each record is its own organization.
@@ -228,7 +246,8 @@ export function normalizePage(ctx: SyncContext, stream: StreamSpec, organization
       // Child lists do not always repeat their parent's id; the path says it.
       n.row[parent.key] = parent.value;
     }
-    for (const w of n.warnings) ctx.logger.warn({ table: w.table, record: w.id, field: w.field }, w.message);
+    if (warnings) warnings.addAll(n.warnings);
+    else for (const w of n.warnings) ctx.logger.warn({ table: w.table, record: w.id, field: w.field, kind: w.kind }, w.message);
     out.push(n);
   }
   return out;

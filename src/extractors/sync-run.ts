@@ -139,6 +139,7 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
         signal: options.signal,
         progress: options.progress ?? silentProgress,
         runId,
+        halt: { authorization: null },
       };
       try {
         const found = await discoverOrganizations(ctx, options.organization);
@@ -161,6 +162,10 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
           ),
         );
         organizations.push(...outcomes);
+        const refused = ctx.halt.authorization;
+        if (refused) {
+          connectionFailures.push({ connection: connection.name, kind: 'authorization', error: describe(refused) });
+        }
       } catch (error) {
         if (options.signal.aborted) throw error;
         ctx.logger.error({ err: error }, `connection ${connection.name} failed: ${describe(error)}`);
@@ -237,7 +242,7 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
       records = recordsOf(stream, body, `GET ${family}${stream.path}`);
     } catch (error) {
       if (ctx.signal.aborted) throw error;
-      if (error instanceof AuthorizationError) {
+      if (error instanceof AuthorizationError && error.reach === 'family') {
         ctx.logger.warn({ family, err: error }, `cannot list ${family} organizations: ${describe(error)}`);
         errors.push(error);
         continue;

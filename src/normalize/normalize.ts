@@ -12,8 +12,12 @@ export interface NormalizeWarning {
   id: string;
   /** The field as found in the record: 'discount', 'line_items[2].rate'. */
   field: string;
+  /** What kind of surprise: warnings are counted per stream, field and kind (WarningTally). */
+  kind: WarningKind;
   message: string;
 }
+
+export type WarningKind = 'value' | 'not_an_array' | 'element_not_object' | 'no_child_key' | 'repeated_child_key';
 
 export interface ChildRows {
   table: string;
@@ -75,7 +79,7 @@ export function normalizeRecord(stream: StreamSpec, raw: Record<string, unknown>
 
   const id = primaryKeyOf(plan, raw, note);
   if (note.message !== null) {
-    warnings.push({ table: plan.table, id, field: plan.primaryKey, message: note.message });
+    warnings.push({ table: plan.table, id, field: plan.primaryKey, kind: 'value', message: note.message });
     note.message = null;
   }
   const organizationId = plan.keyedByOrganization ? id : opts.organizationId;
@@ -178,7 +182,7 @@ function writeSteps(
       row[s.discount.percentage] = d.percentage;
     }
     if (note.message !== null) {
-      warnings.push({ table, id, field: `${prefix}${s.label}`, message: note.message });
+      warnings.push({ table, id, field: `${prefix}${s.label}`, kind: 'value', message: note.message });
       note.message = null;
     }
   }
@@ -209,10 +213,19 @@ function entryFor(ctx: ChildContext, child: ChildPlan): ChildRows {
   return entry;
 }
 
-function arrayOf(record: Record<string, unknown>, child: ChildPlan): unknown[] | undefined {
+/**
+ * The elements of a child array, under whichever of its field names the record uses. A single
+ * object where an array of objects is expected is a one-element array: published payloads do
+ * that (a recurring expense's `line_item`, a vendor credit's lone line item).
+ */
+function arrayOf(record: Record<string, unknown>, child: ChildPlan): { field: string; elements: unknown[] } | undefined {
   for (const field of child.fields) {
     const value = record[field];
-    if (Array.isArray(value)) return value;
+    if (Array.isArray(value)) return { field, elements: value };
+  }
+  for (const field of child.fields) {
+    const value = record[field];
+    if (value !== null && typeof value === 'object') return { field, elements: [value] };
   }
   return undefined;
 }
@@ -222,14 +235,15 @@ function arrayOf(record: Record<string, unknown>, child: ChildPlan): unknown[] |
  * `parentRow` holds the parent's key columns; `prefix` locates the parent in warnings.
  */
 function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<string, unknown>, parentRow: Row, prefix: string): void {
-  const elements = arrayOf(record, child);
-  if (elements === undefined) {
-    const present = child.fields.find((f) => record[f] !== undefined && record[f] !== null);
+  const found = arrayOf(record, child);
+  if (found === undefined) {
+    const present = child.fields.find((f) => record[f] !== undefined && record[f] !== null && record[f] !== '');
     if (present !== undefined) {
-      ctx.warnings.push({ table: child.table, id: ctx.id, field: `${prefix}${present}`, message: 'expected an array; left this table untouched' });
+      ctx.warnings.push({ table: child.table, id: ctx.id, field: `${prefix}${present}`, kind: 'not_an_array', message: 'expected an array of objects, got a scalar; left this table untouched' });
     }
     return;
   }
+  const { field, elements } = found;
   const entry = entryFor(ctx, child);
   // An empty parent array means its elements' arrays are empty too: clear them all.
   if (elements.length === 0) {
@@ -240,12 +254,11 @@ function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<stri
     return;
   }
   const seen = child.key === null ? null : new Set<string>();
-  const field = child.fields.find((f) => Array.isArray(record[f])) ?? child.field;
   for (let i = 0; i < elements.length; i++) {
     const element = elements[i];
     const at = `${prefix}${field}[${i}]`;
     if (element === null || typeof element !== 'object' || Array.isArray(element)) {
-      ctx.warnings.push({ table: child.table, id: ctx.id, field: at, message: 'element is not an object; skipped' });
+      ctx.warnings.push({ table: child.table, id: ctx.id, field: at, kind: 'element_not_object', message: 'element is not an object; skipped' });
       continue;
     }
     const values = element as Record<string, unknown>;
@@ -257,7 +270,7 @@ function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<stri
       const raw = values[child.key.head];
       let key = raw === undefined ? null : child.key.convert(raw, ctx.note);
       if (ctx.note.message !== null) {
-        ctx.warnings.push({ table: child.table, id: ctx.id, field: `${at}.${child.key.label}`, message: ctx.note.message });
+        ctx.warnings.push({ table: child.table, id: ctx.id, field: `${at}.${child.key.label}`, kind: 'value', message: ctx.note.message });
         ctx.note.message = null;
       }
       const text = key === null ? '' : String(key);
@@ -266,6 +279,7 @@ function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<stri
           table: child.table,
           id: ctx.id,
           field: `${at}.${child.key.label}`,
+          kind: text === '' ? 'no_child_key' : 'repeated_child_key',
           message: text === '' ? `no ${child.key.label}; keyed by position as #${i}` : `${child.key.label} ${text} repeats within the record; keyed by position as #${i}`,
         });
         key = `#${i}`;

@@ -34,7 +34,7 @@ export async function finishRun(
 }
 
 export async function recordRunStream(db: Db, row: RunStreamRow): Promise<void> {
-  const changes = { finished_at: row.finished_at, status: row.status, pages: row.pages, records: row.records, requests: row.requests, error: row.error };
+  const changes = { finished_at: row.finished_at, status: row.status, pages: row.pages, records: row.records, requests: row.requests, error: row.error, warnings: row.warnings };
   await stateDb(db)
     .insertInto('_svcsync_run_streams')
     .values(row)

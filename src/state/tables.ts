@@ -62,6 +62,8 @@ export interface RunStreamRow {
   records: number;
   requests: number;
   error: string | null;
+  /** JSON array of WarningCount (migration 20261122T173000), or null when there were none. */
+  warnings: string | null;
 }
 
 export interface UsageRow {

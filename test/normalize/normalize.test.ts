@@ -134,7 +134,7 @@ describe('normalizeRecord: inventory sales order', () => {
       ['460000000005002', 1, null, 2, '5%', null, 5],
     ]);
     expect(detail.warnings).toEqual([
-      { table: 'inventory_sales_orders__line_items', id: '4600000000123456789', field: 'line_items[1].rate', message: expect.stringContaining('"n/a"') },
+      { table: 'inventory_sales_orders__line_items', id: '4600000000123456789', field: 'line_items[1].rate', kind: 'value', message: expect.stringContaining('"n/a"') },
     ]);
 
     expect(child(detail, 'inventory_sales_orders__taxes').rows.map((r) => [r._position, r.tax_name, r.tax_amount])).toEqual([
@@ -252,10 +252,33 @@ describe('normalizeRecord: keys of child elements', () => {
     expect(rec.warnings[0]).toMatchObject({ table: 'billing_plans__tags', field: 'tags[0]' });
   });
 
-  it('leaves a table untouched when its field is not an array', () => {
-    const rec = run('billing.plans', { plan_code: 'P', tags: { tag_id: '1' } });
+  it('reads a single object where an array of objects is expected as a one-element array', () => {
+    const rec = run('billing.plans', { plan_code: 'P', tags: { tag_id: '1', tag_name: 'Tier' } });
+    expect(child(rec, 'billing_plans__tags').rows.map((r) => [r.tag_id, r._position, r.tag_name])).toEqual([['1', 0, 'Tier']]);
+    expect(rec.warnings).toEqual([]);
+  });
+
+  it('reads a vendor credit whose line_items is one object, with its grandchild arrays', () => {
+    const rec = run('inventory.vendor_credits', { vendor_credit_id: 'V1', line_items: { line_item_id: 'L1', name: 'Widget', tags: [{ tag_id: 'T1' }] } }, 'detail');
+    expect(child(rec, 'inventory_vendor_credits__line_items').rows.map((r) => [r.line_item_id, r.name])).toEqual([['L1', 'Widget']]);
+    expect(child(rec, 'inventory_vendor_credits__line_items__tags').rows.map((r) => r.tag_id)).toEqual(['T1']);
+  });
+
+  it('skips a string array where objects are expected, still writing the record and its other tables', () => {
+    const rec = run('inventory.sales_orders', { salesorder_id: 'S1', documents: ['document_id', 'file_name'], line_items: [{ line_item_id: 'L1' }] }, 'detail');
+    expect(rec.row.salesorder_id).toBe('S1');
+    expect(child(rec, 'inventory_sales_orders__documents').rows).toEqual([]);
+    expect(child(rec, 'inventory_sales_orders__line_items').rows).toHaveLength(1);
+    expect(rec.warnings.map((w) => [w.field, w.kind])).toEqual([
+      ['documents[0]', 'element_not_object'],
+      ['documents[1]', 'element_not_object'],
+    ]);
+  });
+
+  it('leaves a table untouched when its field is a scalar', () => {
+    const rec = run('billing.plans', { plan_code: 'P', tags: 'gold' });
     expect(rec.children).toEqual([]);
-    expect(rec.warnings[0]).toMatchObject({ table: 'billing_plans__tags', field: 'tags' });
+    expect(rec.warnings[0]).toMatchObject({ table: 'billing_plans__tags', field: 'tags', kind: 'not_an_array' });
   });
 });
 
@@ -302,7 +325,7 @@ describe('normalizeRecord: other streams', () => {
       ['460000000051002', 1, 'failure', null],
     ]);
     expect(detail.warnings).toEqual([
-      { table: 'billing_events__webhooks', id: '460000000050001', field: 'webhooks[1].last_updated_time', message: expect.any(String) },
+      { table: 'billing_events__webhooks', id: '460000000050001', field: 'webhooks[1].last_updated_time', kind: 'value', message: expect.any(String) },
     ]);
     expectShapes(detail);
   });

@@ -1,0 +1,75 @@
+import type { RequestMeter } from '../api/client.js';
+import type { Logger } from '../core/logger.js';
+import type { NormalizeWarning, WarningKind } from '../normalize/normalize.js';
+
+/** One kind of data-shape surprise in one field of one table, counted over a run. */
+export interface WarningCount {
+  table: string;
+  /** The field with element positions folded: `line_items[].rate`. */
+  field: string;
+  kind: WarningKind;
+  count: number;
+  /** The first record it was seen in, and what was said of it there. */
+  example: string;
+  message: string;
+}
+
+/**
+ * Data-shape warnings counted per table, field and kind, so that 230 records with the same
+ * quirk make one line with a count and an example, not 2,800 lines that drown a real problem.
+ */
+export class WarningTally {
+  private readonly counts = new Map<string, WarningCount>();
+
+  add(w: NormalizeWarning): void {
+    const field = w.field.replace(/\[\d+\]/g, '[]');
+    const key = `${w.table}\u0000${field}\u0000${w.kind}`;
+    const c = this.counts.get(key);
+    if (c) c.count++;
+    else this.counts.set(key, { table: w.table, field, kind: w.kind, count: 1, example: w.id, message: w.message });
+  }
+
+  addAll(warnings: readonly NormalizeWarning[]): void {
+    for (const w of warnings) this.add(w);
+  }
+
+  entries(): WarningCount[] {
+    return [...this.counts.values()];
+  }
+
+  total(): number {
+    let n = 0;
+    for (const c of this.counts.values()) n += c.count;
+    return n;
+  }
+
+  /** One warning line per table, field and kind. */
+  log(logger: Logger, context: Record<string, unknown>): void {
+    for (const c of this.counts.values()) {
+      logger.warn(
+        { ...context, table: c.table, field: c.field, kind: c.kind, count: c.count, example_record: c.example },
+        `${c.count} record${c.count === 1 ? '' : 's'}: ${c.field}: ${c.message} (e.g. record ${c.example})`,
+      );
+    }
+  }
+}
+
+/**
+ * What one stream did in a run, counted as it goes: a stream that ends on a spent quota or
+ * an error still reports every request it sent and every page and record it committed.
+ */
+export interface StreamTally {
+  pages: number;
+  /** Records committed (list records, detail records, child records). */
+  records: number;
+  /** Rows written (new or changed, or every row of a full read). */
+  written: number;
+  deleted: number;
+  /** Every request sent for the stream, retries included. */
+  meter: RequestMeter;
+  warnings: WarningTally;
+}
+
+export function newTally(): StreamTally {
+  return { pages: 0, records: 0, written: 0, deleted: 0, meter: { requests: 0 }, warnings: new WarningTally() };
+}
