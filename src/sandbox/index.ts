@@ -76,6 +76,8 @@ export interface Sandbox {
   mutate(opts: MutateOptions): MutationSummary;
   issueGrantCode(opts?: { scopes?: string[] }): string;
   setFaults(faults: Faults): void;
+  /** Changes the per-request variants (changes while paging, spurious 401s) of a running sandbox. */
+  setRequestVariants(v: Partial<Pick<Variants, 'changeWhilePagingEvery' | 'spurious401Rate'>>): void;
   requestLog(): RequestLog;
   resetRequestLog(): void;
   stop(): Promise<void>;
@@ -220,6 +222,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       checkRate('rate429', f.rate429);
       checkRate('rateTruncated', f.rateTruncated);
       server.faults = { ...f };
+    },
+    setRequestVariants(v) {
+      if (v.spurious401Rate !== undefined) checkRate('spurious401Rate', v.spurious401Rate);
+      if (v.changeWhilePagingEvery !== undefined) check(Number.isInteger(v.changeWhilePagingEvery) && v.changeWhilePagingEvery >= 0, 'changeWhilePagingEvery must be a whole number');
+      server.setRequestVariants(v);
+      variants.changeWhilePagingEvery = v.changeWhilePagingEvery ?? variants.changeWhilePagingEvery;
+      variants.spurious401Rate = v.spurious401Rate ?? variants.spurious401Rate;
     },
     requestLog: () => structuredClone(server.log),
     resetRequestLog() {

@@ -80,7 +80,7 @@ export class SandboxServer {
   private readonly byFamilyId = new Map<string, OrgData>();
   /** Variant changeWhilePagingEvery: list pages served per organization. */
   private readonly pagesServed = new Map<string, number>();
-  private readonly v: Variants;
+  private v: Variants;
 
   constructor(private readonly deps: ServerDeps) {
     this.faults = { ...deps.faults };
@@ -90,6 +90,14 @@ export class SandboxServer {
     for (const org of deps.orgs) this.limiters.set(org.organization_id, new OrgLimiter(deps.limits));
     for (const data of deps.data.values()) for (const family of FAMILY_LIST) this.byFamilyId.set(`${family}|${data.org.ids[family]}`, data);
     this.server = http.createServer({ keepAlive: true, keepAliveTimeout: 30_000 }, (req, res) => this.onRequest(req, res));
+  }
+
+  /**
+   * Switches the variants that act per request (not those applied when records are
+   * generated): a test can stop changes while paging before the run whose result it compares.
+   */
+  setRequestVariants(v: Partial<Pick<Variants, 'changeWhilePagingEvery' | 'spurious401Rate'>>): void {
+    this.v = { ...this.v, ...v };
   }
 
   listen(host: string, port: number): Promise<AddressInfo> {

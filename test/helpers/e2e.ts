@@ -128,9 +128,11 @@ export async function expectEqualsTruth(e: E2E, opts: { ignoreDeletes?: boolean;
     for (const family of (opts.families ?? Object.keys(ID_FIELDS)) as Family[]) {
       for (const stream of Object.keys(ID_FIELDS[family])) {
         if (stream === 'organizations') continue;
-        const expected = truthIds(e.sandbox, org.organization_id, family, stream);
-        const actual = await e.liveIds(org.organization_id, family, stream);
-        const label = `${family}.${stream} of ${org.organization_id}`;
+        // Under the orgIdPerFamily variant a business has another organization id in each family.
+        const orgId = org.ids[family];
+        const expected = truthIds(e.sandbox, orgId, family, stream);
+        const actual = await e.liveIds(orgId, family, stream);
+        const label = `${family}.${stream} of ${orgId}`;
         if (opts.ignoreDeletes) expect(expected.filter((id) => !actual.includes(id)), `${label}: missing`).toEqual([]);
         else expect(actual, label).toEqual(expected);
       }

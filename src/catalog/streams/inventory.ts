@@ -207,6 +207,8 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
     recordsKey: ['salesorders'],
     primaryKey: 'salesorder_id',
     paginated: true,
+    // Without a filter a list may hide void or closed orders (A27); ask for all of them.
+    query: { filter_by: 'Status.All' },
     cursor: { field: 'last_modified_time', sort: NEWEST_FIRST },
     detail: { path: '/salesorders/{salesorder_id}', recordKeys: ['salesorder', 'sales_order'], defaultEnabled: true },
     kind: 'transaction',

@@ -1,0 +1,159 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SyncSummary } from '../../src/extractors/sync-run.js';
+import { DIALECTS } from '../helpers/dialects.js';
+import { expectEqualsTruth, expectExit, startE2E, type E2E } from '../helpers/e2e.js';
+import { minimumRequests } from '../helpers/minimum.js';
+
+/**
+ * The end-to-end scenarios against a sandbox that takes the other reading wherever the spec
+ * leaves a choice open (docs/sandbox.md, "Variants"), one variant at a time for the rule it
+ * exposes, and all at once (the hostile preset). A small scale with a small page keeps every
+ * list several pages long.
+ */
+const PER_PAGE = 10;
+
+function warningLines(e: E2E): Array<Record<string, unknown>> {
+  return e.log.records.filter((r) => r['level'] === 'warn');
+}
+
+/** API requests the sandbox answered: every request but the token endpoint's. */
+function apiRequests(e: E2E): number {
+  const log = e.sandbox.requestLog();
+  return Object.entries(log.byEndpoint).reduce((a, [endpoint, n]) => (endpoint.startsWith('POST /oauth') ? a : a + n), 0);
+}
+
+/** Answers that are not a success: each makes svcsync send the request again. */
+function refusedAnswers(e: E2E): number {
+  const log = e.sandbox.requestLog();
+  const errors = Object.entries(log.byStatus).reduce((a, [status, n]) => (status === '200' ? a : a + n), 0);
+  return errors + log.faults.truncated;
+}
+
+function streamFailures(summary: SyncSummary): string[] {
+  return summary.organizations.flatMap((o) => o.streams.filter((s) => s.status !== 'ok').map((s) => `${o.organizationId} ${s.stream}: ${s.status} ${s.error ?? ''}`));
+}
+
+describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s', (dialect) => {
+  let e: E2E | undefined;
+  afterEach(async () => {
+    await e?.close();
+    e = undefined;
+  });
+
+  it('rule 1: lists without page_context are read to their last, short page, at most one extra request per list', async () => {
+    // 30 records per list at 10 a page: exact multiples, the case that needs the extra page.
+    e = await startE2E(dialect, { scale: 30, variants: { omitPageContext: true } }, { sync: { per_page: PER_PAGE } });
+    const { minimum, exactMultiples } = minimumRequests(e.sandbox, PER_PAGE);
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e);
+    expect(exactMultiples).toBeGreaterThan(0);
+    expect(apiRequests(e)).toBe(minimum + exactMultiples);
+  }, 120_000);
+
+  it('rule 2: rate-limit headers on every answer never turn a transient error into a long wait', async () => {
+    e = await startE2E(dialect, { scale: 10, variants: { rateLimitHeaders: true, noRetryAfter: true }, faults: { rate5xx: 0.05, rateTruncated: 0.03 } }, { sync: { per_page: PER_PAGE, max_retries: 8 } });
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e);
+    const waits = e.log.records.filter((r) => r['msg'] === 'request failed; retrying').map((r) => Number(r['wait_ms']));
+    expect(waits.length).toBeGreaterThan(0);
+    // The jittered backoff is bounded to seconds (30 s cap); X-Rate-Limit-Reset counted to the day's end.
+    expect(Math.max(...waits)).toBeLessThanOrEqual(30_000);
+  }, 120_000);
+
+  it('rule 5: occasional 401s for valid, short-lived tokens fail no stream', async () => {
+    e = await startE2E(dialect, { scale: 10, tokenExpiresIn: 3, timeScale: 60, variants: { spurious401Rate: 0.05 } }, { sync: { per_page: PER_PAGE } });
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    expect(e.sandbox.requestLog().variants.spurious401).toBeGreaterThan(0);
+    await expectEqualsTruth(e);
+  }, 120_000);
+
+  it('rule 6: a single object where an array is usual is kept as one row; string arrays are skipped and the record is still written', async () => {
+    e = await startE2E(dialect, { scale: 20, organizations: 1, variants: { arrayQuirks: true } }, { sync: { per_page: PER_PAGE } });
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e);
+    const org = e.sandbox.organizations()[0]!;
+    for (const [family, stream, table, key] of [
+      ['inventory', 'sales_orders', 'inventory_sales_orders__line_items', 'salesorder_id'],
+      ['inventory', 'vendor_credits', 'inventory_vendor_credits__line_items', 'vendor_credit_id'],
+      ['books', 'vendor_credits', 'books_vendor_credits__line_items', 'vendor_credit_id'],
+    ] as const) {
+      const truth = e.sandbox.truth(org.ids[family], family, stream);
+      const expected = truth.reduce((a, r) => a + (Array.isArray(r['line_items']) ? r['line_items'].length : 0), 0);
+      const rows = await e.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM ${table} WHERE _deleted_at IS NULL`);
+      expect(Number(rows[0]!.n), table).toBe(expected);
+      const single = truth.filter((r) => Array.isArray(r['line_items']) && r['line_items'].length === 1).map((r) => String(r[key]));
+      expect(single.length, `${stream}: some records carry a lone line item`).toBeGreaterThan(0);
+    }
+  }, 120_000);
+
+  it('rule 7: data-shape warnings come as one line per stream, field and kind, with counts in the summary and _svcsync_run_streams', async () => {
+    e = await startE2E(dialect, { scale: 30, organizations: 1, variants: { arrayQuirks: true, sparseFields: 0.2, extraFields: true } }, { sync: { per_page: PER_PAGE } });
+    const summary = await e.sync();
+    expectExit(summary, 0);
+    const lines = warningLines(e).filter((r) => r['kind'] !== undefined);
+    const keys = lines.map((r) => `${String(r['stream'])}|${String(r['table'])}|${String(r['field'])}|${String(r['kind'])}`);
+    expect(new Set(keys).size, 'no (stream, field, kind) warned twice in a run').toBe(keys.length);
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.every((r) => Number(r['count']) >= 1 && typeof r['example_record'] === 'string')).toBe(true);
+    const counted = summary.organizations.flatMap((o) => o.streams.flatMap((s) => s.warnings));
+    expect(counted.reduce((a, w) => a + w.count, 0)).toBeGreaterThan(lines.length);
+    const stored = await e.query<{ warnings: string | null }>('SELECT warnings FROM _svcsync_run_streams WHERE warnings IS NOT NULL');
+    expect(stored.flatMap((r) => JSON.parse(r.warnings!) as unknown[]).length).toBe(counted.length);
+  }, 120_000);
+
+  it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
+    e = await startE2E(dialect, { scale: 20, preset: 'hostile' }, { sync: { per_page: PER_PAGE } });
+    const before = minimumRequests(e.sandbox, PER_PAGE);
+    const first = await e.sync();
+    expect(streamFailures(first)).toEqual([]);
+    expectExit(first, 0);
+    const log = e.sandbox.requestLog();
+    const after = minimumRequests(e.sandbox, PER_PAGE);
+    const refused = refusedAnswers(e);
+    expect(log.variants.pagingMutations).toBeGreaterThan(0);
+    expect(apiRequests(e)).toBeGreaterThanOrEqual(before.minimum + refused);
+    expect(apiRequests(e)).toBeLessThanOrEqual(after.minimum + after.exactMultiples + refused);
+    // Records that changed while this run paged are the next run's to read; that run's own
+    // changes would be the run after's, so the server stops changing them now.
+    e.sandbox.setRequestVariants({ changeWhilePagingEvery: 0 });
+    e.sandbox.advanceClock(60_000);
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e);
+  }, 180_000);
+
+  it('hostile: modify, create and delete, then an incremental run and a reconcile', async () => {
+    e = await startE2E(dialect, { scale: 20, preset: 'hostile', variants: { changeWhilePagingEvery: 0 } }, { sync: { per_page: PER_PAGE } });
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e);
+    e.sandbox.advanceClock(10 * 60_000);
+    e.sandbox.mutate({ modify: 3, create: 2, delete: 2 });
+    e.sandbox.advanceClock(60_000);
+    const incremental = await e.sync();
+    expectExit(incremental, 0);
+    await expectEqualsTruth(e, { ignoreDeletes: true });
+    expectExit(await e.sync('reconcile'), 0);
+    await expectEqualsTruth(e);
+  }, 180_000);
+
+  it('hostile plus faults: 5% 5xx, cut-short bodies, extra 429s and 2% spurious 401s with 3-second tokens', async () => {
+    e = await startE2E(
+      dialect,
+      { scale: 12, preset: 'hostile', timeScale: 60, tokenExpiresIn: 3, variants: { changeWhilePagingEvery: 0 }, faults: { rate5xx: 0.05, rateTruncated: 0.03, rate429: 0.03 } },
+      { sync: { per_page: PER_PAGE, max_retries: 8 } },
+    );
+    const { minimum, exactMultiples } = minimumRequests(e.sandbox, PER_PAGE);
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e);
+    const log = e.sandbox.requestLog();
+    expect(log.faults['5xx'] + log.faults.truncated + log.faults['429']).toBeGreaterThan(0);
+    expect(log.variants.spurious401).toBeGreaterThan(0);
+    expect(log.token.refresh).toBeGreaterThan(2);
+    // Every request beyond the minimum repeats a refused or broken answer, or is rule 1's extra page.
+    expect(apiRequests(e)).toBeLessThanOrEqual(minimum + exactMultiples + refusedAnswers(e));
+    expect(apiRequests(e)).toBeGreaterThanOrEqual(minimum);
+  }, 180_000);
+});
