@@ -48,7 +48,7 @@ describe('the command line', () => {
   it('--help lists the commands, each with a line of description', async () => {
     const r = await cli(['--help']);
     expect(r.code).toBe(0);
-    for (const c of ['demo', 'sync', 'backfill', 'status', 'check', 'auth', 'schema', 'migrate', 'daemon', 'plan', 'sandbox']) expect(r.stdout).toMatch(new RegExp(`\\n  ${c}\\b[^\\n]* {2,}\\S`));
+    for (const c of ['demo', 'sync', 'backfill', 'verify', 'status', 'check', 'auth', 'schema', 'migrate', 'daemon', 'plan', 'sandbox']) expect(r.stdout).toMatch(new RegExp(`\\n  ${c}\\b[^\\n]* {2,}\\S`));
   });
 
   it('a bad configuration file exits 2, names the key, and never echoes the secret', async () => {

@@ -33,7 +33,6 @@ const RESULT: Record<number, string> = {
   1: 'failed',
   2: 'configuration error',
   3: 'authorization error',
-  4: 'differences found or not everything was checked',
 };
 
 /** The report as a table per organization, with up to ten example ids per list. */
@@ -68,7 +67,9 @@ export function renderVerify(summary: VerifySummary): string {
     lines.push('`svcsync sync --reconcile` re-reads every record and heals both; run verify again afterwards.');
   }
   if (summary.streams.some((s) => s.status === 'incomplete')) lines.push('incomplete: not every page was read (request bound or daily quota); nothing is known about those lists.');
-  lines.push(`Result: ${RESULT[summary.exitCode] ?? 'failed'} (exit ${summary.exitCode})`);
+  const partial = summary.streams.some((s) => s.status === 'differ') ? 'differences found' : summary.streams.some((s) => s.status === 'incomplete') || summary.connectionFailures.some((f) => f.kind === 'incomplete') ? 'not everything was checked' : 'some checks failed';
+  const result = summary.exitCode === ExitCode.partial ? partial : (RESULT[summary.exitCode] ?? 'failed');
+  lines.push(`Result: ${result} (exit ${summary.exitCode})`);
   return `${lines.join('\n')}\n`;
 }
 
