@@ -1,0 +1,112 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ApiClient, GetRequest } from '../../src/api/client.js';
+import { LimiterRegistry, MemoryUsageStore } from '../../src/api/limiter.js';
+import { CATALOG, findStream } from '../../src/catalog/index.js';
+import type { StreamSpec } from '../../src/catalog/types.js';
+import { parseConfig } from '../../src/config/load.js';
+import { FakeClock } from '../../src/core/clock.js';
+import { QuotaExhaustedError } from '../../src/core/errors.js';
+import { createLogger } from '../../src/core/logger.js';
+import { SecretRegistry } from '../../src/core/secrets.js';
+import { completeDetails } from '../../src/extractors/completion.js';
+import { Stamp, silentProgress, type SyncContext } from '../../src/extractors/context.js';
+import { newTally } from '../../src/extractors/stream-tally.js';
+import { migrateToLatest } from '../../src/loaders/migrate.js';
+import { TableWriter } from '../../src/loaders/table-writer.js';
+import type { Warehouse } from '../../src/loaders/warehouse.js';
+import { enqueuePending } from '../../src/state/pending.js';
+import { freshWarehouse } from '../helpers/dialects.js';
+
+const stream = findStream('inventory.sales_orders') as StreamSpec;
+const ORG = '700';
+const IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8'];
+
+/**
+ * A client whose detail answers are scripted by id: a record, or the daily quota spent. Each
+ * call bumps the request meter as the real client does for every request it sends.
+ */
+function scriptedClient(clock: FakeClock, spent: ReadonlySet<string>): { client: ApiClient; asked: string[] } {
+  const asked: string[] = [];
+  const client = {
+    get: async (req: GetRequest) => {
+      const id = decodeURIComponent(req.path.split('/').pop()!);
+      asked.push(id);
+      if (spent.has(id)) throw new QuotaExhaustedError(`organization ${ORG}: daily budget used`, { resumeAt: new Date(clock.now() + 3_600_000) });
+      if (req.meter) req.meter.requests++;
+      return { code: 0, message: 'success', salesorder: { salesorder_id: id, salesorder_number: `SO-${id}`, line_items: [{ line_item_id: `${id}-L1`, rate: 5 }] } };
+    },
+  } as unknown as ApiClient;
+  return { client, asked };
+}
+
+describe('detail completion (rule: every fetched item commits)', () => {
+  let warehouse: Warehouse | undefined;
+  afterEach(async () => {
+    await warehouse?.close();
+    warehouse = undefined;
+  });
+
+  async function context(client: ApiClient, clock: FakeClock): Promise<SyncContext> {
+    const tw = await freshWarehouse('sqlite');
+    warehouse = await tw.open();
+    await migrateToLatest(warehouse);
+    const secrets = new SecretRegistry();
+    const logger = createLogger({ level: 'silent', secrets });
+    const config = parseConfig({ warehouse: tw.url, connections: [{ name: 'c', client_id: 'id', client_secret: 'secret', refresh_token: 'refresh', region: 'us', plan: 'free' }] }, { env: {}, secrets });
+    return {
+      config,
+      connection: config.connections[0]!,
+      warehouse,
+      writer: new TableWriter(warehouse.dialect),
+      client,
+      limiters: new LimiterRegistry({ clock, store: new MemoryUsageStore(), logger }),
+      catalog: CATALOG,
+      logger,
+      clock,
+      stamp: new Stamp(clock),
+      signal: new AbortController().signal,
+      progress: silentProgress,
+      runId: 'r1',
+      halt: { authorization: null },
+    };
+  }
+
+  it('keeps every record fetched before the quota ran out and leaves only the unfetched ids queued', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 20, 8));
+    // The budget runs out at the fifth id: ids 5 to 8 were never fetched.
+    const { client, asked } = scriptedClient(clock, new Set(['S5', 'S6', 'S7', 'S8']));
+    const ctx = await context(client, clock);
+    const key = { connection: 'c', organizationId: ORG, stream: 'inventory.sales_orders' };
+    await enqueuePending(ctx.warehouse.db, key, 'detail', IDS, 'changed', new Date(clock.now()).toISOString());
+
+    const tally = newTally();
+    const error = await completeDetails(ctx, ORG, stream, tally).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(QuotaExhaustedError);
+
+    const fetched = asked.filter((id) => !['S5', 'S6', 'S7', 'S8'].includes(id));
+    const rows = await ctx.warehouse.db.selectFrom('inventory_sales_orders').select('salesorder_id').orderBy('salesorder_id').execute();
+    expect(rows.map((r) => r.salesorder_id)).toEqual(fetched.sort());
+    expect(fetched.length).toBe(4);
+    const lines = await ctx.warehouse.db.selectFrom('inventory_sales_orders__line_items').select('line_item_id').execute();
+    expect(lines).toHaveLength(4);
+    const queued = await ctx.warehouse.db.selectFrom('_svcsync_pending').select('item_id').orderBy('item_id').execute();
+    expect(queued.map((q) => q.item_id)).toEqual(['S5', 'S6', 'S7', 'S8']);
+    // Rule 4: the stream's report counts what it fetched and committed, though it ended on the quota.
+    expect(tally.meter.requests).toBe(4);
+    expect(tally.records).toBe(4);
+  });
+
+  it('fetches only the ids still queued when it runs again', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 20, 8));
+    const first = scriptedClient(clock, new Set(['S7', 'S8']));
+    const ctx = await context(first.client, clock);
+    const key = { connection: 'c', organizationId: ORG, stream: 'inventory.sales_orders' };
+    await enqueuePending(ctx.warehouse.db, key, 'detail', IDS, 'changed', new Date(clock.now()).toISOString());
+    await completeDetails(ctx, ORG, stream).catch(() => undefined);
+    const second = scriptedClient(clock, new Set());
+    await completeDetails({ ...ctx, client: second.client }, ORG, stream);
+    expect(second.asked.sort()).toEqual(['S7', 'S8']);
+    const rows = await ctx.warehouse.db.selectFrom('inventory_sales_orders').select('salesorder_id').execute();
+    expect(rows).toHaveLength(8);
+  });
+});
