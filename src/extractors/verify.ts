@@ -454,11 +454,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
   };
 }
 
-/**
- * The sync context discovery takes; with `record` false it writes nothing. Asserted rather
- * than declared, so that fields sync's context gains (a connection-wide halt after a refused
- * token) do not break verify; their empty values are given here.
- */
+/** The sync context discovery takes; with `record` false it writes nothing. */
 function discoveryContext(ctx: VerifyContext, limiters: LimiterRegistry): SyncContext {
   return {
     config: ctx.config,
@@ -475,5 +471,5 @@ function discoveryContext(ctx: VerifyContext, limiters: LimiterRegistry): SyncCo
     progress: silentProgress,
     runId: ctx.runId,
     halt: { authorization: null },
-  } as SyncContext;
+  };
 }
