@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import { ApiClient, type ApiClientOptions, type GetRequest, type RequestEvent, type TokenCacheRegistry } from '../api/client.js';
+import { buildFamilyRequest } from '../api/families.js';
 import { LimiterRegistry } from '../api/limiter.js';
 import { CATALOG } from '../catalog/index.js';
 import { isOrganizationList, qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
@@ -71,7 +72,7 @@ export interface StreamVerification {
   /** Up to EXAMPLE_IDS ids of live rows the API no longer lists. */
   extra: string[];
   pages: number;
-  /** List requests made for this stream. */
+  /** Requests sent for this list (retries included). */
   requests: number;
   verifiedAt: string;
   error?: string;
@@ -154,25 +155,34 @@ export class RequestBound {
 
 /**
  * The normal ApiClient (token, limiter, daily budget, retries), refusing calls past the
- * run's request bound and counting calls per organization and path.
+ * run's request bound and counting the requests sent per organization and endpoint.
  */
 export class BoundedApiClient extends ApiClient {
-  private readonly calls = new Map<string, number>();
+  private readonly sent: Map<string, number>;
   constructor(options: ApiClientOptions, readonly bound: RequestBound) {
-    super(options);
+    const counts = new Map<string, number>();
+    const forward = options.onRequest;
+    super({
+      ...options,
+      // One event per HTTP attempt sent (retries included; none for a call the limiter refused).
+      onRequest: (e) => {
+        const key = `${e.organizationId ?? ''}\u0000${e.endpoint}`;
+        counts.set(key, (counts.get(key) ?? 0) + 1);
+        forward?.(e);
+      },
+    });
+    this.sent = counts;
     bound.attach(this);
   }
 
   override async get(req: GetRequest): Promise<Record<string, unknown>> {
     if (!this.bound.take()) throw new RequestBoundReached(this.bound.max ?? 0);
-    const key = `${req.organizationId ?? ''}\u0000${req.family}\u0000${req.path}`;
-    this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
     return super.get(req);
   }
 
-  /** Calls made to one list of one organization. */
-  callsTo(organizationId: string, family: Family, path: string): number {
-    return this.calls.get(`${organizationId}\u0000${family}\u0000${path}`) ?? 0;
+  /** Requests sent to one list of one organization, retries included. */
+  requestsTo(organizationId: string, family: Family, path: string): number {
+    return this.sent.get(`${organizationId}\u0000${buildFamilyRequest('', { family, path }).display}`) ?? 0;
   }
 }
 
@@ -313,7 +323,7 @@ async function verifyStream(ctx: VerifyContext, organizationId: string, stream: 
       // The count is a courtesy; the error above is what the report says.
     }
   }
-  result.requests = ctx.client.callsTo(organizationId, stream.family, stream.path);
+  result.requests = ctx.client.requestsTo(organizationId, stream.family, stream.path);
   result.verifiedAt = ctx.stamp.next();
   await recordVerification(ctx.warehouse.db, {
     run_id: ctx.runId,

@@ -189,6 +189,35 @@ describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
     expect(tiny.requests).toBeLessThanOrEqual(2);
     expect(tiny.connectionFailures).toEqual([expect.objectContaining({ connection: 'e2e', kind: 'incomplete' })]);
   });
+
+  it('a daily budget spent mid-run leaves the rest of that organization incomplete (exit 4), and the budget is kept', async () => {
+    const org = e.sandbox.organizations()[0]!.organization_id;
+    const usage = await e.query<{ count: number | string }>(`SELECT count FROM _svcsync_usage WHERE organization_id = ${dialect === 'postgres' ? '$1' : '?'} ORDER BY day DESC LIMIT 1`, [org]);
+    const used = Number(usage[0]!.count);
+    const connection = { ...e.config.connections[0]!, limits: { ...e.config.connections[0]!.limits, per_day: used + 3, reserve: 0 } };
+    const s = await runVerify({
+      config: { ...e.config, connections: [connection] },
+      warehouse: e.warehouse,
+      clock: e.sandbox.clock,
+      logger: createLogger({ level: 'warn', secrets: e.secrets, destination: log }),
+      secrets: e.secrets,
+      signal: new AbortController().signal,
+      organization: org,
+    });
+    expect(s.exitCode).toBe(4);
+    // Three list requests fit in what is left today; the organization lists are not charged to it.
+    expect(s.requests).toBe(FAMILIES + 3);
+    expect(s.streams.reduce((a, x) => a + x.requests, 0)).toBe(3);
+    const incomplete = s.streams.filter((x) => x.status === 'incomplete');
+    expect(incomplete.length).toBeGreaterThan(0);
+    for (const x of incomplete) {
+      expect(x.error).toMatch(/daily quota is spent/);
+      expect(x.apiCount).toBeNull();
+    }
+    expect(s.streams.filter((x) => x.status === 'failed')).toEqual([]);
+    const after = await e.query<{ count: number | string }>(`SELECT count FROM _svcsync_usage WHERE organization_id = ${dialect === 'postgres' ? '$1' : '?'} ORDER BY day DESC LIMIT 1`, [org]);
+    expect(Number(after[0]!.count)).toBe(used + 3);
+  });
 });
 
 // ID_FIELDS keeps the independent list of streams honest: every top-level stream named above exists there.
