@@ -3,7 +3,6 @@ import type { ConnectionConfig, SyncSettings } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import {
   AuthorizationError,
-  FatalError,
   QuotaExhaustedError,
   RetriableError,
   SvcsyncError,
@@ -241,24 +240,6 @@ export class ApiClient {
         if (decision.waitMs > 0) await this.clock.sleep(decision.waitMs, req.signal);
       }
     }
-  }
-
-  /** GET {family root}/organizations. Not charged to any organization (A14). */
-  async listOrganizations(family: Family, signal?: AbortSignal): Promise<Array<Record<string, unknown>>> {
-    const body = await this.get({ family, path: '/organizations', signal });
-    const orgs = body['organizations'];
-    if (!Array.isArray(orgs)) {
-      throw new FatalError(`GET ${buildFamilyRequest('', { family, path: '/organizations' }).display}: the response carries no organizations array`, {
-        request: `GET ${buildFamilyRequest('', { family, path: '/organizations' }).display}`,
-        hint: 'the server answered with an unexpected shape; check api_url / the data center.',
-      });
-    }
-    // Organization ids key limiters, state and queries: always text.
-    return orgs.map((o: unknown) => {
-      const rec = (o && typeof o === 'object' ? { ...(o as Record<string, unknown>) } : {}) as Record<string, unknown>;
-      if (typeof rec['organization_id'] === 'number') rec['organization_id'] = String(rec['organization_id']);
-      return rec;
-    });
   }
 
   /** One HTTP attempt: token, fetch under the timeout, parse, classify. */

@@ -19,7 +19,6 @@ export type { RequestLog } from './request-log.js';
 export type { MutationSummary, MutationCounts, MutateOptions } from './data-store.js';
 export type { Plan, Limits } from './limits.js';
 export { PLAN_LIMITS, PLANS } from './limits.js';
-export { STREAM_NAMES } from './stream-catalog.js';
 export type { Variants, Preset } from './variants.js';
 export { HOSTILE_VARIANTS, DEFAULT_VARIANTS, VARIANT_NAMES, PRESETS, SORTABLE_LISTS, resolveVariants } from './variants.js';
 

@@ -286,13 +286,6 @@ export const STREAMS: readonly StreamDef[] = [
   plans, recurringExpenses, events,
 ];
 
-export const STREAM_NAMES: Record<Family, readonly string[]> = {
-  books: ['organizations', 'users', 'vendor_credits', 'vendor_credit_refunds', 'vendor_credit_bills', 'webhooks'],
-  inventory: ['organizations', 'currencies', 'contacts', 'contact_persons', 'contact_comments', 'sales_orders', 'vendor_credits', 'vendor_credit_refunds'],
-  invoice: ['organizations', 'projects', 'tasks'],
-  billing: ['organizations', 'plans', 'recurring_expenses', 'events'],
-};
-
 export function findStream(family: Family, stream: string): StreamDef | undefined {
   return STREAMS.find((s) => s.family === family && s.stream === stream);
 }
