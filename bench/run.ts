@@ -49,7 +49,7 @@ import pg from 'pg';
 import { CATALOG, childStreamsOf } from '../src/catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../src/catalog/types.js';
 import type { RequestLog } from '../src/sandbox/index.js';
-import { summarizeProfile, type ProfileSummary } from './profile.js';
+import { summarizeProfile, type CpuProfile, type ProfileSummary } from './profile.js';
 import type { SandboxMessage, SandboxSpec, SqlStat, StreamRef, SyncResult, SyncSpec } from './protocol.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -90,7 +90,26 @@ function parseArgs(argv: string[]): Options {
     else if (argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) flags.set(k, argv[++i]!);
     else flags.set(k, true);
   }
-  const known = ['quick', 'scale', 'orgs', 'catalog-scale', 'mem-records', 'mem-stream', 'only', 'skip', 'profile', 'concurrency', 'timeout', 'write-docs', 'json', 'pg', 'repeat', 'profile-streams', 'sql-stats', 'experiment'];
+  const known = [
+    'quick',
+    'scale',
+    'orgs',
+    'catalog-scale',
+    'mem-records',
+    'mem-stream',
+    'only',
+    'skip',
+    'profile',
+    'concurrency',
+    'timeout',
+    'write-docs',
+    'json',
+    'pg',
+    'repeat',
+    'profile-streams',
+    'sql-stats',
+    'experiment',
+  ];
   for (const k of flags.keys()) if (!known.includes(k)) throw new Error(`unknown option --${k} (see the header of bench/run.ts)`);
   const quick = flags.has('quick');
   const num = (name: string, envName: string | null, dflt: number): number => {
@@ -102,7 +121,12 @@ function parseArgs(argv: string[]): Options {
   };
   const list = (name: string): string[] | null => {
     const raw = flags.get(name);
-    return typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : null;
+    return typeof raw === 'string'
+      ? raw
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : null;
   };
   return {
     quick,
@@ -118,7 +142,10 @@ function parseArgs(argv: string[]): Options {
     timeoutS: num('timeout', null, 600),
     writeDocs: flags.has('write-docs'),
     json: typeof flags.get('json') === 'string' ? (flags.get('json') as string) : null,
-    pgUrl: typeof flags.get('pg') === 'string' ? (flags.get('pg') as string) : (env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test'),
+    pgUrl:
+      typeof flags.get('pg') === 'string'
+        ? (flags.get('pg') as string)
+        : (env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test'),
     perPage: 200,
     repeat: Math.max(1, num('repeat', 'BENCH_REPEAT', 1)),
     profileStreams: list('profile-streams'),
@@ -167,9 +194,22 @@ interface Minimum {
  * one single-record request per record of a stream completed by default; one request per
  * parent for each child stream (the sandbox gives a parent at most 4 children, under a page).
  */
-function minimumRequests(families: readonly string[], allow: readonly string[] | null, counts: Record<string, Record<string, number>>, perPage: number): Minimum {
+function minimumRequests(
+  families: readonly string[],
+  allow: readonly string[] | null,
+  counts: Record<string, Record<string, number>>,
+  perPage: number,
+): Minimum {
   const { top, children } = selected(allow);
-  const m: Minimum = { organizationLists: families.length, listPages: 0, detail: 0, children: 0, total: 0, listRecords: 0, childRecords: 0 };
+  const m: Minimum = {
+    organizationLists: families.length,
+    listPages: 0,
+    detail: 0,
+    children: 0,
+    total: 0,
+    listRecords: 0,
+    childRecords: 0,
+  };
   for (const perOrg of Object.values(counts)) {
     const visit = (s: StreamSpec, isTop: boolean): void => {
       const n = perOrg[qualifiedName(s)] ?? 0;
@@ -253,9 +293,17 @@ type Ready = Extract<SandboxMessage, { type: 'ready' }>;
 type LogAnswer = Extract<SandboxMessage, { type: 'log' }>;
 
 async function startSandboxChild(spec: SandboxSpec): Promise<{ child: ChildProcess; ready: Ready }> {
-  const child = fork(join(here, 'sandbox-child.js'), [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+  const child = fork(join(here, 'sandbox-child.js'), [JSON.stringify(spec)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: [],
+  });
   try {
-    const ready = await waitMessage(child, (m) => ((m as SandboxMessage).type === 'ready' ? (m as Ready) : undefined), 120_000, 'sandbox start');
+    const ready = await waitMessage(
+      child,
+      (m) => ((m as SandboxMessage).type === 'ready' ? (m as Ready) : undefined),
+      120_000,
+      'sandbox start',
+    );
     return { child, ready };
   } catch (error) {
     kill(child);
@@ -281,9 +329,18 @@ async function runSyncChild(spec: SyncSpec, profileDir: string | null): Promise<
   // BENCH_SYNC_EXEC_PATH runs the svcsync process through a wrapper (a script that execs
   // `valgrind --tool=callgrind node "$@"` gives instruction counts, which a shared machine does not disturb).
   const execPath = process.env['BENCH_SYNC_EXEC_PATH'];
-  const child = fork(join(here, 'sync-child.js'), [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv, ...(execPath ? { execPath } : {}) });
+  const child = fork(join(here, 'sync-child.js'), [JSON.stringify(spec)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv,
+    ...(execPath ? { execPath } : {}),
+  });
   try {
-    const result = await waitMessage(child, (m) => ((m as { type?: string }).type === 'result' ? (m as SyncResult) : undefined), spec.timeoutMs + 60_000, 'svcsync run');
+    const result = await waitMessage(
+      child,
+      (m) => ((m as { type?: string }).type === 'result' ? (m as SyncResult) : undefined),
+      spec.timeoutMs + 60_000,
+      'svcsync run',
+    );
     // Let it exit by itself (a --cpu-prof profile is written at exit).
     await exited(child, profileDir || execPath ? 120_000 : 10_000);
     return result;
@@ -303,7 +360,17 @@ interface BenchWarehouse {
 async function freshWarehouse(dialect: 'sqlite' | 'postgres', pgUrl: string): Promise<BenchWarehouse> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'svcsync-bench-'));
-    return { url: `sqlite:${join(dir, 'warehouse.db')}`, label: 'SQLite (file, WAL)', drop: async () => { if (process.env["BENCH_KEEP_DB"]) console.log(`kept ${dir}`); else rmSync(dir, { recursive: true, force: true }); } };
+    return {
+      url: `sqlite:${join(dir, 'warehouse.db')}`,
+      label: 'SQLite (file, WAL)',
+      // A promise executor turns a throw into a rejection, as an async function would (the caller .catch()es it).
+      drop: () =>
+        new Promise<void>((resolve) => {
+          if (process.env['BENCH_KEEP_DB']) console.log(`kept ${dir}`);
+          else rmSync(dir, { recursive: true, force: true });
+          resolve();
+        }),
+    };
   }
   // A fresh database per run, holding a fresh schema selected through search_path (as
   // test/helpers/dialects.ts does). The database and not only a schema: kysely's Migrator
@@ -479,7 +546,7 @@ async function runScenario(s: ScenarioSpec, opts: Options): Promise<ScenarioResu
     if (profileDir) {
       const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
       if (file) {
-        out.profile = summarizeProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')), repoRoot);
+        out.profile = summarizeProfile(JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile, repoRoot);
         const keep = join(repoRoot, 'dist', 'bench-profiles');
         mkdirSync(keep, { recursive: true });
         const dest = join(keep, `${s.name}.cpuprofile`);
@@ -525,7 +592,14 @@ function machine(): { cores: number; cpu: string; memGb: number; node: string; d
   } catch {
     /* not a git checkout */
   }
-  return { cores: cpus().length, cpu: cpus()[0]?.model ?? 'unknown', memGb: Math.round(totalmem() / 2 ** 30), node: process.version, date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC', commit };
+  return {
+    cores: cpus().length,
+    cpu: cpus()[0]?.model ?? 'unknown',
+    memGb: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+    commit,
+  };
 }
 
 interface Targets {
@@ -539,55 +613,124 @@ function verdict(ok: boolean): string {
   return ok ? 'met' : '**NOT met**';
 }
 
+/** One Markdown table row: `| a | b | c |`. */
+function tableRow(cells: ReadonlyArray<string | number>): string {
+  return `| ${cells.join(' | ')} |`;
+}
+
 function renderMarkdown(results: ScenarioResult[], sandbox: { ran: boolean; output: string; note: string } | null, opts: Options): string {
   const m = machine();
   const lines: string[] = [];
   lines.push(`Measured ${m.date} on ${m.cores} cores (${m.cpu}), ${m.memGb} GB RAM, Node ${m.node}, commit ${m.commit}.`);
   if (opts.experiments.length) lines.push(`**Experiment (${opts.experiments.join(', ')}), not svcsync as committed.**`);
-  lines.push(`Command: \`npm run bench${opts.quick ? ' -- --quick' : ''}\` (per_page ${opts.perPage}, ${opts.concurrency} requests in flight per organization, 4 organizations at once).`);
+  lines.push(
+    `Command: \`npm run bench${opts.quick ? ' -- --quick' : ''}\` (per_page ${opts.perPage}, ` +
+      `${opts.concurrency} requests in flight per organization, 4 organizations at once).`,
+  );
   lines.push('');
-  lines.push('| scenario | warehouse | records | time | list records/s | all records/s | requests (API) | minimum | peak RSS | svcsync CPU | records per CPU-s | sandbox CPU | load avg | rows = sandbox |');
+  lines.push(
+    '| scenario | warehouse | records | time | list records/s | all records/s | requests (API) | minimum | peak RSS | svcsync CPU ' +
+      '| records per CPU-s | sandbox CPU | load avg | rows = sandbox |',
+  );
   lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
   for (const r of results) {
-    const time = r.times.length > 1 ? `${fmt(r.elapsedS, 1)} s (best of ${r.times.map((t) => fmt(t, 1)).join(', ')})` : `${fmt(r.elapsedS, 1)} s`;
+    const time =
+      r.times.length > 1 ? `${fmt(r.elapsedS, 1)} s (best of ${r.times.map((t) => fmt(t, 1)).join(', ')})` : `${fmt(r.elapsedS, 1)} s`;
     const records = r.childRecords ? `${fmt(r.listRecords)} list + ${fmt(r.childRecords)} child` : fmt(r.listRecords);
     lines.push(
-      `| ${r.name} | ${r.dialect} | ${records} | ${time} | ${fmt(r.listRecordsPerS)} | ${fmt(r.allRecordsPerS)} | ${fmt(r.apiRequests)} | ${fmt(r.minimum.total)} | ${fmt(r.peakRssMb)} MB | ${fmt(r.svcsyncCpuPct)}% | ${fmt(r.recordsPerCpuS)} | ${fmt(r.sandboxCpuPct)}% | ${r.load.map((l) => l.toFixed(1)).join('→')} | ${r.rowsMatch ? 'yes' : 'NO: ' + r.rowMismatches.join('; ')} |`,
+      tableRow([
+        r.name,
+        r.dialect,
+        records,
+        time,
+        fmt(r.listRecordsPerS),
+        fmt(r.allRecordsPerS),
+        fmt(r.apiRequests),
+        fmt(r.minimum.total),
+        `${fmt(r.peakRssMb)} MB`,
+        `${fmt(r.svcsyncCpuPct)}%`,
+        fmt(r.recordsPerCpuS),
+        `${fmt(r.sandboxCpuPct)}%`,
+        r.load.map((l) => l.toFixed(1)).join('→'),
+        r.rowsMatch ? 'yes' : 'NO: ' + r.rowMismatches.join('; '),
+      ]),
     );
   }
   lines.push('');
-  lines.push('Requests: API calls the sandbox answered (token requests are counted apart); minimum = organization lists (one per family) + ceil(records / 200) pages per list (at least one) + one single-record request per record of a stream completed by default + one request per parent for each child stream, from the sandbox\'s own counts.');
+  lines.push(
+    'Requests: API calls the sandbox answered (token requests are counted apart); minimum = organization lists (one per family) ' +
+      '+ ceil(records / 200) pages per list (at least one) + one single-record request per record of a stream completed by default ' +
+      "+ one request per parent for each child stream, from the sandbox's own counts.",
+  );
   lines.push('');
   lines.push('| scenario | org lists | list pages | detail | children | minimum | made | token requests | client counted |');
   lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of results) {
-    lines.push(`| ${r.name} | ${r.minimum.organizationLists} | ${fmt(r.minimum.listPages)} | ${fmt(r.minimum.detail)} | ${fmt(r.minimum.children)} | ${fmt(r.minimum.total)} | ${fmt(r.apiRequests)} | ${r.tokenRequests} | ${fmt(r.clientRequests)} |`);
+    lines.push(
+      tableRow([
+        r.name,
+        r.minimum.organizationLists,
+        fmt(r.minimum.listPages),
+        fmt(r.minimum.detail),
+        fmt(r.minimum.children),
+        fmt(r.minimum.total),
+        fmt(r.apiRequests),
+        r.tokenRequests,
+        fmt(r.clientRequests),
+      ]),
+    );
   }
   const mem = results.find((r) => r.name.startsWith('memory'));
   if (mem && mem.checkpoints.length) {
     lines.push('');
-    lines.push(`Memory run (${mem.streams.join(', ')}, ${fmt(mem.listRecords)} records, one organization, SQLite): RSS of the svcsync process as the records pass (sampled every 50 ms; at start ${fmt(mem.startRssMb)} MB).`);
+    lines.push(
+      `Memory run (${mem.streams.join(', ')}, ${fmt(mem.listRecords)} records, one organization, SQLite): ` +
+        `RSS of the svcsync process as the records pass (sampled every 50 ms; at start ${fmt(mem.startRssMb)} MB).`,
+    );
     lines.push('');
     lines.push('| records read | at | RSS now | peak RSS so far | V8 heap used | heap after full GC |');
     lines.push('|---:|---:|---:|---:|---:|---:|');
-    for (const c of mem.checkpoints) lines.push(`| ${fmt(c.records)} | ${fmt(c.atMs / 1000, 1)} s | ${fmt(c.rssMb)} MB | ${fmt(c.peakRssMb)} MB | ${fmt(c.heapUsedMb)} MB | ${c.heapAfterGcMb === undefined ? '–' : `${fmt(c.heapAfterGcMb, 1)} MB`} |`);
+    for (const c of mem.checkpoints)
+      lines.push(
+        tableRow([
+          fmt(c.records),
+          `${fmt(c.atMs / 1000, 1)} s`,
+          `${fmt(c.rssMb)} MB`,
+          `${fmt(c.peakRssMb)} MB`,
+          `${fmt(c.heapUsedMb)} MB`,
+          c.heapAfterGcMb === undefined ? '–' : `${fmt(c.heapAfterGcMb, 1)} MB`,
+        ]),
+      );
     lines.push('');
-    lines.push('"Heap after full GC" is what the process still holds at that point (the run calls gc() at each checkpoint, after reading RSS): flat means memory does not grow with the data.');
+    lines.push(
+      '"Heap after full GC" is what the process still holds at that point (the run calls gc() at each checkpoint, after reading RSS): ' +
+        'flat means memory does not grow with the data.',
+    );
   }
   lines.push('');
   lines.push('Targets (issue 4):');
   lines.push('');
   const sq = results.find((r) => r.name === 'list-sqlite');
   const pgr = results.find((r) => r.name === 'list-postgres');
-  if (sq) lines.push(`- SQLite >= ${fmt(TARGETS.sqlite)} list records/s: ${fmt(sq.listRecordsPerS)} — ${verdict(sq.listRecordsPerS >= TARGETS.sqlite)}`);
-  if (pgr) lines.push(`- Postgres >= ${fmt(TARGETS.postgres)} list records/s: ${fmt(pgr.listRecordsPerS)} — ${verdict(pgr.listRecordsPerS >= TARGETS.postgres)}`);
+  if (sq) {
+    const met = verdict(sq.listRecordsPerS >= TARGETS.sqlite);
+    lines.push(`- SQLite >= ${fmt(TARGETS.sqlite)} list records/s: ${fmt(sq.listRecordsPerS)} — ${met}`);
+  }
+  if (pgr) {
+    const met = verdict(pgr.listRecordsPerS >= TARGETS.postgres);
+    lines.push(`- Postgres >= ${fmt(TARGETS.postgres)} list records/s: ${fmt(pgr.listRecordsPerS)} — ${met}`);
+  }
   const reqOk = results.every((r) => r.apiRequests === r.minimum.total);
-  lines.push(`- exactly the minimum number of requests: ${results.map((r) => `${r.name} ${fmt(r.apiRequests)}/${fmt(r.minimum.total)}`).join(', ')} — ${verdict(reqOk)}`);
+  const requestCounts = results.map((r) => `${r.name} ${fmt(r.apiRequests)}/${fmt(r.minimum.total)}`).join(', ');
+  lines.push(`- exactly the minimum number of requests: ${requestCounts} — ${verdict(reqOk)}`);
   if (mem) {
     const first = mem.checkpoints[0];
     const last = mem.checkpoints[mem.checkpoints.length - 1];
-    const growth = first && last ? ` (RSS ${fmt(first.rssMb)} MB at ${fmt(first.records)} records, ${fmt(last.rssMb)} MB at ${fmt(last.records)})` : '';
-    lines.push(`- peak RSS < ${TARGETS.rssMb} MB at ${fmt(mem.listRecords)} records: ${fmt(mem.peakRssMb)} MB${growth} — ${verdict(mem.peakRssMb < TARGETS.rssMb && mem.listRecords >= 1_000_000)}${mem.listRecords < 1_000_000 ? ' (this run did not reach 1,000,000 records)' : ''}`);
+    const growth =
+      first && last ? ` (RSS ${fmt(first.rssMb)} MB at ${fmt(first.records)} records, ${fmt(last.rssMb)} MB at ${fmt(last.records)})` : '';
+    const met = verdict(mem.peakRssMb < TARGETS.rssMb && mem.listRecords >= 1_000_000);
+    const short = mem.listRecords < 1_000_000 ? ' (this run did not reach 1,000,000 records)' : '';
+    lines.push(`- peak RSS < ${TARGETS.rssMb} MB at ${fmt(mem.listRecords)} records: ${fmt(mem.peakRssMb)} MB${growth} — ${met}${short}`);
   }
   const failed = results.filter((r) => !r.ok);
   if (failed.length) {
@@ -607,7 +750,9 @@ function renderMarkdown(results: ScenarioResult[], sandbox: { ran: boolean; outp
   for (const r of results) {
     if (!r.profile) continue;
     lines.push('');
-    lines.push(`CPU profile of the svcsync process, ${r.name} (\`node --cpu-prof\`, ${fmt(r.profile.totalMs / 1000, 1)} s sampled): top self time.`);
+    lines.push(
+      `CPU profile of the svcsync process, ${r.name} (\`node --cpu-prof\`, ${fmt(r.profile.totalMs / 1000, 1)} s sampled): top self time.`,
+    );
     lines.push('');
     lines.push('| self | % | function | where |');
     lines.push('|---:|---:|---|---|');
@@ -618,10 +763,13 @@ function renderMarkdown(results: ScenarioResult[], sandbox: { ran: boolean; outp
       lines.push('');
       lines.push('| statement | executions | prepare | run |');
       lines.push('|---|---:|---:|---:|');
-      for (const q of r.sqlStats.slice(0, 12)) lines.push(`| \`${q.shape.replace(/\|/g, '\\|')}\` | ${fmt(q.count)} | ${fmt(q.prepareMs)} ms | ${fmt(q.executeMs)} ms |`);
+      for (const q of r.sqlStats.slice(0, 12))
+        lines.push(`| \`${q.shape.replace(/\|/g, '\\|')}\` | ${fmt(q.count)} | ${fmt(q.prepareMs)} ms | ${fmt(q.executeMs)} ms |`);
       lines.push('');
     }
-    lines.push('svcsync functions by inclusive time (the function and everything it calls; async functions count only their synchronous slices):');
+    lines.push(
+      'svcsync functions by inclusive time (the function and everything it calls; async functions count only their synchronous slices):',
+    );
     lines.push('');
     lines.push('| total | % | function | where |');
     lines.push('|---:|---:|---|---|');
@@ -655,12 +803,43 @@ async function main(): Promise<void> {
   const want = (name: string): boolean => (!opts.only || opts.only.includes(name)) && !opts.skip.includes(name);
   const listStreams = listOnlyStreams().map(qualifiedName);
   const memStream = CATALOG.find((s) => qualifiedName(s) === opts.memStream);
-  if (!memStream || memStream.parent || isOrgList(memStream)) throw new Error(`--mem-stream ${opts.memStream} is not a top-level list stream`);
+  if (!memStream || memStream.parent || isOrgList(memStream))
+    throw new Error(`--mem-stream ${opts.memStream} is not a top-level list stream`);
   const step = (f: number): number => Math.round(opts.memRecords * f);
   const scenarios: ScenarioSpec[] = [
-    { name: 'list-sqlite', dialect: 'sqlite', description: 'list-only streams', organizations: opts.orgs, scale: opts.scale, streams: listStreams, checkpoints: [], profile: false, counted: true },
-    { name: 'list-postgres', dialect: 'postgres', description: 'list-only streams', organizations: opts.orgs, scale: opts.scale, streams: listStreams, checkpoints: [], profile: false, counted: true },
-    { name: 'catalog-sqlite', dialect: 'sqlite', description: 'whole catalog (detail and child requests)', organizations: opts.orgs, scale: opts.catalogScale, streams: null, checkpoints: [], profile: false, counted: true },
+    {
+      name: 'list-sqlite',
+      dialect: 'sqlite',
+      description: 'list-only streams',
+      organizations: opts.orgs,
+      scale: opts.scale,
+      streams: listStreams,
+      checkpoints: [],
+      profile: false,
+      counted: true,
+    },
+    {
+      name: 'list-postgres',
+      dialect: 'postgres',
+      description: 'list-only streams',
+      organizations: opts.orgs,
+      scale: opts.scale,
+      streams: listStreams,
+      checkpoints: [],
+      profile: false,
+      counted: true,
+    },
+    {
+      name: 'catalog-sqlite',
+      dialect: 'sqlite',
+      description: 'whole catalog (detail and child requests)',
+      organizations: opts.orgs,
+      scale: opts.catalogScale,
+      streams: null,
+      checkpoints: [],
+      profile: false,
+      counted: true,
+    },
     {
       name: 'memory-sqlite',
       dialect: 'sqlite',
@@ -685,7 +864,10 @@ async function main(): Promise<void> {
     },
   ].filter((s) => (s.name === 'profile-sqlite' ? opts.profile || opts.profileStreams !== null : want(s.name))) as ScenarioSpec[];
 
-  console.log(`svcsync benchmark: ${cpus().length} cores, Node ${process.version}${opts.quick ? ' (quick)' : ''}${opts.experiments.length ? `, EXPERIMENT: ${opts.experiments.join(', ')}` : ''}`);
+  console.log(
+    `svcsync benchmark: ${cpus().length} cores, Node ${process.version}${opts.quick ? ' (quick)' : ''}` +
+      (opts.experiments.length ? `, EXPERIMENT: ${opts.experiments.join(', ')}` : ''),
+  );
   console.log(`list-only streams: ${listStreams.join(', ')}`);
   const results: ScenarioResult[] = [];
   let failures = 0;
@@ -701,7 +883,13 @@ async function main(): Promise<void> {
         r.times = times;
       }
       results.push(r);
-      console.log(`${fmt(r.listRecords + r.childRecords)} records in ${fmt(r.elapsedS, 1)} s = ${fmt(r.listRecordsPerS)} list records/s (${fmt(r.recordsPerCpuS)} per svcsync CPU-s); requests ${fmt(r.apiRequests)} (minimum ${fmt(r.minimum.total)}); peak RSS ${fmt(r.peakRssMb)} MB; load ${r.load.map((l) => l.toFixed(1)).join(' -> ')}${r.times.length > 1 ? `; times ${r.times.map((t) => t.toFixed(1)).join(', ')} s (fastest kept)` : ''}${r.ok ? '' : `; PROBLEM: ${r.error ?? r.rowMismatches.join('; ')}`}`);
+      console.log(
+        `${fmt(r.listRecords + r.childRecords)} records in ${fmt(r.elapsedS, 1)} s = ${fmt(r.listRecordsPerS)} list records/s ` +
+          `(${fmt(r.recordsPerCpuS)} per svcsync CPU-s); requests ${fmt(r.apiRequests)} (minimum ${fmt(r.minimum.total)}); ` +
+          `peak RSS ${fmt(r.peakRssMb)} MB; load ${r.load.map((l) => l.toFixed(1)).join(' -> ')}` +
+          (r.times.length > 1 ? `; times ${r.times.map((t) => t.toFixed(1)).join(', ')} s (fastest kept)` : '') +
+          (r.ok ? '' : `; PROBLEM: ${r.error ?? r.rowMismatches.join('; ')}`),
+      );
       if (!r.ok) failures++;
     } catch (error) {
       failures++;

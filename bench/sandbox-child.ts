@@ -42,7 +42,18 @@ async function main(): Promise<void> {
   });
   // The driver going away takes the sandbox with it.
   process.on('disconnect', () => void sandbox.stop().finally(() => process.exit(0)));
-  send({ type: 'ready', url: sandbox.url, credentials: { client_id: sandbox.credentials.client_id, client_secret: sandbox.credentials.client_secret, refresh_token: sandbox.credentials.refresh_token }, organizations, counts, startupMs: performance.now() - t0 });
+  send({
+    type: 'ready',
+    url: sandbox.url,
+    credentials: {
+      client_id: sandbox.credentials.client_id,
+      client_secret: sandbox.credentials.client_secret,
+      refresh_token: sandbox.credentials.refresh_token,
+    },
+    organizations,
+    counts,
+    startupMs: performance.now() - t0,
+  });
 }
 
 main().catch((error: unknown) => {

@@ -33,7 +33,10 @@ const PAGES = SCALE / 200;
 
 async function serveInWorker(): Promise<void> {
   const sb = await startSandbox({ scale: SCALE, organizations: 1, unlimited: true, seed: 42 });
-  const res = await fetch(`${sb.url}/oauth/v2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', ...sb.credentials }) });
+  const res = await fetch(`${sb.url}/oauth/v2/token`, {
+    method: 'POST',
+    body: new URLSearchParams({ grant_type: 'refresh_token', ...sb.credentials }),
+  });
   const token = ((await res.json()) as { access_token: string }).access_token;
   parentPort?.postMessage({ url: sb.url, token, org: sb.organizations()[0]!.organization_id } satisfies Ready);
   parentPort?.on('message', (m) => {
@@ -64,7 +67,9 @@ export async function runSandboxBenchmark(seconds = 10, connections = 8): Promis
     worker.once('error', reject);
   });
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  const base = `${ready.url}/inventory/v1/salesorders?organization_id=${ready.org}&sort_column=last_modified_time&sort_order=D&per_page=200&page=`;
+  const base =
+    `${ready.url}/inventory/v1/salesorders?organization_id=${ready.org}` +
+    '&sort_column=last_modified_time&sort_order=D&per_page=200&page=';
   // Warm the per-record JSON cache once, as a long benchmark run would.
   for (let p = 1; p <= PAGES; p++) await get(agent, new URL(base + p), ready.token);
   let requests = 0;
@@ -110,7 +115,11 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === 'sandbox
   const connections = Number(process.argv[3] ?? 8);
   runSandboxBenchmark(seconds, connections).then(
     (r) => {
-      console.log(`sandbox throughput: ${r.requestsPerSecond.toFixed(0)} requests/s, ${r.recordsPerSecond.toFixed(0)} records/s, ${r.megabytesPerSecond.toFixed(1)} MB/s (${r.requests} requests, ${r.errors} errors, ${r.connections} connections, ${r.seconds.toFixed(1)} s)`);
+      console.log(
+        `sandbox throughput: ${r.requestsPerSecond.toFixed(0)} requests/s, ${r.recordsPerSecond.toFixed(0)} records/s, ` +
+          `${r.megabytesPerSecond.toFixed(1)} MB/s ` +
+          `(${r.requests} requests, ${r.errors} errors, ${r.connections} connections, ${r.seconds.toFixed(1)} s)`,
+      );
     },
     (e: unknown) => {
       console.error(e);

@@ -13,7 +13,7 @@ import type { ProgressReporter } from '../src/extractors/context.js';
 import { runSync } from '../src/extractors/sync-run.js';
 import { migrateToLatest } from '../src/loaders/migrate.js';
 import { openWarehouse } from '../src/loaders/warehouse.js';
-import type { Checkpoint, SqlStat, SyncResult, SyncSpec } from './protocol.js';
+import type { Checkpoint, SyncResult, SyncSpec } from './protocol.js';
 
 const MB = 1024 * 1024;
 
@@ -68,7 +68,13 @@ async function main(): Promise<void> {
       while (pending.length && total >= pending[0]!) {
         const rss = sample();
         const mem = process.memoryUsage();
-        const point: Checkpoint = { records: pending.shift()!, atMs: performance.now() - t0, rssMb: rss / MB, peakRssMb: peakRss / MB, heapUsedMb: mem.heapUsed / MB };
+        const point: Checkpoint = {
+          records: pending.shift()!,
+          atMs: performance.now() - t0,
+          rssMb: rss / MB,
+          peakRssMb: peakRss / MB,
+          heapUsedMb: mem.heapUsed / MB,
+        };
         // Retained memory: the heap after a full collection (RSS and the peak were read first).
         const gc = (globalThis as { gc?: () => void }).gc;
         if (gc) {
@@ -115,27 +121,49 @@ async function main(): Promise<void> {
     const migrateMs = performance.now() - m0;
     const cpu0 = process.cpuUsage();
     t0 = performance.now();
-    const summary = await runSync({ config, warehouse, clock: systemClock, logger, secrets, signal: controller.signal, progress, command: 'bench', mode: 'incremental' });
+    const summary = await runSync({
+      config,
+      warehouse,
+      clock: systemClock,
+      logger,
+      secrets,
+      signal: controller.signal,
+      progress,
+      command: 'bench',
+      mode: 'incremental',
+    });
     const elapsedMs = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     sample();
     sampleHeap();
     const tableRows: Record<string, number> = {};
     for (const table of spec.tables) {
-      const r = await warehouse.db.executeQuery<{ n: number | string }>(CompiledQuery.raw(`SELECT count(*) AS n FROM "${table}" WHERE _deleted_at IS NULL`));
+      const r = await warehouse.db.executeQuery<{ n: number | string }>(
+        CompiledQuery.raw(`SELECT count(*) AS n FROM "${table}" WHERE _deleted_at IS NULL`),
+      );
       tableRows[table] = Number(r.rows[0]?.n ?? 0);
     }
     const failed = summary.organizations.filter((o) => o.status !== 'ok').map((o) => `${o.organizationId}: ${o.error ?? o.status}`);
     result = {
       type: 'result',
       ok: summary.exitCode === 0,
-      ...(failed.length || summary.connectionFailures.length ? { error: [...failed, ...summary.connectionFailures.map((f) => f.error)].join('; ') } : {}),
+      ...(failed.length || summary.connectionFailures.length
+        ? { error: [...failed, ...summary.connectionFailures.map((f) => f.error)].join('; ') }
+        : {}),
       exitCode: summary.exitCode,
       elapsedMs,
       migrateMs,
       clientRequests: summary.requests,
       streams: summary.organizations.flatMap((o) =>
-        o.streams.map((s) => ({ organizationId: o.organizationId, stream: s.stream, status: s.status, pages: s.pages, records: s.records, written: s.written, requests: s.requests })),
+        o.streams.map((s) => ({
+          organizationId: o.organizationId,
+          stream: s.stream,
+          status: s.status,
+          pages: s.pages,
+          records: s.records,
+          written: s.written,
+          requests: s.requests,
+        })),
       ),
       peakRssMb: peakRss / MB,
       startRssMb: startRss / MB,
@@ -161,6 +189,6 @@ main().then(
   () => process.disconnect?.(),
   (error: unknown) => {
     const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
-    process.send?.({ type: 'result', ok: false, error: message } as Partial<SyncResult>, () => process.exit(1));
+    process.send?.({ type: 'result', ok: false, error: message } satisfies Partial<SyncResult>, () => process.exit(1));
   },
 );

@@ -5,7 +5,6 @@ import type { Kysely } from 'kysely';
  * in one transaction. Frozen: later changes go in new migrations.
  * Instants are ISO-8601 UTC text in both dialects; flags are 0/1 integers.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('_svcsync_streams')
@@ -97,9 +96,15 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const t of ['_svcsync_organizations', '_svcsync_usage', '_svcsync_run_streams', '_svcsync_runs', '_svcsync_pending', '_svcsync_streams']) {
+  for (const t of [
+    '_svcsync_organizations',
+    '_svcsync_usage',
+    '_svcsync_run_streams',
+    '_svcsync_runs',
+    '_svcsync_pending',
+    '_svcsync_streams',
+  ]) {
     await db.schema.dropTable(t).ifExists().execute();
   }
 }

@@ -5,12 +5,10 @@ import type { Kysely } from 'kysely';
  * {table, field, kind, count, example, message}), and the rows it wrote and marked deleted.
  * Frozen: later changes go in new migrations.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('_svcsync_run_streams').addColumn('warnings', 'text').execute();
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('_svcsync_run_streams').dropColumn('warnings').execute();
 }

@@ -7,7 +7,6 @@ import type { Kysely } from 'kysely';
  * Instants are ISO-8601 UTC text in both dialects, as in the other `_svcsync_` tables;
  * example ids are a JSON array of text.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable('_svcsync_verify')
@@ -35,7 +34,6 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable('_svcsync_verify').ifExists().execute();
 }

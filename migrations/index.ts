@@ -3,6 +3,14 @@ import * as stateTables from './20261122T050000-state-tables.js';
 import * as warehouseTables from './20261122T060000-warehouse-tables.js';
 import * as runStreamWarnings from './20261122T173000-run-stream-warnings.js';
 import * as verifyTable from './20261122T180000-verify-table.js';
+import * as relationshipsAndDictionary from './20261122T190000-relationships-and-dictionary.js';
+import * as driftTable from './20261122T191000-drift-table.js';
+import * as views from './20261122T192000-views.js';
+import * as rowLineage from './20261122T193000-row-lineage.js';
+import * as viewsRowLineage from './20261122T194000-views-row-lineage.js';
+import * as dictionaryRowLineage from './20261122T194500-dictionary-row-lineage.js';
+import * as orgLeases from './20261122T200000-org-leases.js';
+import * as leaseWindow from './20261122T202000-lease-window.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -13,4 +21,12 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261122T060000-warehouse-tables': warehouseTables,
   '20261122T173000-run-stream-warnings': runStreamWarnings,
   '20261122T180000-verify-table': verifyTable,
+  '20261122T190000-relationships-and-dictionary': relationshipsAndDictionary,
+  '20261122T191000-drift-table': driftTable,
+  '20261122T192000-views': views,
+  '20261122T193000-row-lineage': rowLineage,
+  '20261122T194000-views-row-lineage': viewsRowLineage,
+  '20261122T194500-dictionary-row-lineage': dictionaryRowLineage,
+  '20261122T200000-org-leases': orgLeases,
+  '20261122T202000-lease-window': leaseWindow,
 };

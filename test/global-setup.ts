@@ -1,26 +1,55 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
+const BASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
 /**
- * Postgres test schemas are dropped once, after every test file has finished. Dropping one
- * while another file's migration runs broke that migration now and then: kysely's migrator
- * introspects the tables of every schema in the database, and a schema dropped under that
- * query fails it ("relation … does not exist"). Each run names its schemas after its own id.
+ * Each test run works in a Postgres database of its own, made here and dropped at the end;
+ * inside it every test file has its own schema, dropped with the database.
+ *
+ * Why a database per run, not only a schema per test: kysely's migrator introspects the tables
+ * of every schema in the database, and a schema another run dropped under that query failed
+ * the migration ("schema … does not exist"). Two runs at once (a developer's and CI's, or
+ * the Node lines) can no longer see each other's schemas. With SVCSYNC_TEST_PG set, the run uses
+ * that database as it is and drops only its own schemas.
  */
-export function setup(): void {
-  process.env['SVCSYNC_TEST_RUN'] ??= randomBytes(4).toString('hex');
+export async function setup(): Promise<void> {
+  const run = (process.env['SVCSYNC_TEST_RUN'] ??= randomBytes(4).toString('hex'));
+  if (process.env['SVCSYNC_TEST_PG']) return;
+  const database = `svcsync_test_${run}`;
+  const admin = new pg.Client({ connectionString: BASE_URL });
+  try {
+    await admin.connect();
+    await admin.query(`CREATE DATABASE "${database}"`);
+    const url = new URL(BASE_URL);
+    url.pathname = `/${database}`;
+    process.env['SVCSYNC_TEST_PG'] = url.toString();
+    process.env['SVCSYNC_TEST_OWN_DATABASE'] = database;
+  } catch (error) {
+    // No Postgres here: the Postgres tests fail on their own and say so; the SQLite half still runs.
+    console.warn(`could not create this run's test database: ${(error as Error).message}`);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
 }
 
 export async function teardown(): Promise<void> {
   const run = process.env['SVCSYNC_TEST_RUN'];
+  const own = process.env['SVCSYNC_TEST_OWN_DATABASE'];
   if (!run) return;
-  const client = new pg.Client({ connectionString: process.env['SVCSYNC_TEST_PG'] ?? 'postgres://postgres@127.0.0.1:5432/test' });
+  const client = new pg.Client({ connectionString: own ? BASE_URL : (process.env['SVCSYNC_TEST_PG'] ?? BASE_URL) });
   try {
     await client.connect();
-    const { rows } = await client.query<{ name: string }>('SELECT nspname AS name FROM pg_namespace WHERE nspname LIKE $1', [`t\\_${run}\\_%`]);
+    if (own) {
+      await client.query(`DROP DATABASE IF EXISTS "${own}" WITH (FORCE)`);
+      return;
+    }
+    const { rows } = await client.query<{ name: string }>('SELECT nspname AS name FROM pg_namespace WHERE nspname LIKE $1', [
+      `t\\_${run}\\_%`,
+    ]);
     for (const { name } of rows) await client.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
   } catch (error) {
-    console.warn(`could not drop this run's test schemas: ${(error as Error).message}`);
+    console.warn(`could not drop this run's test database or schemas: ${(error as Error).message}`);
   } finally {
     await client.end().catch(() => undefined);
   }

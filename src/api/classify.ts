@@ -1,11 +1,5 @@
 import type { Family } from '../config/plans.js';
-import {
-  AuthorizationError,
-  FatalError,
-  QuotaExhaustedError,
-  RetriableError,
-  type SvcsyncError,
-} from '../core/errors.js';
+import { AuthorizationError, FatalError, QuotaExhaustedError, RetriableError, type SvcsyncError } from '../core/errors.js';
 import { serverRetryAfterMs, type HeaderSource } from './backoff.js';
 import { SCOPE_PREFIXES, scopeFor } from './families.js';
 import { nextQuotaReset } from './quota-day.js';
@@ -50,18 +44,28 @@ export interface ClassifyInput {
 function envelope(body: unknown): { code: number | undefined; message: string | undefined } {
   if (!body || typeof body !== 'object' || Array.isArray(body)) return { code: undefined, message: undefined };
   const b = body as Record<string, unknown>;
-  const raw = b['code'];
-  const code = typeof raw === 'number' ? raw : typeof raw === 'string' && /^-?\d+$/.test(raw) ? Number(raw) : undefined;
   const msg = b['message'];
-  return { code, message: typeof msg === 'string' ? msg : undefined };
+  return { code: envelopeCode(b['code']), message: typeof msg === 'string' ? msg : undefined };
+}
+
+/** The envelope's `code`, given as a number or as a string of digits. */
+function envelopeCode(raw: unknown): number | undefined {
+  if (typeof raw === 'number') return raw;
+  if (typeof raw === 'string' && /^-?\d+$/.test(raw)) return Number(raw);
+  return undefined;
+}
+
+/** The first of `values` that is a string. */
+function firstString(...values: unknown[]): string | undefined {
+  return values.find((v): v is string => typeof v === 'string');
 }
 
 function describeNetworkError(err: unknown): string {
   if (!err || typeof err !== 'object') return String(err);
   const e = err as { code?: unknown; message?: unknown; cause?: unknown };
   const cause = e.cause as { code?: unknown; message?: unknown } | undefined;
-  const code = typeof e.code === 'string' ? e.code : typeof cause?.code === 'string' ? cause.code : undefined;
-  const message = typeof cause?.message === 'string' ? cause.message : typeof e.message === 'string' ? e.message : 'network error';
+  const code = firstString(e.code, cause?.code);
+  const message = firstString(cause?.message, e.message) ?? 'network error';
   return code && !message.includes(code) ? `${code}: ${message}` : message;
 }
 
@@ -126,7 +130,9 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
       {
         ...details,
         resumeAt,
-        hint: `the quota resets at midnight ${zone}; other integrations of this organization share it. Run again after the reset (or set quota_reset_time_zone if the reset is at another hour).`,
+        hint:
+          `the quota resets at midnight ${zone}; other integrations of this organization share it. ` +
+          'Run again after the reset (or set quota_reset_time_zone if the reset is at another hour).',
       },
     );
   }
@@ -151,13 +157,17 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
     // A scope the token lacks stops its family only; any other refusal concerns the token,
     // which every stream of the connection shares (A26).
     const reach = code !== undefined && SCOPE_CODES.includes(code) ? 'family' : 'connection';
-    const scope = input.family ? (scopeFor(input.family, input.method, input.path.replace(/^\/[^/]+\/v\d+/, '')) ?? `${SCOPE_PREFIXES[input.family]}.*`) : undefined;
+    const scope = input.family
+      ? (scopeFor(input.family, input.method, input.path.replace(/^\/[^/]+\/v\d+/, '')) ?? `${SCOPE_PREFIXES[input.family]}.*`)
+      : undefined;
     return new AuthorizationError(what, {
       ...details,
       reach,
       hint: scope
-        ? `the access token was refused even after a refresh: check that the refresh token was granted scope ${scope}, that the user belongs to the organization, and that the token was issued in this data center.`
-        : 'the access token was refused even after a refresh: check the refresh token, its scopes and the data center (region / accounts_url).',
+        ? `the access token was refused even after a refresh: check that the refresh token was granted scope ${scope}, ` +
+          'that the user belongs to the organization, and that the token was issued in this data center.'
+        : 'the access token was refused even after a refresh: ' +
+          'check the refresh token, its scopes and the data center (region / accounts_url).',
     });
   }
   if (status === 404 || code === CODES.notFound) {
@@ -169,13 +179,18 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
   if (status === 400) {
     return new FatalError(what, {
       ...details,
-      hint: org === undefined
-        ? 'the server refused a parameter of this request; check the values named in the message.'
-        : `the server refused a parameter of this request; check the values named in the message, and that organization ${org} exists and is reachable with this connection.`,
+      hint:
+        org === undefined
+          ? 'the server refused a parameter of this request; check the values named in the message.'
+          : 'the server refused a parameter of this request; check the values named in the message, ' +
+            `and that organization ${org} exists and is reachable with this connection.`,
     });
   }
   if (status === 405) {
-    return new FatalError(what, { ...details, hint: 'the API does not allow this method on this path; the catalog entry is likely wrong.' });
+    return new FatalError(what, {
+      ...details,
+      hint: 'the API does not allow this method on this path; the catalog entry is likely wrong.',
+    });
   }
   if (status >= 400) {
     return new FatalError(what, { ...details, hint: 'the server refused the request; svcsync does not retry it.' });
@@ -198,7 +213,12 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
   }
   if (code === undefined || code === CODES.ok) return null;
   if (code === CODES.internal) {
-    return new RetriableError(what, { ...details, reason: 'server', retryAfterMs: serverWait, hint: 'the server reported an internal error (code 1000); svcsync retries with backoff.' });
+    return new RetriableError(what, {
+      ...details,
+      reason: 'server',
+      retryAfterMs: serverWait,
+      hint: 'the server reported an internal error (code 1000); svcsync retries with backoff.',
+    });
   }
   return new FatalError(what, { ...details, hint: 'the server answered with a non-zero code; svcsync does not retry it.' });
 }

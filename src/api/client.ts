@@ -1,12 +1,7 @@
 import { planLimits, type Family, type Limits, type Region } from '../config/plans.js';
 import type { ConnectionConfig, SyncSettings } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
-import {
-  AuthorizationError,
-  QuotaExhaustedError,
-  RetriableError,
-  SvcsyncError,
-} from '../core/errors.js';
+import { RetriableError, SvcsyncError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import { serverQuota, type ServerQuota } from './backoff.js';
@@ -17,6 +12,7 @@ import { parseJson } from './json.js';
 import type { LimiterRegistry, OrgLimiter } from './limiter.js';
 import { resolveAccountsUrl } from './oauth.js';
 import { TokenCache } from './token-cache.js';
+import { userAgent } from './user-agent.js';
 
 export type RequestOutcome = 'ok' | 'retried' | 'rate_limited' | 'failed';
 
@@ -36,8 +32,6 @@ export interface RequestEvent {
 
 export interface ApiClientOptions {
   connection: ConnectionConfig;
-  connectionIndex?: number;
-  regions?: Partial<Record<Region, string>>;
   settings: Pick<SyncSettings, 'request_timeout_ms' | 'max_retries'>;
   clock: Clock;
   logger: Logger;
@@ -48,8 +42,11 @@ export interface ApiClientOptions {
   onRequest?: (e: RequestEvent) => void;
   /** Bounds for waits that do not spend max_retries; defaults suit production. */
   policy?: Partial<RetryPolicy>;
-  /** A token cache shared with other clients of the same connection (see TokenCacheRegistry). */
-  tokens?: TokenCache;
+  /**
+   * The connection's token cache, always from a TokenCacheRegistry (one place builds them),
+   * so every client of a connection in a process shares one access token.
+   */
+  tokens: TokenCache;
 }
 
 export type RetryPolicy = Omit<DecisionPolicy, 'maxRetries' | 'windowMs'>;
@@ -140,20 +137,7 @@ export class ApiClient {
     this.limits = connectionLimits(opts.connection);
     this.retryPolicy = { ...DEFAULT_POLICY, ...opts.policy, maxRetries: this.maxRetries, windowMs: this.limits.window_ms };
     this.logger = opts.logger.child({ connection: opts.connection.name });
-    this.tokens = opts.tokens ?? new TokenCache({
-      accountsUrl: resolveAccountsUrl(opts.connection, opts.regions, opts.connectionIndex ?? 0),
-      clientId: opts.connection.client_id,
-      clientSecret: opts.connection.client_secret,
-      refreshToken: opts.connection.refresh_token,
-      redirectUri: opts.connection.redirect_uri,
-      apiUrl: opts.connection.api_url,
-      connectionIndex: opts.connectionIndex,
-      clock: opts.clock,
-      secrets: opts.secrets,
-      logger: this.logger,
-      fetch: this.fetchImpl,
-      timeoutMs: this.timeoutMs,
-    });
+    this.tokens = opts.tokens;
   }
 
   /** Obtains a token (refreshing when needed) and returns the API base it points at. */
@@ -206,7 +190,13 @@ export class ApiClient {
         if (req.signal?.aborted) throw req.signal.reason;
         // Quota headers of a per-minute or concurrency refusal may describe that window instead.
         if (attempt.quota && attempt.status !== 429) limiter?.observeServerQuota(attempt.quota);
-        const { decision, counters: next } = decideRetry(err, counters, this.retryPolicy, this.random, attempt.token !== undefined && attempt.sent);
+        const { decision, counters: next } = decideRetry(
+          err,
+          counters,
+          this.retryPolicy,
+          this.random,
+          attempt.token !== undefined && attempt.sent,
+        );
         counters = next;
         if (decision.action === 'fail') {
           if (decision.blockUntil && attempt.sent) limiter?.block(decision.blockUntil);
@@ -219,7 +209,10 @@ export class ApiClient {
           this.tokens.invalidate(attempt.token!);
           this.counters.retries++;
           emit('retried');
-          log.warn({ attempt: attemptNo, status: 401, in_a_row: counters.consecutive401, wait_ms: decision.waitMs }, 'access token refused; refreshing it and retrying');
+          log.warn(
+            { attempt: attemptNo, status: 401, in_a_row: counters.consecutive401, wait_ms: decision.waitMs },
+            'access token refused; refreshing it and retrying',
+          );
         } else if (decision.why === 'rate_limit') {
           const key = req.organizationId ?? '';
           this.counters.rateLimited[key] = (this.counters.rateLimited[key] ?? 0) + 1;
@@ -235,7 +228,17 @@ export class ApiClient {
         } else {
           this.counters.retries++;
           emit('retried');
-          log.warn({ attempt: attemptNo, retry: counters.retries, max_retries: this.maxRetries, wait_ms: decision.waitMs, reason: (e as RetriableError).reason, error: e.message }, 'request failed; retrying');
+          log.warn(
+            {
+              attempt: attemptNo,
+              retry: counters.retries,
+              max_retries: this.maxRetries,
+              wait_ms: decision.waitMs,
+              reason: (e as RetriableError).reason,
+              error: e.message,
+            },
+            'request failed; retrying',
+          );
         }
         if (decision.waitMs > 0) await this.clock.sleep(decision.waitMs, req.signal);
       }
@@ -277,7 +280,7 @@ export class ApiClient {
     try {
       const response = await this.fetchImpl(built.url, {
         method: 'GET',
-        headers: { ...built.headers, Authorization: `Svc-oauthtoken ${token.token}` },
+        headers: { ...built.headers, Authorization: `Svc-oauthtoken ${token.token}`, 'User-Agent': userAgent() },
         signal: controller.signal,
       });
       status = response.status;
@@ -289,7 +292,8 @@ export class ApiClient {
       if (req.signal?.aborted) throw req.signal.reason;
       const e = classify({ ...classifyBase, networkError: err, timedOut }, this.clock.now());
       log.debug({ method: 'GET', path: built.display, ms: attempt.durationMs, attempt: attemptNo, error: e?.message }, 'request failed');
-      throw e;
+      // classify answers null only for a success; a transport failure always has its error.
+      throw e ?? err;
     } finally {
       timer.cancel();
       req.signal?.removeEventListener('abort', onAbort);
@@ -358,4 +362,3 @@ export class TokenCacheRegistry {
     return cache;
   }
 }
-

@@ -9,8 +9,7 @@ export const FAMILY_ROOTS: Record<Family, string> = {
 };
 
 export type OrganizationIdentification =
-  | { readonly in: 'query'; readonly name: 'organization_id' }
-  | { readonly in: 'header'; readonly name: string };
+  { readonly in: 'query'; readonly name: 'organization_id' } | { readonly in: 'header'; readonly name: string };
 
 /** Spec 1: books and inventory take a query parameter, invoice and billing a header. */
 export const ORGANIZATION_IDENTIFICATION: Record<Family, OrganizationIdentification> = {

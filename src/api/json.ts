@@ -1,4 +1,3 @@
-
 /** The response body was not JSON; classify() treats it as retriable (a cut-short body). */
 export class InvalidJsonError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

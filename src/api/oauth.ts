@@ -4,6 +4,7 @@ import type { Clock } from '../core/clock.js';
 import { AuthorizationError, ConfigError, RetriableError, type SvcsyncError } from '../core/errors.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import { parseJson } from './json.js';
+import { userAgent } from './user-agent.js';
 
 /** Spec 5.2 token response; refresh_token only with the first offline grant. */
 export interface TokenResponse {
@@ -54,17 +55,17 @@ export function resolveAccountsUrl(
 
 /** Spec 5.4 / A20: what each OAuth error identifier asks the user to check. */
 export const OAUTH_ERROR_HINTS: Record<string, string> = {
-  invalid_client:
-    'the client id is wrong or was registered in another data center: check client_id, and region / accounts_url.',
+  invalid_client: 'the client id is wrong or was registered in another data center: check client_id, and region / accounts_url.',
   invalid_client_secret:
-    'the client secret is wrong, has whitespace around it, or belongs to another data center: copy it again from the developer console and check region / accounts_url.',
-  invalid_code:
-    'the grant code or refresh token was already used, expired (grant codes live 60–120 s) or was revoked: generate a new one.',
+    'the client secret is wrong, has whitespace around it, or belongs to another data center: ' +
+    'copy it again from the developer console and check region / accounts_url.',
+  invalid_code: 'the grant code or refresh token was already used, expired (grant codes live 60–120 s) or was revoked: generate a new one.',
   invalid_redirect_uri: 'redirect_uri differs from the one registered for the client: make them identical.',
 };
 
 function oauthError(action: string, identifier: string, status: number): AuthorizationError {
-  const hint = OAUTH_ERROR_HINTS[identifier] ?? 'the authorization server refused the request: check the client id, secret, refresh token and region.';
+  const hint =
+    OAUTH_ERROR_HINTS[identifier] ?? 'the authorization server refused the request: check the client id, secret, refresh token and region.';
   return new AuthorizationError(`${action} was refused by the authorization server: ${identifier}`, {
     status,
     hint,
@@ -79,12 +80,7 @@ interface RawAnswer {
   invalidBody: boolean;
 }
 
-async function postForm(
-  url: string,
-  fields: Record<string, string>,
-  deps: TokenEndpointDeps,
-  action: string,
-): Promise<RawAnswer> {
+async function postForm(url: string, fields: Record<string, string>, deps: TokenEndpointDeps, action: string): Promise<RawAnswer> {
   const doFetch = deps.fetch ?? globalThis.fetch;
   const controller = new AbortController();
   let timedOut = false;
@@ -103,7 +99,7 @@ async function postForm(
     // Form body, never the query string: the secret and tokens must not end up in URLs or proxy logs.
     const response = await doFetch(url, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json' },
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/json', 'User-Agent': userAgent() },
       body: new URLSearchParams(fields).toString(),
       signal: controller.signal,
     });
@@ -174,7 +170,7 @@ function readTokenAnswer(answer: RawAnswer, action: string): TokenResponse | Svc
     });
   }
   const expires = Number(body['expires_in']);
-  const str = (k: string): string | undefined => (typeof body[k] === 'string' ? (body[k] as string) : undefined);
+  const str = (k: string): string | undefined => (typeof body[k] === 'string' ? body[k] : undefined);
   return {
     access_token: accessToken,
     // Spec 5.2: one hour when the server does not say.

@@ -39,7 +39,13 @@ export type RetryDecision =
   /** Drop the refused token, wait, and try again with a fresh one. */
   | { action: 'refresh'; waitMs: number }
   /** Wait and try again; `pauseOrganization` holds every queued call of the organization too. */
-  | { action: 'retry'; waitMs: number; pauseOrganization: boolean; lowerConcurrency: boolean; why: 'rate_limit' | 'concurrency' | 'transient' };
+  | {
+      action: 'retry';
+      waitMs: number;
+      pauseOrganization: boolean;
+      lowerConcurrency: boolean;
+      why: 'rate_limit' | 'concurrency' | 'transient';
+    };
 
 /**
  * What to do after a failed attempt: a pure function of the error, what the call has met so
@@ -72,7 +78,9 @@ export function decideRetry(
           status: error.status,
           code: error.code,
           organizationId: error.organizationId,
-          hint: 'the service refused every newly refreshed access token: check that the refresh token is still valid (not revoked, one of the 20 newest of its user) and was issued in this data center, then run again.',
+          hint:
+            'the service refused every newly refreshed access token: check that the refresh token is still valid ' +
+            '(not revoked, one of the 20 newest of its user) and was issued in this data center, then run again.',
           reach: 'connection',
         }),
       );
@@ -89,17 +97,44 @@ export function decideRetry(
   if (error.reason === 'rate_limit') {
     const rateLimitWaits = next.rateLimitWaits + 1;
     if (rateLimitWaits > policy.maxRateLimitWaits) return fail();
-    const waitMs = retryDelay({ attempt: 0, random, serverWaitMs: error.retryAfterMs ?? policy.windowMs, maxServerWaitMs: policy.maxServerWaitMs, ...(policy.backoff ? { policy: policy.backoff } : {}) });
-    return { decision: { action: 'retry', waitMs, pauseOrganization: true, lowerConcurrency: false, why: 'rate_limit' }, counters: { ...next, rateLimitWaits } };
+    const waitMs = retryDelay({
+      attempt: 0,
+      random,
+      serverWaitMs: error.retryAfterMs ?? policy.windowMs,
+      maxServerWaitMs: policy.maxServerWaitMs,
+      ...(policy.backoff ? { policy: policy.backoff } : {}),
+    });
+    return {
+      decision: { action: 'retry', waitMs, pauseOrganization: true, lowerConcurrency: false, why: 'rate_limit' },
+      counters: { ...next, rateLimitWaits },
+    };
   }
   if (error.reason === 'concurrency') {
     const concurrencyRetries = next.concurrencyRetries + 1;
     if (concurrencyRetries > policy.maxConcurrencyRetries) return fail();
-    const waitMs = retryDelay({ attempt: concurrencyRetries - 1, random, serverWaitMs: error.retryAfterMs, maxServerWaitMs: policy.maxServerWaitMs, ...(policy.backoff ? { policy: policy.backoff } : {}) });
-    return { decision: { action: 'retry', waitMs, pauseOrganization: false, lowerConcurrency: true, why: 'concurrency' }, counters: { ...next, concurrencyRetries } };
+    const waitMs = retryDelay({
+      attempt: concurrencyRetries - 1,
+      random,
+      serverWaitMs: error.retryAfterMs,
+      maxServerWaitMs: policy.maxServerWaitMs,
+      ...(policy.backoff ? { policy: policy.backoff } : {}),
+    });
+    return {
+      decision: { action: 'retry', waitMs, pauseOrganization: false, lowerConcurrency: true, why: 'concurrency' },
+      counters: { ...next, concurrencyRetries },
+    };
   }
   const retries = next.retries + 1;
   if (retries > policy.maxRetries) return fail();
-  const waitMs = retryDelay({ attempt: retries - 1, random, serverWaitMs: error.retryAfterMs, maxServerWaitMs: policy.maxServerWaitMs, ...(policy.backoff ? { policy: policy.backoff } : {}) });
-  return { decision: { action: 'retry', waitMs, pauseOrganization: false, lowerConcurrency: false, why: 'transient' }, counters: { ...next, retries } };
+  const waitMs = retryDelay({
+    attempt: retries - 1,
+    random,
+    serverWaitMs: error.retryAfterMs,
+    maxServerWaitMs: policy.maxServerWaitMs,
+    ...(policy.backoff ? { policy: policy.backoff } : {}),
+  });
+  return {
+    decision: { action: 'retry', waitMs, pauseOrganization: false, lowerConcurrency: false, why: 'transient' },
+    counters: { ...next, retries },
+  };
 }

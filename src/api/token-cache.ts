@@ -126,7 +126,8 @@ export class TokenCache {
     const base = this.opts.apiUrl ?? answer.api_domain;
     if (!base) {
       throw new ConfigError(
-        `connections[${this.opts.connectionIndex ?? 0}].api_url: the token response carried no api_domain; set api_url to the API host of this data center`,
+        `connections[${this.opts.connectionIndex ?? 0}].api_url: the token response carried no api_domain; ` +
+          'set api_url to the API host of this data center',
       );
     }
     const lifetimeMs = answer.expires_in * 1000;

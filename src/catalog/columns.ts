@@ -41,3 +41,14 @@ export function only<T extends ColumnSpec | ChildSpec>(sources: readonly Source[
 
 export const LIST: readonly Source[] = ['list'];
 export const DETAIL: readonly Source[] = ['detail'];
+
+/**
+ * Columns shared by several entries (spec 2.8 vendor credits), with `references` added for one
+ * family: `{ vendor_id: 'inventory.contacts' }`. The other columns are returned as they are.
+ */
+export function referencing(columns: readonly ColumnSpec[], references: Readonly<Record<string, string>>): ColumnSpec[] {
+  return columns.map((c) => {
+    const target = references[c.name];
+    return target === undefined ? c : { ...c, references: target };
+  });
+}

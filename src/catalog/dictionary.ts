@@ -1,3 +1,4 @@
+import type { Relationship } from './relationships.js';
 import { sqlType, type Dialect, type TableDef } from './tables.js';
 
 /**
@@ -24,6 +25,15 @@ export function renderDictionary(defs: readonly TableDef[], dialect: Dialect, fo
             description: c.description ?? null,
           })),
         })),
+        relationships: defs.flatMap((t) =>
+          (t.relationships ?? []).map((r) => ({
+            name: r.name,
+            kind: r.kind,
+            from: { table: r.fromTable, columns: r.fromColumns },
+            to: { table: r.toTable, columns: r.toColumns },
+            origin: r.origin,
+          })),
+        ),
       },
       null,
       2,
@@ -45,7 +55,7 @@ export function renderDictionary(defs: readonly TableDef[], dialect: Dialect, fo
 
 /** The tables part of docs/warehouse.md: an index, then every table with both dialects' types. */
 export function renderWarehouseMarkdown(defs: readonly TableDef[]): string {
-  const out: string[] = ['## Tables', ''];
+  const out: string[] = [...renderErd(defs), '## Tables', ''];
   out.push(
     ...markdownTable(
       ['table', 'stream', 'parent', 'primary key'],
@@ -73,10 +83,57 @@ export function renderWarehouseMarkdown(defs: readonly TableDef[]): string {
   return out.join('\n');
 }
 
+/**
+ * The Mermaid entity-relationship diagrams of docs/warehouse.md, one per family: every table with
+ * its key and reference columns; solid lines are foreign keys (child table to parent table),
+ * dashed lines references between streams.
+ */
+export function renderErd(defs: readonly TableDef[]): string[] {
+  const out: string[] = [
+    '## Diagram',
+    '',
+    'How the tables join, one diagram per family. Solid lines are foreign keys from a child table to its parent table',
+    '(enforced on Postgres); dashed lines are references between streams (metadata only). Each table shows its key',
+    'columns (PK), the columns that join it to another table (FK), and no other column: see [Tables](#tables).',
+    '',
+  ];
+  const families = [...new Set(defs.map((d) => d.stream.split('.')[0] ?? ''))];
+  for (const family of families) {
+    const tables = defs.filter((d) => d.stream.split('.')[0] === family);
+    out.push(`### ${family}`, '', '```mermaid', 'erDiagram');
+    for (const t of tables) {
+      const joining = new Set((t.relationships ?? []).flatMap((r) => r.fromColumns));
+      const shown = t.columns.filter((c) => t.primaryKey.includes(c.name) || joining.has(c.name));
+      out.push(`  ${t.name} {`);
+      for (const c of shown) {
+        const keys = [t.primaryKey.includes(c.name) ? 'PK' : '', joining.has(c.name) ? 'FK' : ''].filter((k) => k !== '');
+        out.push(`    ${c.type} ${c.name} ${keys.join(', ')}`);
+      }
+      out.push('  }');
+    }
+    for (const t of tables) {
+      for (const r of t.relationships ?? []) {
+        const label = r.fromColumns.filter((c) => c !== 'organization_id').join(', ');
+        const line = r.kind === 'foreign_key' ? '||--o{' : '|o..o{';
+        out.push(`  ${r.toTable} ${line} ${r.fromTable} : "${label}"`);
+      }
+    }
+    out.push('```', '');
+  }
+  return out;
+}
+
 function tableHeading(t: TableDef, level = '##'): string[] {
   const lines = [`${level} ${t.name}`, '', t.description, '', `- stream: ${t.stream}`, `- primary key: ${t.primaryKey.join(', ')}`];
   if (t.parentTable !== undefined) lines.push(`- parent: ${t.parentTable}`);
+  for (const r of t.relationships ?? []) lines.push(`- ${describeRelationship(r)}`);
   return lines;
+}
+
+/** "foreign key (organization_id, salesorder_id) → inventory_sales_orders (organization_id, salesorder_id)" */
+function describeRelationship(r: Relationship): string {
+  const kind = r.kind === 'foreign_key' ? 'foreign key' : 'references';
+  return `${kind} (${r.fromColumns.join(', ')}) \u2192 ${r.toTable} (${r.toColumns.join(', ')})`;
 }
 
 /** A markdown table padded so it also lines up in a terminal. */

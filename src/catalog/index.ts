@@ -8,7 +8,15 @@ import { qualifiedName, type StreamSpec } from './types.js';
 export * from './types.js';
 export { validateCatalog } from './validate.js';
 export { tableDefinitions, sqlType, type ColumnDef, type Dialect, type SystemColumnType, type TableDef } from './tables.js';
-export { renderDictionary, renderWarehouseMarkdown } from './dictionary.js';
+export { renderDictionary, renderErd, renderWarehouseMarkdown } from './dictionary.js';
+export {
+  columnReferences,
+  foreignKeyName,
+  relationships,
+  type ColumnReference,
+  type Relationship,
+  type RelationshipKind,
+} from './relationships.js';
 
 /** Every stream svcsync syncs, parents before their children within a family. */
 export const CATALOG: readonly StreamSpec[] = [...BOOKS_STREAMS, ...INVENTORY_STREAMS, ...INVOICE_STREAMS, ...BILLING_STREAMS];

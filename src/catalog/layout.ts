@@ -66,6 +66,9 @@ export const ORGANIZATION_ID = 'organization_id';
 export const POSITION = '_position';
 export const SYSTEM = '(svcsync)';
 
+/** Row lineage: a join to `_svcsync_runs` says which command wrote a row, when, and how it ended. */
+const RUN_ID_DESCRIPTION = 'The run that last wrote the row (joins _svcsync_runs.run_id).';
+
 const layouts = new WeakMap<StreamSpec, StreamLayout>();
 
 /** The stream's table layout; computed once per catalog entry. */
@@ -126,6 +129,7 @@ function buildStreamLayout(stream: StreamSpec): StreamLayout {
   }
   columns.push(system('_hash', 'text', ['list'], true, 'SHA-1 of _raw; a changed hash means a changed record.'));
   columns.push(system('_synced_at', 'timestamp', sources, false, 'When svcsync last wrote the row.'));
+  columns.push(system('_run_id', 'text', sources, true, RUN_ID_DESCRIPTION));
   columns.push(system('_deleted_at', 'timestamp', sources, true, 'When svcsync saw the record gone; rows are never removed.'));
 
   const primaryKey = keyedByOrganization ? [ORGANIZATION_ID] : [ORGANIZATION_ID, stream.primaryKey];
@@ -161,18 +165,18 @@ function buildChildLayout(
   // A parent keyed by position hands its _position down under a name that says whose it is.
   const parentKeyColumns = parentPrimaryKey.map((c) => (c === POSITION ? `${parentField}__position` : c));
   const taken = new Set(parentKeyColumns);
+  const describeParentKey = (name: string): string => {
+    if (name === ORGANIZATION_ID) return 'The organization the record was read from.';
+    if (name.endsWith('__position')) return `Position of the parent element in ${parentField}[] (0-based).`;
+    return `Key of the parent row in ${parentTable}.`;
+  };
   const columns: LaidColumn[] = parentKeyColumns.map((name, i) => ({
     name,
     type: name.endsWith('__position') ? ('integer' as const) : ('id' as const),
     nullable: false,
     role: name === ORGANIZATION_ID ? ('organization' as const) : ('parent-key' as const),
     source: name === ORGANIZATION_ID ? SYSTEM : parentKeySource(parentPrimaryKey[i] ?? name),
-    description:
-      name === ORGANIZATION_ID
-        ? 'The organization the record was read from.'
-        : name.endsWith('__position')
-          ? `Position of the parent element in ${parentField}[] (0-based).`
-          : `Key of the parent row in ${parentTable}.`,
+    description: describeParentKey(name),
     sources,
   }));
 
@@ -198,6 +202,7 @@ function buildChildLayout(
     if (spec.amountOrPercentage) columns.push(...discountParts(spec, sources, elementPath));
   }
   columns.push(system('_synced_at', 'timestamp', sources, false, 'When svcsync last wrote the row.'));
+  columns.push(system('_run_id', 'text', sources, true, RUN_ID_DESCRIPTION));
   columns.push(system('_deleted_at', 'timestamp', sources, true, 'When svcsync saw the element gone.'));
 
   const primaryKey = [...parentKeyColumns, child.key ?? POSITION];
@@ -254,7 +259,17 @@ function discountParts(spec: ColumnSpec, sources: readonly Source[], prefix: str
   const path = spec.path ?? [spec.name];
   const source = `${prefix}${path.join('.')}`;
   return [
-    { name: names.amount, type: 'number', nullable: true, role: 'amount', source, spec, path, sources, description: `${spec.name} when it is an amount.` },
+    {
+      name: names.amount,
+      type: 'number',
+      nullable: true,
+      role: 'amount',
+      source,
+      spec,
+      path,
+      sources,
+      description: `${spec.name} when it is an amount.`,
+    },
     {
       name: names.percentage,
       type: 'number',

@@ -1,4 +1,5 @@
 import { allChildLayouts, streamLayout, type LaidColumn } from './layout.js';
+import { relationships, type Relationship } from './relationships.js';
 import { qualifiedName, type ColumnType, type StreamSpec } from './types.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -22,6 +23,8 @@ export interface TableDef {
   primaryKey: string[];
   columns: ColumnDef[];
   description: string;
+  /** The table's joins to other tables (src/catalog/relationships.ts); tableDefinitions always sets it. */
+  relationships?: Relationship[];
 }
 
 /** Every table of the catalog: each stream's table, then its child tables, parents first. */
@@ -48,6 +51,8 @@ export function tableDefinitions(catalog: readonly StreamSpec[]): TableDef[] {
       });
     }
   }
+  const rels = relationships(catalog);
+  for (const d of defs) d.relationships = rels.filter((r) => r.fromTable === d.name);
   return defs;
 }
 

@@ -37,6 +37,13 @@ export interface ColumnSpec {
   /** The spec section the field comes from, for the data dictionary. */
   spec?: string;
   description?: string;
+  /**
+   * The stream this id points to, as `family.stream` (same family): the column holds that
+   * stream's primary key, and the two join on (organization_id, this column). Published as
+   * metadata (schema --json, `_svcsync_columns`, the ERD), never enforced: a row may arrive
+   * before the row it points to. See src/catalog/relationships.ts.
+   */
+  references?: string;
 }
 
 /** An array of objects inside a record becomes a child table `{table}__{field}`. */
@@ -113,6 +120,12 @@ export interface StreamSpec {
   spec: string;
   description: string;
   /**
+   * The records are the organizations themselves (each family's `GET /organizations`): the
+   * list is read once per connection, at discovery, not per organization, and each record
+   * is keyed by its own organization_id. Set on one stream per family.
+   */
+  organizationList?: true;
+  /**
    * Top-level fields that hold secrets (a webhook's signing secret): never a column,
    * and their value is replaced by "[redacted]" in `_raw`, so no secret reaches the warehouse.
    */
@@ -133,10 +146,11 @@ export function discountColumns(column: Pick<ColumnSpec, 'name'>): { amount: str
 
 /**
  * A stream whose records are organizations (each family's `GET /organizations`): it is read
- * once per connection, at discovery, not per organization.
+ * once per connection, at discovery, not per organization. The catalog says so explicitly
+ * (`organizationList`); validateCatalog checks it agrees with the primary key.
  */
-export function isOrganizationList(stream: Pick<StreamSpec, 'primaryKey'>): boolean {
-  return stream.primaryKey === 'organization_id';
+export function isOrganizationList(stream: Pick<StreamSpec, 'organizationList'>): boolean {
+  return stream.organizationList === true;
 }
 
 /** The stream's table name. */

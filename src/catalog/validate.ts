@@ -1,5 +1,14 @@
 import { allChildLayouts, ORGANIZATION_ID, streamLayout, type LaidColumn } from './layout.js';
-import { qualifiedName, streamSources, type ChildSpec, type ColumnSpec, type Source, type StreamSpec } from './types.js';
+import { foreignKeyName } from './relationships.js';
+import {
+  isOrganizationList,
+  qualifiedName,
+  streamSources,
+  type ChildSpec,
+  type ColumnSpec,
+  type Source,
+  type StreamSpec,
+} from './types.js';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 /** Postgres truncates longer identifiers silently, which would merge tables or columns. */
@@ -28,6 +37,7 @@ export function validateCatalog(catalog: readonly StreamSpec[]): string[] {
     if (table.length > MAX_IDENTIFIER) problems.push(`${owner}: table name ${table} is longer than ${MAX_IDENTIFIER} characters`);
   };
 
+  const organizationLists = new Map<string, string>();
   for (const stream of catalog) {
     const name = qualifiedName(stream);
     const p = (message: string): void => {
@@ -43,6 +53,17 @@ export function validateCatalog(catalog: readonly StreamSpec[]): string[] {
       if (pk.sources && !sources.every((s) => pk.sources?.includes(s))) p(`primary key ${stream.primaryKey} must come from every response`);
     }
     if ((stream.redact ?? []).includes(stream.primaryKey)) p('the primary key cannot be redacted');
+
+    if (isOrganizationList(stream)) {
+      if (stream.primaryKey !== ORGANIZATION_ID)
+        p(`is an organization list, so its primary key must be ${ORGANIZATION_ID}, not ${stream.primaryKey}`);
+      if (stream.parent) p('is an organization list and cannot have a parent');
+      const other = organizationLists.get(stream.family);
+      if (other !== undefined) p(`is a second organization list of the ${stream.family} family (${other} is one)`);
+      else organizationLists.set(stream.family, name);
+    } else if (stream.primaryKey === ORGANIZATION_ID) {
+      p(`is keyed by ${ORGANIZATION_ID}: if its records are organizations, set organizationList: true`);
+    }
 
     checkColumns(stream.columns, sources, p, 'column');
     if (stream.cursor) {
@@ -60,7 +81,8 @@ export function validateCatalog(catalog: readonly StreamSpec[]): string[] {
       if (!parent) p(`parent ${stream.parent.stream} is not a stream of the ${stream.family} family`);
       else {
         if (parent === stream) p('is its own parent');
-        if (parent.primaryKey !== stream.parent.key) p(`parent key ${stream.parent.key} is not ${qualifiedName(parent)}'s primary key ${parent.primaryKey}`);
+        if (parent.primaryKey !== stream.parent.key)
+          p(`parent key ${stream.parent.key} is not ${qualifiedName(parent)}'s primary key ${parent.primaryKey}`);
       }
       if (placeholders.length !== 1 || placeholders[0] !== stream.parent.key) {
         p(`path ${stream.path} must contain exactly the placeholder {${stream.parent.key}}`);
@@ -79,6 +101,7 @@ export function validateCatalog(catalog: readonly StreamSpec[]): string[] {
     }
 
     for (const child of stream.children) checkChild(child, sources, [stream.primaryKey], p);
+    checkReferences(stream, byName, catalog, p);
 
     const layout = streamLayout(stream);
     claim(layout.table, name);
@@ -88,10 +111,48 @@ export function validateCatalog(catalog: readonly StreamSpec[]): string[] {
     }
     for (const child of allChildLayouts(layout)) {
       claim(child.table, name);
+      if (foreignKeyName(child.table).length > MAX_IDENTIFIER) p(`foreign key name ${foreignKeyName(child.table)} is too long`);
       checkTableColumns(child.table, child.columns, p);
     }
   }
   return problems;
+}
+
+/**
+ * `references` on a column (the stream's own or a child table's) names a stream of the same
+ * family, by `family.stream`, whose primary key the column holds.
+ */
+function checkReferences(
+  stream: StreamSpec,
+  byName: ReadonlyMap<string, StreamSpec>,
+  catalog: readonly StreamSpec[],
+  p: (m: string) => void,
+): void {
+  const layout = streamLayout(stream);
+  const tables = [{ table: layout.table, columns: layout.columns }, ...allChildLayouts(layout)];
+  const declared = (columns: readonly ColumnSpec[]): number => columns.filter((c) => c.references !== undefined).length;
+  const walk = (children: readonly ChildSpec[]): number => children.reduce((n, c) => n + declared(c.columns) + walk(c.children ?? []), 0);
+  let laid = 0;
+  for (const { table, columns } of tables) {
+    for (const c of columns) {
+      const target = c.spec?.references;
+      if (target === undefined || c.role === 'amount' || c.role === 'percentage') continue;
+      laid++;
+      const where = `${table}.${c.name}`;
+      // byName holds the streams declared so far; a reference may point forward in the catalog.
+      const to = byName.get(target) ?? catalog.find((s) => qualifiedName(s) === target);
+      if (c.role === 'key' && table === layout.table) p(`${where} is the primary key and cannot declare references`);
+      if (c.type !== 'id') p(`${where} declares references but is ${c.type}, not an id column`);
+      if (!to) p(`${where} references ${target}, which is not a stream (write family.stream)`);
+      else {
+        if (to.family !== stream.family) p(`${where} references ${target}, a stream of another family`);
+        if (isOrganizationList(to)) p(`${where} references ${target}, an organization list (every row has its organization_id)`);
+      }
+      if (table === layout.table && c.name === stream.parent?.key) p(`${where} is the parent key; parent already declares the reference`);
+    }
+  }
+  // A column that is dropped from its table (redacted, or a child's copy of its parent's key) keeps no reference.
+  if (laid !== declared(stream.columns) + walk(stream.children)) p('declares references on a column that has no warehouse column');
 }
 
 function checkColumns(columns: readonly ColumnSpec[], sources: readonly Source[], p: (m: string) => void, what: string): void {
@@ -99,7 +160,8 @@ function checkColumns(columns: readonly ColumnSpec[], sources: readonly Source[]
     if (!IDENTIFIER.test(c.name)) p(`${what} ${c.name} is not a lower-case identifier`);
     if (c.name.length > MAX_IDENTIFIER) p(`${what} ${c.name} is longer than ${MAX_IDENTIFIER} characters`);
     if (c.path && c.path.length === 0) p(`${what} ${c.name} has an empty path`);
-    for (const s of c.sources ?? []) if (!sources.includes(s)) p(`${what} ${c.name} comes from the ${s} response, which the stream does not read`);
+    for (const s of c.sources ?? [])
+      if (!sources.includes(s)) p(`${what} ${c.name} comes from the ${s} response, which the stream does not read`);
     if (c.amountOrPercentage && c.type !== 'text') p(`${what} ${c.name} is amountOrPercentage and must be text`);
   }
 }

@@ -9,10 +9,11 @@ import { planCommand } from './commands/plan.js';
 import { statusCommand } from './commands/status.js';
 import { syncCommands } from './commands/sync.js';
 import { verifyCommand } from './commands/verify.js';
+import { workerCommand } from './commands/worker.js';
 import type { Cli, GlobalOptions } from './runtime.js';
 import { sandboxCommand } from './sandbox-command.js';
 
-export function buildProgram(cli: { exit(code: number): void }): Command {
+export function buildProgram(cli: { exit: (code: number) => void }): Command {
   const program = new Command('svcsync')
     .description('Keep a SQLite or Postgres warehouse current with the books, inventory, invoice and billing API families.')
     .option('-c, --config <path>', 'configuration file (YAML or JSON)', './svcsync.yaml')
@@ -25,10 +26,11 @@ export function buildProgram(cli: { exit(code: number): void }): Command {
   program.addCommand(verifyCommand(shared));
   program.addCommand(statusCommand(shared));
   program.addCommand(daemonCommand(shared));
+  program.addCommand(workerCommand(shared));
   program.addCommand(planCommand(shared));
   program.addCommand(checkCommand(shared));
   program.addCommand(authCommand(shared));
-  program.addCommand(schemaCommand());
+  program.addCommand(schemaCommand(shared));
   program.addCommand(migrateCommand(shared));
   program.addCommand(sandboxCommand());
   for (const c of program.commands) c.exitOverride();

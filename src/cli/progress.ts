@@ -10,8 +10,22 @@ export function createProgress(logger: Logger, interactive = Boolean(process.std
   if (!interactive) {
     return {
       streamStarted: () => undefined,
-      page: (e) => logger.debug({ organization_id: e.organizationId, stream: e.stream, page: e.page, records: e.records, requests_left_today: e.requestsLeftToday }, 'page committed'),
-      streamFinished: (e) => logger.info({ organization_id: e.organizationId, stream: e.stream, status: e.status, records: e.records, pages: e.pages }, 'stream finished'),
+      page: (e) =>
+        logger.debug(
+          {
+            organization_id: e.organizationId,
+            stream: e.stream,
+            page: e.page,
+            records: e.records,
+            requests_left_today: e.requestsLeftToday,
+          },
+          'page committed',
+        ),
+      streamFinished: (e) =>
+        logger.info(
+          { organization_id: e.organizationId, stream: e.stream, status: e.status, records: e.records, pages: e.pages },
+          'stream finished',
+        ),
       stop: () => undefined,
     };
   }
@@ -26,11 +40,15 @@ export function createProgress(logger: Logger, interactive = Boolean(process.std
     cliProgress.Presets.shades_classic,
   );
   const bars = new Map<string, cliProgress.SingleBar>();
-  const id = (e: { connection: string; organizationId: string; stream: string }): string => `${e.connection}/${e.organizationId}/${e.stream}`;
+  const id = (e: { connection: string; organizationId: string; stream: string }): string =>
+    `${e.connection}/${e.organizationId}/${e.stream}`;
   return {
     streamStarted: (e) => {
       if (bars.has(id(e))) return;
-      bars.set(id(e), multibar.create(1, 0, { name: `${e.organizationId} ${e.stream}`.padEnd(44), page: 0, records: 0, written: 0, left: '?' }));
+      bars.set(
+        id(e),
+        multibar.create(1, 0, { name: `${e.organizationId} ${e.stream}`.padEnd(44), page: 0, records: 0, written: 0, left: '?' }),
+      );
     },
     page: (e) => {
       bars.get(id(e))?.update(0, { page: e.page, records: e.records, written: e.written, left: e.requestsLeftToday ?? '?' });

@@ -3,6 +3,7 @@ import type { Config } from '../config/schema.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { SecretRegistry } from '../core/secrets.js';
+import { StopFlag, type StopRequest } from '../extractors/stop.js';
 import { openWarehouse, type Warehouse } from '../loaders/warehouse.js';
 
 export interface GlobalOptions {
@@ -41,19 +42,40 @@ export async function withWarehouse<T>(url: string, fn: (w: Warehouse) => Promis
   }
 }
 
+/** How a command's run is asked to stop by signals. */
+export interface SignalStop {
+  /** The hard stop: abandons the page in flight (second signal). */
+  signal: AbortSignal;
+  /** The cooperative stop: no new request after the page in flight (first signal). */
+  stop: StopRequest;
+  /** A signal arrived, so a run that ended with an error ended because it was asked to. */
+  stopped: () => boolean;
+  dispose: () => void;
+}
+
 /**
- * The first SIGINT/SIGTERM aborts the run: pages in flight are abandoned uncommitted and
- * everything committed stays. A second signal exits at once.
+ * The first SIGINT/SIGTERM asks the run to stop: the request in flight is answered and its page
+ * committed, and no new request is sent. A second abandons the page in flight (everything
+ * committed stays); a third exits at once.
  */
-export function abortOnSignals(logger: Logger): { signal: AbortSignal; dispose(): void } {
+export function stopOnSignals(logger: Logger): SignalStop {
   const controller = new AbortController();
+  const stop = new StopFlag();
   let count = 0;
   const handler = (sig: NodeJS.Signals): void => {
     count++;
     if (count === 1) {
-      logger.warn({ signal: sig }, 'stopping: committed pages are kept; the next run resumes where this one stopped (signal again to exit at once)');
-      process.stderr.write(`\nsvcsync: ${sig} received, stopping after the current page. Send it again to exit at once.\n`);
-      controller.abort(new Error(`interrupted by ${sig}`));
+      logger.warn(
+        { signal: sig },
+        'stopping after the page in flight: committed pages are kept; the next run resumes where this one stopped',
+      );
+      process.stderr.write(
+        `\nsvcsync: ${sig} received, stopping after the current page. ` +
+          'Send it again to abandon that page (nothing committed is lost), a third time to exit at once.\n',
+      );
+      stop.request(`interrupted by ${sig}`);
+    } else if (count === 2) {
+      controller.abort(new Error(`interrupted by ${sig} twice`));
     } else {
       process.exit(130);
     }
@@ -62,6 +84,8 @@ export function abortOnSignals(logger: Logger): { signal: AbortSignal; dispose()
   process.on('SIGTERM', handler);
   return {
     signal: controller.signal,
+    stop,
+    stopped: () => count > 0,
     dispose: () => {
       process.off('SIGINT', handler);
       process.off('SIGTERM', handler);

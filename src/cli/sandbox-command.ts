@@ -19,7 +19,8 @@ import {
 function integer(name: string, min: number, max: number) {
   return (raw: string): number => {
     const n = Number(raw);
-    if (!/^-?\d+$/.test(raw.trim()) || n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+    if (!/^-?\d+$/.test(raw.trim()) || n < min || n > max)
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
     return n;
   };
 }
@@ -62,13 +63,15 @@ export function parseVariant(raw: string, previous: Partial<Variants> = {}): Par
   else if (key === 'ignoreSort') value = text === '' ? [] : text.split(',').map((t) => t.trim());
   else if (typeof DEFAULT_VARIANTS[key] === 'boolean') {
     const t = text.toLowerCase();
-    value = TRUE.includes(t) ? true : FALSE.includes(t) ? false : bad('must be true or false');
+    if (TRUE.includes(t)) value = true;
+    else if (FALSE.includes(t)) value = false;
+    else bad('must be true or false');
   } else {
     value = /^\d+(\.\d+)?$|^\.\d+$/.test(text) ? Number(text) : bad('must be a number');
   }
   const next = { ...previous, [key]: value } as Partial<Variants>;
   try {
-    resolveVariants(undefined, { [key]: value } as Partial<Variants>);
+    resolveVariants(undefined, { [key]: value });
   } catch (e) {
     bad((e as Error).message.replace(/^variants\.\w+:? ?/, ''));
   }
@@ -97,7 +100,10 @@ const q = (s: string): string => JSON.stringify(s);
 
 export function sandboxCommand(): Command {
   return new Command('sandbox')
-    .description('Serve a local stand-in for the books, inventory, invoice and billing APIs, with generated data, the spec limits and optional faults.')
+    .description(
+      'Serve a local stand-in for the books, inventory, invoice and billing APIs, ' +
+        'with generated data, the spec limits and optional faults.',
+    )
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0: any free port)', integer('--port', 0, 65535), 4010)
     .option('--seed <n>', 'seed of the generated data; same seed, same data', integer('--seed', -2147483648, 2147483647), 42)
@@ -112,7 +118,11 @@ export function sandboxCommand(): Command {
     .option('--token-expires-in <s>', 'access token lifetime in sandbox seconds', integer('--token-expires-in', 1, 86_400 * 365), 3600)
     .option('--unlimited', 'no rate, concurrency or daily limits')
     .addOption(new Option('--preset <preset>', 'hostile: every variant on at its hostile setting').choices(PRESETS).default('default'))
-    .option('--variant <name[=value]>', `take the other choice where the spec is open (repeatable; without a value, the hostile setting): ${VARIANT_NAMES.join(', ')}`, parseVariant)
+    .option(
+      '--variant <name[=value]>',
+      `take the other choice where the spec is open (repeatable; without a value, the hostile setting): ${VARIANT_NAMES.join(', ')}`,
+      parseVariant,
+    )
     .action(async (o: Options) => {
       const options: SandboxOptions = {
         host: o.host,
@@ -161,7 +171,8 @@ export function configSnippet(
   const named: string[] = [];
   for (const g of orgs) {
     const byId = new Map<string, Family[]>();
-    for (const [family, id] of Object.entries(g.ids ?? { books: g.organization_id }) as Array<[Family, string]>) byId.set(id, [...(byId.get(id) ?? []), family]);
+    for (const [family, id] of Object.entries(g.ids ?? { books: g.organization_id }) as Array<[Family, string]>)
+      byId.set(id, [...(byId.get(id) ?? []), family]);
     if (!byId.has(g.organization_id)) byId.set(g.organization_id, []);
     for (const [id, families] of byId) {
       if (ids.includes(id)) continue;

@@ -14,6 +14,9 @@ function duration(ms: number): string {
   return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
 }
 
+/** An organization's mark by status: done, paused for the quota, left to the process that owns it, else failed. */
+const MARKS: Partial<Record<SyncSummary['organizations'][number]['status'], string>> = { ok: '✓', quota: '⏸', busy: '↷' };
+
 /** The one-screen summary every run ends with. */
 export function renderSummary(summary: SyncSummary): string {
   const lines: string[] = [];
@@ -21,29 +24,47 @@ export function renderSummary(summary: SyncSummary): string {
   lines.push(`svcsync ${summary.command} — run ${summary.runId}, ${duration(elapsed)}, ${summary.requests} API requests`);
   for (const f of summary.connectionFailures) lines.push(`  ✗ connection ${f.connection}: ${f.error}`);
   for (const org of summary.organizations) {
-    const mark = org.status === 'ok' ? '✓' : org.status === 'quota' ? '⏸' : '✗';
-    const totals = org.streams.reduce((a, s) => ({ written: a.written + s.written, records: a.records + s.records, deleted: a.deleted + s.deleted }), { written: 0, records: 0, deleted: 0 });
-    lines.push(`  ${mark} ${org.connection} / organization ${org.organizationId} (${org.families.join(', ')}): ${org.status}, ${totals.records} records read, ${totals.written} written, ${totals.deleted} marked deleted`);
+    const mark = MARKS[org.status] ?? '✗';
+    const totals = org.streams.reduce(
+      (a, s) => ({ written: a.written + s.written, records: a.records + s.records, deleted: a.deleted + s.deleted }),
+      { written: 0, records: 0, deleted: 0 },
+    );
+    lines.push(
+      `  ${mark} ${org.connection} / organization ${org.organizationId} (${org.families.join(', ')}): ${org.status}, ` +
+        `${totals.records} records read, ${totals.written} written, ${totals.deleted} marked deleted`,
+    );
     const notable = org.streams.filter((s) => s.records > 0 || s.requests > 0 || s.status !== 'ok');
     for (const s of notable) {
       const status = s.status === 'ok' ? '' : `  ${s.status}${s.error ? `: ${s.error.split('\n')[0]}` : ''}`;
-      lines.push(`      ${pad(s.stream, 36)} ${lpad(String(s.records), 8)} read ${lpad(String(s.written), 8)} written ${lpad(String(s.requests), 6)} req${status}`);
+      lines.push(
+        `      ${pad(s.stream, 36)} ${lpad(String(s.records), 8)} read ${lpad(String(s.written), 8)} written ` +
+          `${lpad(String(s.requests), 6)} req${status}`,
+      );
       // Data-shape warnings: one line per field and kind, however many records had it.
       for (const w of s.warnings ?? []) {
         lines.push(`          ⚠ ${w.count} × ${w.field}: ${w.message} (e.g. record ${w.example})`);
       }
     }
-    if (org.status === 'quota' && org.resumeAt) lines.push(`      daily quota spent: continues after ${org.resumeAt} (run the same command again then; nothing is lost)`);
+    if (org.status === 'quota' && org.resumeAt)
+      lines.push(`      daily quota spent: continues after ${org.resumeAt} (run the same command again then; nothing is lost)`);
     else if (org.error && org.status !== 'ok') lines.push(`      ${org.error.split('\n').join('\n      ')}`);
   }
   if (summary.usage.length) {
-    lines.push('  Requests today (per organization, against svcsync\'s budget = daily quota less the reserve):');
+    lines.push("  Requests today (per organization, against svcsync's budget = daily quota less the reserve):");
     for (const u of summary.usage) {
       const blocked = u.blockedUntil ? `, paused until ${u.blockedUntil}` : '';
-      lines.push(`      ${pad(u.organizationId, 24)} ${u.usedToday} of ${u.budget} (plan quota ${u.perDay}), resets ${u.nextReset}${blocked}`);
+      lines.push(
+        `      ${pad(u.organizationId, 24)} ${u.usedToday} of ${u.budget} (plan quota ${u.perDay}), resets ${u.nextReset}${blocked}`,
+      );
     }
   }
-  const codes: Record<number, string> = { 0: 'success', 1: 'failed', 2: 'configuration error', 3: 'authorization error', 4: 'partial: some work is left for the next run' };
+  const codes: Record<number, string> = {
+    0: 'success',
+    1: 'failed',
+    2: 'configuration error',
+    3: 'authorization error',
+    4: 'partial: some work is left for the next run',
+  };
   lines.push(`  Result: ${codes[summary.exitCode] ?? summary.exitCode} (exit ${summary.exitCode})`);
   return lines.join('\n') + '\n';
 }

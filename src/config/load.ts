@@ -57,7 +57,10 @@ function describeIssue(issue: z.core.$ZodIssue): string {
       return `${where}: expected ${issue.expected}`;
     }
     case 'unrecognized_keys':
-      return `${where}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')} (see config/svcsync.example.yaml for the keys)`;
+      return (
+        `${where}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')} ` +
+        '(see config/svcsync.example.yaml for the keys)'
+      );
     case 'too_small':
       if (issue.origin === 'number') return `${where}: expected a number ${issue.inclusive ? '>=' : '>'} ${String(issue.minimum)}`;
       return `${where}: ${issue.message.replace(/^Too small: /, '')}`;
@@ -115,10 +118,16 @@ export function loadConfig(path: string = DEFAULT_CONFIG_PATH, options: { env?: 
   try {
     document = extname(full).toLowerCase() === '.json' ? JSON.parse(text) : parseYaml(text, { prettyErrors: true });
   } catch (error) {
-    const detail = error instanceof YAMLParseError ? error.message.split('\n')[0] : error instanceof Error ? error.message : String(error);
+    const detail = parseErrorText(error);
     throw new ConfigError(`${path} could not be parsed: ${detail}`, [], { hint: 'Check the indentation and quoting near the line named.' });
   }
   return parseConfig(document, { ...options, source: path });
+}
+
+/** What a parse failure says: a YAML error's first line, another error's message. */
+function parseErrorText(error: unknown): string | undefined {
+  if (error instanceof YAMLParseError) return error.message.split('\n')[0];
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** True for keys that hold secrets (used by anything that prints configuration). */

@@ -19,13 +19,19 @@ const limitsSchema = z
   .strict();
 
 /** A cron expression (5 fields, or 6 with seconds), or "off" to not schedule the job at all. */
-const cronSchema = z.string().trim().superRefine((value, ctx) => {
-  if (value === 'off') return;
-  const check = CronTime.validateCronExpression(value);
-  if (!check.valid) {
-    ctx.addIssue({ code: 'custom', message: `"${value}" is not a cron expression (${check.error?.message ?? 'invalid'}); expected e.g. "*/15 * * * *" or "off"` });
-  }
-});
+const cronSchema = z
+  .string()
+  .trim()
+  .superRefine((value, ctx) => {
+    if (value === 'off') return;
+    const check = CronTime.validateCronExpression(value);
+    if (!check.valid) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${value}" is not a cron expression (${check.error?.message ?? 'invalid'}); expected e.g. "*/15 * * * *" or "off"`,
+      });
+    }
+  });
 
 const timeZoneSchema = z.string().refine((zone) => {
   try {
@@ -81,11 +87,24 @@ const daemonSchema = z
   })
   .strict();
 
+/** `svcsync worker` (docs/scale-out.md): peers coordinated through pg-boss in the Postgres warehouse. */
+const workerSchema = z
+  .object({
+    /** Postgres schema pg-boss keeps its queues, jobs and schedules in (in the warehouse database). */
+    schema: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,49}$/, 'expected a Postgres schema name: letters, digits and "_", at most 50')
+      .default('pgboss'),
+    /** Sync jobs this process runs at once. */
+    concurrency: z.number().int().min(1).max(64).default(4),
+    /** A job syncs for at most this long, then stops between pages and queues its continuation. */
+    slice_minutes: z.number().min(0.01).max(60).default(10),
+  })
+  .strict();
+
 const connectionSchema = z
   .object({
-    name: z
-      .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a label of letters, digits, ".", "_" or "-"'),
+    name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a label of letters, digits, ".", "_" or "-"'),
     region: z.enum(REGIONS).default('us'),
     accounts_url: z.url().optional(),
     /** Overrides the token response's api_domain (for proxies); normally unset. */
@@ -96,8 +115,14 @@ const connectionSchema = z
     redirect_uri: z.string().optional(),
     plan: z.enum(PLANS).default('free'),
     limits: limitsSchema.optional(),
-    families: z.array(z.enum(FAMILIES)).min(1).default([...FAMILIES]),
-    organizations: z.array(z.union([nonEmpty, z.number().int().transform(String)])).min(1).optional(),
+    families: z
+      .array(z.enum(FAMILIES))
+      .min(1)
+      .default([...FAMILIES]),
+    organizations: z
+      .array(z.union([nonEmpty, z.number().int().transform(String)]))
+      .min(1)
+      .optional(),
     streams: z.array(nonEmpty).min(1).optional(),
     /** Time zone whose midnight resets the daily quota (the spec does not say; see assumptions). */
     quota_reset_time_zone: z.string().default('UTC'),
@@ -133,13 +158,18 @@ export const configSchema = z
     sync: syncSchema.default(syncSchema.parse({})),
     connections: z.array(connectionSchema).min(1, 'expected at least one connection'),
     daemon: daemonSchema.default(daemonSchema.parse({})),
+    worker: workerSchema.default(workerSchema.parse({})),
   })
   .strict()
   .superRefine((cfg, ctx) => {
     const seen = new Set<string>();
     cfg.connections.forEach((c, i) => {
       if (seen.has(c.name)) {
-        ctx.addIssue({ code: 'custom', path: ['connections', i, 'name'], message: `"${c.name}" is used by another connection; names must be unique` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['connections', i, 'name'],
+          message: `"${c.name}" is used by another connection; names must be unique`,
+        });
       }
       seen.add(c.name);
     });
@@ -149,4 +179,5 @@ export type Config = z.infer<typeof configSchema>;
 export type ConnectionConfig = Config['connections'][number];
 export type SyncSettings = Config['sync'];
 export type DaemonSettings = Config['daemon'];
+export type WorkerSettings = Config['worker'];
 export type ScheduleSettings = NonNullable<ConnectionConfig['schedules']>;

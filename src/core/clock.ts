@@ -26,10 +26,13 @@ function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> 
       timer.cancel();
       reject(abortReason(signal!));
     };
-    const timer = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, ms));
+    const timer = clock.setTimeout(
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

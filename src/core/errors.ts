@@ -41,6 +41,12 @@ export abstract class SvcsyncError extends Error {
   }
 }
 
+/** Any thrown value as shown to a user: a classified error with its hint, else its message. */
+export function describeError(error: unknown): string {
+  if (error instanceof SvcsyncError) return error.describe();
+  return error instanceof Error ? error.message : String(error);
+}
+
 /**
  * Why a retriable error happened. Retry policy differs: a per-minute limit (rate_limit) is
  * waited out and never counted as a failure; concurrency lowers the organization's

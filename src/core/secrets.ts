@@ -27,9 +27,7 @@ export class SecretRegistry {
   scrub(text: string): string {
     if (this.values.size === 0 || text.length === 0) return text;
     if (!this.pattern) {
-      const alternatives = [...this.values]
-        .sort((a, b) => b.length - a.length)
-        .map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+      const alternatives = [...this.values].sort((a, b) => b.length - a.length).map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
       this.pattern = new RegExp(alternatives.join('|'), 'g');
     }
     return text.replace(this.pattern, REDACTED);

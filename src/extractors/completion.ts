@@ -1,25 +1,18 @@
 import pLimit from 'p-limit';
 import { connectionLimits } from '../api/client.js';
 import type { StreamSpec } from '../catalog/types.js';
-import { qualifiedName, tableName } from '../catalog/types.js';
-import { childStreamsOf } from '../catalog/index.js';
+import { qualifiedName } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
 import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
-import { completePending, enqueuePending, takePending } from '../state/pending.js';
+import { commitChildren, commitDetail } from '../loaders/unit-of-work.js';
+import { takePending, type PendingReason } from '../state/pending.js';
 import type { StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { fillPath, pages } from './pager.js';
 import { runAll } from './settle.js';
+import { raiseIfStopped } from './stop.js';
 import { newTally, type StreamTally } from './stream-tally.js';
-import { cascade, detailIsEnabled, normalizePage } from './stream-pass.js';
-
-export interface CompletionResult {
-  items: number;
-  records: number;
-  requests: number;
-  /** Parents or records that turned out to be gone (the API answered "does not exist"). */
-  gone: number;
-}
+import { detailIsEnabled, normalizePage } from './stream-pass.js';
 
 /** Items taken from the queue per transaction. */
 const BATCH = 50;
@@ -40,62 +33,51 @@ function fanOut(ctx: SyncContext): number {
  * transaction: each item commits as soon as it is fetched, so a failure or a spent quota
  * leaves only the unfetched items queued. A record the API no longer has is marked deleted.
  */
-export async function completeDetails(ctx: SyncContext, organizationId: string, stream: StreamSpec, tally: StreamTally = newTally()): Promise<CompletionResult> {
-  const result: CompletionResult = { items: 0, records: 0, requests: 0, gone: 0 };
-  if (!stream.detail || !detailIsEnabled(ctx, stream)) return result;
+export async function completeDetails(
+  ctx: SyncContext,
+  organizationId: string,
+  stream: StreamSpec,
+  tally: StreamTally = newTally(),
+): Promise<void> {
+  if (!stream.detail || !detailIsEnabled(ctx, stream)) return;
   const detail = stream.detail;
   const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(stream) };
-  const table = tableName(stream);
   const limit = pLimit(fanOut(ctx));
-  const requestsBefore = tally.meter.requests;
-  try {
-    for (;;) {
-      ctx.signal.throwIfAborted();
-      const batch = await takePending(ctx.warehouse.db, key, 'detail', BATCH);
-      if (batch.length === 0) return result;
-      await runAll(
-        limit,
-        batch.map((item) =>
-          async (): Promise<void> => {
-            const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
-            let record: NormalizedRecord | null = null;
-            const syncedAt = ctx.stamp.next();
-            try {
-              const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal, meter: tally.meter });
-              const raw = detail.recordKeys.map((k) => body[k]).find((v) => v && typeof v === 'object' && !Array.isArray(v)) as Record<string, unknown> | undefined;
-              if (!raw) {
-                throw new FatalError(`GET ${stream.family}${path}: the response has none of the keys ${detail.recordKeys.map((k) => `"${k}"`).join(', ')}.`, {
-                  hint: `Add the key this API uses to the detail recordKeys of ${qualifiedName(stream)} in src/catalog.`,
-                });
-              }
-              record = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt });
-              tally.warnings.addAll(record.warnings);
-            } catch (error) {
-              if (!isGone(error)) throw error;
-            }
-            await ctx.warehouse.db.transaction().execute(async (trx) => {
-              if (record) {
-                await ctx.writer.writeRecords(trx, [record], syncedAt);
-              } else {
-                await ctx.writer.markDeleted(trx, table, stream.primaryKey, organizationId, item.item_id, syncedAt);
-                await cascade(ctx, trx, stream, organizationId, syncedAt);
-              }
-              await completePending(trx, key, 'detail', [item.item_id]);
-            });
-            result.items++;
-            result.records++;
-            tally.records++;
-            tally.written++;
-            if (!record) {
-              result.gone++;
-              tally.deleted++;
-            }
-          },
-        ),
-      );
-    }
-  } finally {
-    result.requests = tally.meter.requests - requestsBefore;
+  for (;;) {
+    raiseIfStopped(ctx);
+    const batch = await takePending(ctx.warehouse.db, key, 'detail', BATCH);
+    if (batch.length === 0) return;
+    await runAll(
+      limit,
+      batch.map((item) => async (): Promise<void> => {
+        raiseIfStopped(ctx);
+        const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
+        let record: NormalizedRecord | null = null;
+        const syncedAt = ctx.stamp.next();
+        try {
+          const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal, meter: tally.meter });
+          const raw = detail.recordKeys.map((k) => body[k]).find((v) => v && typeof v === 'object' && !Array.isArray(v)) as
+            Record<string, unknown> | undefined;
+          if (!raw) {
+            throw new FatalError(
+              `GET ${stream.family}${path}: the response has none of the keys ${detail.recordKeys.map((k) => `"${k}"`).join(', ')}.`,
+              {
+                hint: `Add the key this API uses to the detail recordKeys of ${qualifiedName(stream)} in src/catalog.`,
+              },
+            );
+          }
+          record = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt, runId: ctx.runId });
+          tally.warnings.addAll(record.warnings);
+          tally.drift.addAll(record.unknown);
+        } catch (error) {
+          if (!isGone(error)) throw error;
+        }
+        await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
+        tally.records++;
+        tally.written++;
+        if (!record) tally.deleted++;
+      }),
+    );
   }
 }
 
@@ -104,80 +86,68 @@ export async function completeDetails(ctx: SyncContext, organizationId: string, 
  * for every parent queued for it. Each parent's children are a full refresh: rows the parent
  * no longer lists are marked deleted. Rows and the queue entry commit together.
  */
-export async function completeChildren(ctx: SyncContext, organizationId: string, child: StreamSpec, parent: StreamSpec, tally: StreamTally = newTally()): Promise<CompletionResult> {
-  const result: CompletionResult = { items: 0, records: 0, requests: 0, gone: 0 };
+export async function completeChildren(
+  ctx: SyncContext,
+  organizationId: string,
+  child: StreamSpec,
+  parent: StreamSpec,
+  tally: StreamTally = newTally(),
+): Promise<void> {
   const link = child.parent!;
   const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(child) };
-  const table = tableName(child);
-  const grandchildren = childStreamsOf(child);
   const limit = pLimit(fanOut(ctx));
-  const requestsBefore = tally.meter.requests;
-  try {
   for (;;) {
-    ctx.signal.throwIfAborted();
+    raiseIfStopped(ctx);
     const batch = await takePending(ctx.warehouse.db, key, 'children', BATCH);
-    if (batch.length === 0) return result;
+    if (batch.length === 0) return;
     await runAll(
       limit,
-      batch.map((item) =>
-        async () => {
-          const parentId = item.item_id;
-          const startedAt = ctx.stamp.next();
-          const path = fillPath(child.path, { [link.key]: parentId });
-          const records: NormalizedRecord[] = [];
-          let gone = false;
-          let pagesRead = 0;
-          try {
-            for await (const page of pages({
-              client: ctx.client,
-              stream: child,
-              organizationId,
-              path,
-              query: { ...(child.query ?? {}) },
-              perPage: ctx.config.sync.per_page,
-              startPage: 1,
-              signal: ctx.signal,
-              maxPages: MAX_CHILD_PAGES,
-              meter: tally.meter,
-            })) {
-              pagesRead++;
-              records.push(...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally.warnings));
-            }
-          } catch (error) {
-            if (!isGone(error)) throw error;
-            gone = true;
+      batch.map((item) => async () => {
+        raiseIfStopped(ctx);
+        const parentId = item.item_id;
+        const startedAt = ctx.stamp.next();
+        const path = fillPath(child.path, { [link.key]: parentId });
+        const records: NormalizedRecord[] = [];
+        let gone = false;
+        let pagesRead = 0;
+        try {
+          for await (const page of pages({
+            client: ctx.client,
+            stream: child,
+            organizationId,
+            path,
+            query: { ...(child.query ?? {}) },
+            perPage: ctx.config.sync.per_page,
+            startPage: 1,
+            signal: ctx.signal,
+            stop: ctx.stop,
+            maxPages: MAX_CHILD_PAGES,
+            meter: tally.meter,
+          })) {
+            pagesRead++;
+            records.push(...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally));
           }
-          const syncedAt = ctx.stamp.next();
-          for (const r of records) r.row['_synced_at'] = syncedAt;
-          await ctx.warehouse.db.transaction().execute(async (trx) => {
-            await ctx.writer.writeRecords(trx, records, syncedAt);
-            // Everything this parent still has was just written; older rows of it are gone.
-            const removed = await ctx.writer.markVanished(trx, table, organizationId, syncedAt, syncedAt, { column: link.key, value: parentId });
-            if (gone) {
-              await ctx.writer.markDeleted(trx, tableName(parent), parent.primaryKey, organizationId, parentId, syncedAt);
-              await cascade(ctx, trx, parent, organizationId, syncedAt);
-            } else if (removed > 0) {
-              await cascade(ctx, trx, child, organizationId, syncedAt);
-            }
-            for (const g of grandchildren) {
-              await enqueuePending(trx, { ...key, stream: qualifiedName(g) }, 'children', records.map((r) => r.id), item.reason === 'changed' ? 'changed' : (item.reason as 'backfill' | 'reconcile'), syncedAt);
-            }
-            await completePending(trx, key, 'children', [parentId]);
-          });
-          result.items++;
-          result.records += records.length;
-          tally.pages += pagesRead;
-          tally.records += records.length;
-          tally.written += records.length;
-          if (gone) {
-            result.gone++;
-            tally.deleted++;
-          }
-        },
-      ),
+        } catch (error) {
+          if (!isGone(error)) throw error;
+          gone = true;
+        }
+        const syncedAt = ctx.stamp.next();
+        for (const r of records) r.row['_synced_at'] = syncedAt;
+        await commitChildren(ctx, {
+          key,
+          child,
+          parent,
+          parentId,
+          syncedAt,
+          records,
+          parentGone: gone,
+          reason: item.reason as PendingReason,
+        });
+        tally.pages += pagesRead;
+        tally.records += records.length;
+        tally.written += records.length;
+        if (gone) tally.deleted++;
+      }),
     );
-  }
-  } finally {
-    result.requests = tally.meter.requests - requestsBefore;
   }
 }

@@ -5,14 +5,31 @@ import type { Config, ConnectionConfig } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import type { AuthorizationError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
+import type { Fence } from '../loaders/org-lease.js';
 import type { TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
+import type { StopRequest } from './stop.js';
 
 /** What a stream reports while it runs; the CLI draws bars on a terminal and logs otherwise. */
 export interface ProgressReporter {
   streamStarted(e: { connection: string; organizationId: string; stream: string; kind: string }): void;
-  page(e: { connection: string; organizationId: string; stream: string; page: number; records: number; written: number; requestsLeftToday: number | null }): void;
-  streamFinished(e: { connection: string; organizationId: string; stream: string; status: 'ok' | 'failed' | 'partial'; records: number; pages: number }): void;
+  page(e: {
+    connection: string;
+    organizationId: string;
+    stream: string;
+    page: number;
+    records: number;
+    written: number;
+    requestsLeftToday: number | null;
+  }): void;
+  streamFinished(e: {
+    connection: string;
+    organizationId: string;
+    stream: string;
+    status: 'ok' | 'failed' | 'partial';
+    records: number;
+    pages: number;
+  }): void;
 }
 
 export const silentProgress: ProgressReporter = {
@@ -48,7 +65,10 @@ export interface SyncContext {
   logger: Logger;
   clock: Clock;
   stamp: Stamp;
+  /** Hard stop: abandons the requests in flight (a second SIGTERM, the end of the grace period). */
   signal: AbortSignal;
+  /** Cooperative stop: asked before each new page or completion item (src/extractors/stop.ts). */
+  stop: StopRequest;
   progress: ProgressReporter;
   runId: string;
   /**
@@ -56,4 +76,15 @@ export interface SyncContext {
    * started are skipped and the run reports one authorization failure, not one per stream.
    */
   halt: { authorization: AuthorizationError | null };
+  /**
+   * Unknown fields already warned about in this run (`stream` and field path), shared by the
+   * contexts of every connection of the run so each field is warned about once per run
+   * (src/extractors/drift-report.ts). Absent: once per stream of each organization.
+   */
+  driftWarned?: Set<string>;
+  /**
+   * The organization's lease check, run first in each page's transaction (src/loaders/org-lease.ts):
+   * set by runSync for the organization it holds. Absent (no check) where no lease applies.
+   */
+  fence?: Fence;
 }

@@ -3,13 +3,16 @@ import type { Family } from '../config/plans.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { isOrganizationList, qualifiedName } from '../catalog/types.js';
 import { childStreamsOf } from '../catalog/index.js';
-import { AuthorizationError, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
+import { AuthorizationError, describeError, QuotaExhaustedError } from '../core/errors.js';
+import { LeaseLost } from '../loaders/org-lease.js';
 import { recordRunStream } from '../state/runs.js';
 import { saveStreamState } from '../state/stream-state.js';
 import { completeChildren, completeDetails } from './completion.js';
 import { runAll } from './settle.js';
-import { newTally, type StreamTally, type WarningCount } from './stream-tally.js';
+import { reportDrift } from './drift-report.js';
+import { newTally, type DriftCount, type StreamTally, type WarningCount } from './stream-tally.js';
 import type { SyncContext } from './context.js';
+import { endsTheRun, raiseIfStopped } from './stop.js';
 import { runStreamPass, type SyncMode } from './stream-pass.js';
 
 export type StreamStatus = 'ok' | 'failed' | 'quota' | 'skipped';
@@ -25,6 +28,8 @@ export interface StreamOutcome {
   requests: number;
   /** Data-shape warnings, one entry per table, field and kind. */
   warnings: WarningCount[];
+  /** Fields the catalog does not know, one entry per field path (also in `_svcsync_drift`). */
+  drift: DriftCount[];
   error?: string;
 }
 
@@ -32,7 +37,8 @@ export interface OrganizationOutcome {
   connection: string;
   organizationId: string;
   families: Family[];
-  status: 'ok' | 'partial' | 'failed' | 'quota';
+  /** busy: another process owns the organization (its lease), so this run left it alone. */
+  status: 'ok' | 'partial' | 'failed' | 'quota' | 'busy';
   streams: StreamOutcome[];
   error?: string;
   /** When the daily quota ran out: when calls may resume. */
@@ -44,16 +50,26 @@ export interface OrganizationOutcome {
  * entry is `family.stream` or `stream` (every family); a child stream pulls in its parent,
  * since the parent's changes decide which children to read.
  */
-export function selectStreams(catalog: readonly StreamSpec[], families: readonly Family[], allow: readonly string[] | undefined): { top: StreamSpec[]; allowed: (s: StreamSpec) => boolean } {
+export function selectStreams(
+  catalog: readonly StreamSpec[],
+  families: readonly Family[],
+  allow: readonly string[] | undefined,
+): { top: StreamSpec[]; allowed: (s: StreamSpec) => boolean } {
   const allowed = (s: StreamSpec): boolean => !allow || allow.includes(qualifiedName(s)) || allow.includes(s.name);
   const wanted = (s: StreamSpec): boolean => allowed(s) || childStreamsOf(s).some(wanted);
   const top = catalog.filter((s) => families.includes(s.family) && !s.parent && !isOrganizationList(s) && wanted(s));
   return { top, allowed };
 }
 
-function describe(error: unknown): string {
-  if (error instanceof SvcsyncError) return error.describe();
-  return error instanceof Error ? error.message : String(error);
+/**
+ * Why a stream is skipped without a request, or null when it runs: the organization's quota
+ * is spent, the connection's token was refused, or its family's scope was refused.
+ */
+function whySkipped(why: { quota: boolean; halted: boolean; denied: boolean }): string | null {
+  if (why.quota) return 'daily quota spent';
+  if (why.halted) return "the connection's token was refused";
+  if (why.denied) return 'not authorized for this family';
+  return null;
 }
 
 /**
@@ -79,29 +95,57 @@ export async function syncOrganization(
   const runOne = async (stream: StreamSpec, work: (tally: StreamTally) => Promise<unknown>): Promise<void> => {
     const name = qualifiedName(stream);
     const startedAt = ctx.stamp.next();
-    const base: StreamOutcome = { organizationId, stream: name, status: 'ok', pages: 0, records: 0, written: 0, deleted: 0, requests: 0, warnings: [] };
-    const halted = ctx.halt.authorization;
-    if (quota || deniedFamilies.has(stream.family) || halted) {
-      outcome.streams.push({ ...base, status: 'skipped', error: quota ? 'daily quota spent' : halted ? 'the connection\'s token was refused' : 'not authorized for this family' });
+    const base: StreamOutcome = {
+      organizationId,
+      stream: name,
+      status: 'ok',
+      pages: 0,
+      records: 0,
+      written: 0,
+      deleted: 0,
+      requests: 0,
+      warnings: [],
+      drift: [],
+    };
+    const skipped = whySkipped({
+      quota: quota !== null,
+      halted: ctx.halt.authorization !== null,
+      denied: deniedFamilies.has(stream.family),
+    });
+    if (skipped !== null) {
+      outcome.streams.push({ ...base, status: 'skipped', error: skipped });
       return;
     }
+    // No new stream starts once a stop is asked for.
+    raiseIfStopped(ctx);
+    const lost = ctx.fence?.lost();
+    if (lost) throw lost;
     const tally = newTally();
     try {
       await work(tally);
     } catch (error) {
-      if (ctx.signal.aborted) throw error;
+      // A lost lease ends the organization here: another process owns it now, so nothing more is written for it.
+      if (endsTheRun(error, ctx.signal) || error instanceof LeaseLost) throw error;
       base.status = error instanceof QuotaExhaustedError ? 'quota' : 'failed';
-      base.error = describe(error);
+      base.error = describeError(error);
       if (error instanceof QuotaExhaustedError) quota = error;
       if (error instanceof AuthorizationError) {
         // Every stream of the connection shares the token: one message stops them all.
         if (error.reach === 'connection') ctx.halt.authorization ??= error;
         else deniedFamilies.add(stream.family);
       }
-      log.error({ stream: name, err: error }, `stream failed: ${describe(error)}`);
+      log.error({ stream: name, err: error }, `stream failed: ${describeError(error)}`);
     }
     // Whatever way the stream ended, what it spent and committed is reported.
-    Object.assign(base, { pages: tally.pages, records: tally.records, written: tally.written, deleted: tally.deleted, requests: tally.meter.requests, warnings: tally.warnings.entries() });
+    Object.assign(base, {
+      pages: tally.pages,
+      records: tally.records,
+      written: tally.written,
+      deleted: tally.deleted,
+      requests: tally.meter.requests,
+      warnings: tally.warnings.entries(),
+      drift: tally.drift.entries(),
+    });
     tally.warnings.log(log, { stream: name });
     outcome.streams.push(base);
     const finishedAt = ctx.stamp.next();
@@ -119,6 +163,7 @@ export async function syncOrganization(
       error: base.error ?? null,
       warnings: base.warnings.length ? JSON.stringify(base.warnings) : null,
     });
+    await reportDrift(ctx, { organizationId, stream: name, seenAt: finishedAt }, tally.drift, log);
     await saveStreamState(
       ctx.warehouse.db,
       { connection: ctx.connection.name, organizationId, stream: name },
@@ -135,7 +180,14 @@ export async function syncOrganization(
       },
       finishedAt,
     );
-    ctx.progress.streamFinished({ connection: ctx.connection.name, organizationId, stream: name, status: base.status === 'ok' ? 'ok' : 'failed', records: base.records, pages: base.pages });
+    ctx.progress.streamFinished({
+      connection: ctx.connection.name,
+      organizationId,
+      stream: name,
+      status: base.status === 'ok' ? 'ok' : 'failed',
+      records: base.records,
+      pages: base.pages,
+    });
   };
 
   const runTree = async (stream: StreamSpec): Promise<void> => {
@@ -153,7 +205,10 @@ export async function syncOrganization(
     await drain(stream);
   };
 
-  await runAll(limit, top.map((s) => () => runTree(s)));
+  await runAll(
+    limit,
+    top.map((s) => () => runTree(s)),
+  );
 
   const failed = outcome.streams.filter((s) => s.status === 'failed' || s.status === 'quota');
   if (ctx.halt.authorization) {

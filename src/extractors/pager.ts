@@ -1,6 +1,7 @@
 import type { ApiClient, RequestMeter } from '../api/client.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
+import { neverStop, raiseIfStopped, type StopRequest } from './stop.js';
 
 export type RawRecord = Record<string, unknown>;
 
@@ -20,6 +21,8 @@ export interface PagerRequest {
   perPage: number;
   startPage: number;
   signal: AbortSignal;
+  /** Asked before each request is sent; a page already asked for is still yielded. */
+  stop?: StopRequest | undefined;
   /** A bound on pages, so a server that always says has_more_page cannot loop forever. */
   maxPages: number;
   /** Counts every request sent for this walk, retries included, for the stream's report. */
@@ -35,10 +38,16 @@ export function recordsOf(stream: StreamSpec, body: Record<string, unknown>, req
   // An empty list read as "no records" would make a full refresh mark everything deleted;
   // a response without the expected key is a change in the API, so stop and say so.
   const present = Object.keys(body).filter((k) => k !== 'code' && k !== 'message');
-  throw new FatalError(`${request}: the response has none of the keys ${stream.recordsKey.map((k) => `"${k}"`).join(', ')} (it has ${present.map((k) => `"${k}"`).join(', ') || 'no data keys'}).`, {
-    hint: `The API's answer for ${stream.family}.${stream.name} changed shape; add the new key to the stream's recordsKey in src/catalog and report it.`,
-    request,
-  });
+  const quoted = (keys: readonly string[]): string => keys.map((k) => `"${k}"`).join(', ');
+  throw new FatalError(
+    `${request}: the response has none of the keys ${quoted(stream.recordsKey)} (it has ${quoted(present) || 'no data keys'}).`,
+    {
+      hint:
+        `The API's answer for ${stream.family}.${stream.name} changed shape; ` +
+        "add the new key to the stream's recordsKey in src/catalog and report it.",
+      request,
+    },
+  );
 }
 
 /** The page size a server uses when none is asked for (spec 1 and 8: default 200). */
@@ -76,7 +85,13 @@ export type PageStep =
   | { action: 'fail-repeated' }
   | { action: 'fail-max-pages' };
 
-export function advance(input: { signal: PageSignal; fingerprint: string | null; previousFingerprint: string | null; walked: number; maxPages: number }): PageStep {
+export function advance(input: {
+  signal: PageSignal;
+  fingerprint: string | null;
+  previousFingerprint: string | null;
+  walked: number;
+  maxPages: number;
+}): PageStep {
   const repeated = input.fingerprint !== null && input.fingerprint === input.previousFingerprint;
   if (repeated) {
     // A server that declares paging and repeats a page is broken: say so. One that does not
@@ -108,12 +123,20 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       query['page'] = n;
       query['per_page'] = req.perPage;
     }
-    const pending = req.client.get({ family: req.stream.family, organizationId: req.organizationId, path: req.path, query, signal: req.signal, meter: req.meter });
+    const pending = req.client.get({
+      family: req.stream.family,
+      organizationId: req.organizationId,
+      path: req.path,
+      query,
+      signal: req.signal,
+      meter: req.meter,
+    });
     // A prefetch the caller never collects (it stopped on an error) must not be an unhandled rejection.
     pending.catch(() => undefined);
     return pending;
   };
-  req.signal.throwIfAborted();
+  const run = { stop: req.stop ?? neverStop, signal: req.signal };
+  raiseIfStopped(run);
   let current = fetchPage(page);
   for (;;) {
     const request = `GET ${req.stream.family}${req.path} page ${page}`;
@@ -125,10 +148,15 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
     const step = advance({ signal, fingerprint, previousFingerprint, walked, maxPages: req.maxPages });
     previousFingerprint = fingerprint;
     if (step.action === 'fail-repeated') {
-      throw new FatalError(`${request}: the server answered with the same records as page ${page - 1}; it seems to ignore the page parameter.`, {
-        hint: 'Nothing past the previous page was committed. Report this; set the stream `paginated` setting in the catalog if the endpoint does not page.',
-        request,
-      });
+      throw new FatalError(
+        `${request}: the server answered with the same records as page ${page - 1}; it seems to ignore the page parameter.`,
+        {
+          hint:
+            'Nothing past the previous page was committed. ' +
+            'Report this; set the stream `paginated` setting in the catalog if the endpoint does not page.',
+          request,
+        },
+      );
     }
     if (step.action === 'stop-repeated') {
       // The records were taken with the page before; an empty last page lets the caller finish the pass.
@@ -136,7 +164,10 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       return;
     }
     const more = step.action !== 'yield-and-stop';
-    const next = more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted ? fetchPage(page + 1) : null;
+    const next =
+      more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted && run.stop.reason() === null
+        ? fetchPage(page + 1)
+        : null;
     yield { page, records, hasMore: more };
     if (!more) return;
     if (step.action === 'fail-max-pages') {
@@ -146,8 +177,14 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       });
     }
     page++;
-    req.signal.throwIfAborted();
-    current = next ?? fetchPage(page);
+    // A prefetched page was already asked for: it is read and committed before a stop is honoured.
+    if (next) {
+      req.signal.throwIfAborted();
+      current = next;
+    } else {
+      raiseIfStopped(run);
+      current = fetchPage(page);
+    }
   }
 }
 

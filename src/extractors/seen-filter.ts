@@ -13,7 +13,10 @@ export class SeenFilter {
   private readonly bits: Uint32Array;
   private readonly mask: number;
 
-  constructor(bitsLog2 = 23, private readonly hashes = 4) {
+  constructor(
+    bitsLog2 = 23,
+    private readonly hashes = 4,
+  ) {
     this.bits = new Uint32Array(2 ** bitsLog2 / 32);
     this.mask = 2 ** bitsLog2 - 1;
   }

@@ -1,6 +1,6 @@
 import type { RequestMeter } from '../api/client.js';
 import type { Logger } from '../core/logger.js';
-import type { NormalizeWarning, WarningKind } from '../normalize/normalize.js';
+import type { JsonType, NormalizeWarning, UnknownField, WarningKind } from '../normalize/normalize.js';
 
 /** One kind of data-shape surprise in one field of one table, counted over a run. */
 export interface WarningCount {
@@ -54,6 +54,43 @@ export class WarningTally {
   }
 }
 
+/** One field the catalog does not know, as one stream's run saw it. Never a value. */
+export interface DriftCount {
+  /** `x_new`, `billing_address.x_new`, `line_items[].x_new`: relative to the stream's record. */
+  field: string;
+  /** The JSON type of the first value seen. */
+  type: JsonType;
+  /** Records that carried it. */
+  occurrences: number;
+}
+
+/**
+ * Unknown fields (schema drift) counted per field over a stream's run: recorded into
+ * `_svcsync_drift` at the stream's end, one row per field.
+ */
+export class DriftTally {
+  private readonly counts = new Map<string, DriftCount>();
+
+  addAll(unknown: readonly UnknownField[]): void {
+    for (const u of unknown) {
+      const c = this.counts.get(u.path);
+      if (c) {
+        c.occurrences++;
+        // A null says little about a field's type: the first other type is the sample.
+        if (c.type === 'null') c.type = u.type;
+      } else this.counts.set(u.path, { field: u.path, type: u.type, occurrences: 1 });
+    }
+  }
+
+  entries(): DriftCount[] {
+    return [...this.counts.values()];
+  }
+
+  get size(): number {
+    return this.counts.size;
+  }
+}
+
 /**
  * What one stream did in a run, counted as it goes: a stream that ends on a spent quota or
  * an error still reports every request it sent and every page and record it committed.
@@ -68,8 +105,10 @@ export interface StreamTally {
   /** Every request sent for the stream, retries included. */
   meter: RequestMeter;
   warnings: WarningTally;
+  /** Fields the catalog does not know, per field. */
+  drift: DriftTally;
 }
 
 export function newTally(): StreamTally {
-  return { pages: 0, records: 0, written: 0, deleted: 0, meter: { requests: 0 }, warnings: new WarningTally() };
+  return { pages: 0, records: 0, written: 0, deleted: 0, meter: { requests: 0 }, warnings: new WarningTally(), drift: new DriftTally() };
 }

@@ -1,26 +1,24 @@
-import { randomUUID } from 'node:crypto';
-import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import { ApiClient, TokenCacheRegistry, type RequestEvent } from '../api/client.js';
-import { LimiterRegistry } from '../api/limiter.js';
-import { CATALOG } from '../catalog/index.js';
+import { LimiterRegistry, type OrgLimiter } from '../api/limiter.js';
 import { isOrganizationList, type StreamSpec } from '../catalog/types.js';
 import type { Family } from '../config/plans.js';
-import type { Config, ConnectionConfig } from '../config/schema.js';
+import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
-import { AuthorizationError, ConfigError, ExitCode, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
+import { AuthorizationError, ConfigError, describeError, ExitCode, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
-import { migrateToLatest } from '../loaders/migrate.js';
 import { TableWriter } from '../loaders/table-writer.js';
+import { commitOrganizations } from '../loaders/unit-of-work.js';
+import { applyHandover, type Lease } from '../loaders/org-lease.js';
 import type { Warehouse } from '../loaders/warehouse.js';
-import { finishRun, startRun } from '../state/runs.js';
-import { stateDb } from '../state/tables.js';
-import { WarehouseUsageStore } from '../state/usage-store.js';
-import { Stamp, silentProgress, type ProgressReporter, type SyncContext } from './context.js';
+import { finishRun, startRun, type RunStatus } from '../state/runs.js';
+import { silentProgress, type ProgressReporter, type SyncContext } from './context.js';
 import { syncOrganization, type OrganizationOutcome } from './organization-sync.js';
 import { recordsOf } from './pager.js';
+import { setUpRun } from './run-setup.js';
 import { runAll } from './settle.js';
+import { endsTheRun, neverStop, raiseIfStopped, type StopRequest } from './stop.js';
 import { normalizePage, type SyncMode } from './stream-pass.js';
 
 export interface SyncRunOptions {
@@ -29,7 +27,10 @@ export interface SyncRunOptions {
   clock: Clock;
   logger: Logger;
   secrets: SecretRegistry;
+  /** Hard stop: abandons the pages in flight. */
   signal: AbortSignal;
+  /** Cooperative stop, asked between pages and completion items; the run then throws StopRequested. */
+  stop?: StopRequest;
   progress?: ProgressReporter;
   command: string;
   mode: SyncMode;
@@ -45,6 +46,11 @@ export interface SyncRunOptions {
   /** Token caches that outlive this run (the daemon's), so a run does not refresh the token anew. */
   tokens?: TokenCacheRegistry;
   onRequest?: (e: RequestEvent) => void;
+  /**
+   * When another process owns an organization (its lease, src/loaders/org-lease.ts): wait for
+   * it to let go (`svcsync sync --wait`), else skip the organization, reported as `busy`.
+   */
+  waitForLease?: boolean;
 }
 
 export interface ConnectionFailure {
@@ -74,10 +80,6 @@ export interface SyncSummary {
   exitCode: ExitCode;
 }
 
-function describe(error: unknown): string {
-  return error instanceof SvcsyncError ? error.describe() : error instanceof Error ? error.message : String(error);
-}
-
 /**
  * One run of everything configured (or the subset asked for): discover each connection's
  * organizations, then sync them side by side. An organization that fails is reported while
@@ -85,26 +87,16 @@ function describe(error: unknown): string {
  */
 export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
   const { config, warehouse, clock, logger } = options;
-  // Every request in flight listens to the run's signal; many at once is expected.
-  setMaxListeners(0, options.signal);
-  await migrateToLatest(warehouse);
-  const catalog = options.catalog ?? CATALOG;
-  const stamp = new Stamp(clock);
-  const runId = `${new Date(clock.now()).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomUUID().slice(0, 8)}`;
+  const { runId, stamp, catalog, limiters, tokens, connections } = await setUpRun(options);
   const startedAt = stamp.next();
   await startRun(warehouse.db, { runId, command: options.command, startedAt });
-  const limiters = options.limiters ?? new LimiterRegistry({ clock, store: new WarehouseUsageStore(warehouse.db, () => clock.now()), logger });
-  const writer = new TableWriter(warehouse.dialect);
-  const connections = config.connections.filter((c) => !options.connection || c.name === options.connection);
-  if (options.connection && connections.length === 0) {
-    throw new ConfigError(`--connection ${options.connection}: no connection has that name`, [], {
-      hint: `Configured: ${config.connections.map((c) => c.name).join(', ')}.`,
-    });
-  }
+  const writer = new TableWriter(warehouse.sql);
   const organizations: OrganizationOutcome[] = [];
   const connectionFailures: ConnectionFailure[] = [];
   const clients: ApiClient[] = [];
   const touched = new Set<string>();
+  // Unknown fields warned about: once per field per run, whichever connection sees it first.
+  const driftWarned = new Set<string>();
 
   // allSettled: when the run is aborted, every connection's branch has ended (and committed
   // what it had) before the run is recorded as stopped.
@@ -112,8 +104,6 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
     connections.map(async (connection) => {
       const client = new ApiClient({
         connection,
-        connectionIndex: config.connections.indexOf(connection),
-        regions: config.regions,
         settings: config.sync,
         clock,
         logger,
@@ -122,7 +112,7 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
         fetch: options.fetch,
         random: options.random,
         onRequest: options.onRequest,
-        tokens: options.tokens?.for(connection, config.connections.indexOf(connection)),
+        tokens: tokens.for(connection, config.connections.indexOf(connection)),
       });
       clients.push(client);
       const ctx: SyncContext = {
@@ -137,46 +127,86 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
         clock,
         stamp,
         signal: options.signal,
+        stop: options.stop ?? neverStop,
         progress: options.progress ?? silentProgress,
         runId,
         halt: { authorization: null },
+        driftWarned,
       };
       try {
         const found = await discoverOrganizations(ctx, options.organization);
         const limit = pLimit(config.sync.organization_concurrency);
         const outcomes = await runAll(
           limit,
-          [...found.entries()].map(([organizationId, families]) =>
-            async () => {
-              touched.add(organizationId);
-              try {
-                return await syncOrganization(ctx, organizationId, families, { mode: options.mode, since: options.since, streams: options.streams ?? connection.streams });
-              } catch (error) {
-                if (options.signal.aborted) throw error;
-                ctx.logger.error({ organization_id: organizationId, err: error }, `organization failed: ${describe(error)}`);
-                const failed: OrganizationOutcome = { connection: connection.name, organizationId, families, status: error instanceof QuotaExhaustedError ? 'quota' : 'failed', streams: [], error: describe(error) };
-                if (error instanceof QuotaExhaustedError) failed.resumeAt = error.resumeAt.toISOString();
-                return failed;
+          [...found.entries()].map(([organizationId, families]) => async () => {
+            touched.add(organizationId);
+            let lease: Lease | null = null;
+            let limiter: OrgLimiter | null = null;
+            try {
+              lease = await warehouse.leases.acquire(connection.name, organizationId, {
+                wait: options.waitForLease ?? false,
+                signal: options.signal,
+                check: () => raiseIfStopped(ctx),
+              });
+              if (!lease) return await busyOutcome(ctx, organizationId, families);
+              // The per-minute window across owners (issue 12): the previous owner's, or a wait of one window.
+              limiter = await client.limitsFor(organizationId);
+              applyHandover(lease.handover, limiter, clock.now());
+              if (lease.handover.kind === 'takeover') {
+                ctx.logger.info(
+                  { organization_id: organizationId, window_ms: limiter.limits.window_ms },
+                  'took the organization over from an owner that did not release it; waiting one window before its first request',
+                );
               }
-            },
-          ),
+              return await syncOrganization({ ...ctx, fence: lease.fence }, organizationId, families, {
+                mode: options.mode,
+                since: options.since,
+                streams: options.streams ?? connection.streams,
+              });
+            } catch (error) {
+              if (endsTheRun(error, options.signal)) throw error;
+              ctx.logger.error({ organization_id: organizationId, err: error }, `organization failed: ${describeError(error)}`);
+              const failed: OrganizationOutcome = {
+                connection: connection.name,
+                organizationId,
+                families,
+                status: error instanceof QuotaExhaustedError ? 'quota' : 'failed',
+                streams: [],
+                error: describeError(error),
+              };
+              if (error instanceof QuotaExhaustedError) failed.resumeAt = error.resumeAt.toISOString();
+              return failed;
+            } finally {
+              await lease?.release(limiter?.windowState() ?? null);
+            }
+          }),
         );
         organizations.push(...outcomes);
         const refused = ctx.halt.authorization;
         if (refused) {
-          connectionFailures.push({ connection: connection.name, kind: 'authorization', error: describe(refused) });
+          connectionFailures.push({ connection: connection.name, kind: 'authorization', error: describeError(refused) });
         }
       } catch (error) {
-        if (options.signal.aborted) throw error;
-        ctx.logger.error({ err: error }, `connection ${connection.name} failed: ${describe(error)}`);
-        connectionFailures.push({ connection: connection.name, kind: error instanceof SvcsyncError ? error.kind : 'unexpected', error: describe(error) });
+        if (endsTheRun(error, options.signal)) throw error;
+        ctx.logger.error({ err: error }, `connection ${connection.name} failed: ${describeError(error)}`);
+        connectionFailures.push({
+          connection: connection.name,
+          kind: error instanceof SvcsyncError ? error.kind : 'unexpected',
+          error: describeError(error),
+        });
       }
     }),
   );
   await limiters.flush();
   const aborted = branches.find((b): b is PromiseRejectedResult => b.status === 'rejected');
   if (aborted) {
-    await finishRun(warehouse.db, runId, { finishedAt: stamp.next(), status: 'stopped', requests: clients.reduce((a, c) => a + c.stats().requests, 0), records: 0, errors: [describe(aborted.reason)] });
+    await finishRun(warehouse.db, runId, {
+      finishedAt: stamp.next(),
+      status: 'stopped',
+      requests: clients.reduce((a, c) => a + c.stats().requests, 0),
+      records: 0,
+      errors: [describeError(aborted.reason)],
+    });
     throw aborted.reason;
   }
 
@@ -196,14 +226,26 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
   const requests = clients.reduce((a, c) => a + c.stats().requests, 0);
   const exitCode = exitCodeOf(organizations, connectionFailures);
   const finishedAt = stamp.next();
-  const summary: SyncSummary = { runId, command: options.command, startedAt, finishedAt, organizations, connectionFailures, requests, usage, exitCode };
+  const summary: SyncSummary = {
+    runId,
+    command: options.command,
+    startedAt,
+    finishedAt,
+    organizations,
+    connectionFailures,
+    requests,
+    usage,
+    exitCode,
+  };
   const errors = [
     ...connectionFailures.map((f) => `${f.connection}: ${f.error}`),
-    ...organizations.filter((o) => o.status !== 'ok').map((o) => `${o.connection}/${o.organizationId}: ${o.error ?? o.status}`),
+    ...organizations
+      .filter((o) => o.status !== 'ok' && o.status !== 'busy')
+      .map((o) => `${o.connection}/${o.organizationId}: ${o.error ?? o.status}`),
   ];
   await finishRun(warehouse.db, runId, {
     finishedAt,
-    status: exitCode === ExitCode.ok ? 'ok' : exitCode === ExitCode.partial ? 'partial' : 'failed',
+    status: runStatusOf(exitCode),
     requests,
     records: organizations.reduce((a, o) => a + o.streams.reduce((b, s) => b + s.written, 0), 0),
     errors,
@@ -211,13 +253,40 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
   return summary;
 }
 
+/**
+ * Another process owns the organization: it is left alone, with one log line naming the owner.
+ * Not a failure (the owner is syncing it); the run's exit code ignores it.
+ */
+async function busyOutcome(ctx: SyncContext, organizationId: string, families: Family[]): Promise<OrganizationOutcome> {
+  const owner = await ctx.warehouse.leases.ownerOf(ctx.connection.name, organizationId).catch(() => null);
+  const error =
+    `organization ${organizationId} is being synced by another process (${owner ?? 'owner unknown'}); skipped. ` +
+    'Run `svcsync sync --wait` to wait for it instead.';
+  ctx.logger.warn({ organization_id: organizationId, owner }, error);
+  return { connection: ctx.connection.name, organizationId, families, status: 'busy', streams: [], error };
+}
+
+/** The status `_svcsync_runs` records for a run that ended with this exit code. */
+function runStatusOf(exitCode: ExitCode): RunStatus {
+  if (exitCode === ExitCode.ok) return 'ok';
+  if (exitCode === ExitCode.partial) return 'partial';
+  return 'failed';
+}
+
 export function exitCodeOf(organizations: readonly OrganizationOutcome[], failures: readonly ConnectionFailure[]): ExitCode {
+  // An organization another process owns (busy) is neither done nor failed here.
   const ok = organizations.filter((o) => o.status === 'ok').length;
   const quota = organizations.some((o) => o.status === 'quota');
-  const bad = organizations.filter((o) => o.status !== 'ok').length + failures.length;
+  const bad = organizations.filter((o) => o.status !== 'ok' && o.status !== 'busy').length + failures.length;
   if (bad === 0) return ExitCode.ok;
   if (quota) return ExitCode.partial;
-  if (ok === 0 && organizations.every((o) => o.status === 'failed') && failures.length > 0 && failures.every((f) => f.kind === 'authorization')) return ExitCode.authorization;
+  if (
+    ok === 0 &&
+    organizations.every((o) => o.status === 'failed') &&
+    failures.length > 0 &&
+    failures.every((f) => f.kind === 'authorization')
+  )
+    return ExitCode.authorization;
   if (ok > 0 || organizations.some((o) => o.status === 'partial')) return ExitCode.partial;
   if (failures.some((f) => f.kind === 'authorization')) return ExitCode.authorization;
   return ExitCode.unexpected;
@@ -237,13 +306,14 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
     const stream = ctx.catalog.find((s) => s.family === family && isOrganizationList(s));
     if (!stream) continue;
     let records: Record<string, unknown>[];
+    raiseIfStopped(ctx);
     try {
       const body = await ctx.client.get({ family, path: stream.path, query: { ...(stream.query ?? {}) }, signal: ctx.signal });
       records = recordsOf(stream, body, `GET ${family}${stream.path}`);
     } catch (error) {
-      if (ctx.signal.aborted) throw error;
+      if (endsTheRun(error, ctx.signal)) throw error;
       if (error instanceof AuthorizationError && error.reach === 'family') {
-        ctx.logger.warn({ family, err: error }, `cannot list ${family} organizations: ${describe(error)}`);
+        ctx.logger.warn({ family, err: error }, `cannot list ${family} organizations: ${describeError(error)}`);
         errors.push(error);
         continue;
       }
@@ -251,18 +321,8 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
     }
     const now = ctx.stamp.next();
     const normalized = normalizePage(ctx, stream, '', records, now);
-    if (record) await ctx.warehouse.db.transaction().execute(async (trx) => {
-      for (const n of normalized) await ctx.writer.writeRecords(trx, [n], now);
-      for (const raw of records) {
-        const id = String(raw['organization_id']);
-        const active = raw['is_org_active'] === false ? 0 : 1;
-        await stateDb(trx)
-          .insertInto('_svcsync_organizations')
-          .values({ connection: ctx.connection.name, family, organization_id: id, name: typeof raw['name'] === 'string' ? raw['name'] : null, is_active: active, time_zone: typeof raw['time_zone'] === 'string' ? raw['time_zone'] : null, discovered_at: now })
-          .onConflict((oc) => oc.columns(['connection', 'family', 'organization_id']).doUpdateSet({ name: typeof raw['name'] === 'string' ? raw['name'] : null, is_active: active, discovered_at: now }))
-          .execute();
-      }
-    });
+    if (record)
+      await commitOrganizations(ctx, { connection: ctx.connection.name, family, syncedAt: now, records: normalized, raw: records });
     for (const raw of records) {
       const id = String(raw['organization_id']);
       if (wanted && !wanted.includes(id)) continue;
@@ -279,10 +339,13 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
   if (wanted) {
     const missing = wanted.filter((id) => !found.has(id));
     if (missing.length) {
-      ctx.logger.warn({ organizations: missing }, `organization(s) ${missing.join(', ')} not listed by any configured family for this connection`);
+      ctx.logger.warn(
+        { organizations: missing },
+        `organization(s) ${missing.join(', ')} not listed by any configured family for this connection`,
+      );
       if (found.size === 0) {
         throw new ConfigError(`Organization ${missing.join(', ')} is not reachable through connection ${ctx.connection.name}.`, [], {
-          hint: 'Check the organization id (svcsync check lists the reachable ones) and the connection\'s region.',
+          hint: "Check the organization id (svcsync check lists the reachable ones) and the connection's region.",
         });
       }
     }

@@ -18,7 +18,9 @@ export interface IdComparison {
 
 /** Code-unit order: deterministic, and the same on every platform and locale. */
 function byText(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+  if (a < b) return -1;
+  if (a > b) return 1;
+  return 0;
 }
 
 /**

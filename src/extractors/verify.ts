@@ -1,27 +1,24 @@
-import { randomUUID } from 'node:crypto';
-import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
-import { ApiClient, type ApiClientOptions, type GetRequest, type RequestEvent, type TokenCacheRegistry } from '../api/client.js';
+import { ApiClient, TokenCacheRegistry, type ApiClientOptions, type GetRequest, type RequestEvent } from '../api/client.js';
 import { buildFamilyRequest } from '../api/families.js';
 import { LimiterRegistry } from '../api/limiter.js';
-import { CATALOG } from '../catalog/index.js';
 import { isOrganizationList, qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
 import type { Family } from '../config/plans.js';
 import type { Config, ConnectionConfig } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
-import { AuthorizationError, ConfigError, ExitCode, FatalError, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
+import { AuthorizationError, ConfigError, ExitCode, FatalError, QuotaExhaustedError, SvcsyncError, describeError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
-import { migrateToLatest } from '../loaders/migrate.js';
 import { TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { toId } from '../normalize/values.js';
 import { recordVerification, type VerifyStatus } from '../state/verify.js';
-import { WarehouseUsageStore } from '../state/usage-store.js';
 import { Stamp, silentProgress, type SyncContext } from './context.js';
 import { selectStreams } from './organization-sync.js';
 import { pages } from './pager.js';
 import { runAll } from './settle.js';
+import { endsTheRun, neverStop, type StopRequest } from './stop.js';
+import { setUpRun } from './run-setup.js';
 import { discoverOrganizations } from './sync-run.js';
 import { compareIds } from './verify-compare.js';
 
@@ -40,6 +37,8 @@ export interface VerifyOptions {
   logger: Logger;
   secrets: SecretRegistry;
   signal: AbortSignal;
+  /** Asked before each list page; the lists already compared stay recorded. */
+  stop?: StopRequest;
   connection?: string | undefined;
   organization?: string | undefined;
   /** `family.stream` or `stream` names; default: the connection's `streams`, else all. */
@@ -116,6 +115,7 @@ export interface VerifyContext {
   clock: Clock;
   stamp: Stamp;
   signal: AbortSignal;
+  stop: StopRequest;
   runId: string;
 }
 
@@ -159,7 +159,10 @@ export class RequestBound {
  */
 export class BoundedApiClient extends ApiClient {
   private readonly sent: Map<string, number>;
-  constructor(options: ApiClientOptions, readonly bound: RequestBound) {
+  constructor(
+    options: ApiClientOptions,
+    readonly bound: RequestBound,
+  ) {
     const counts = new Map<string, number>();
     const forward = options.onRequest;
     super({
@@ -186,10 +189,6 @@ export class BoundedApiClient extends ApiClient {
   }
 }
 
-function describe(error: unknown): string {
-  return error instanceof SvcsyncError ? error.describe() : error instanceof Error ? error.message : String(error);
-}
-
 /** A list read page by page needs nothing but the organization: no `{parent}` in its path. */
 export function isTopLevelList(stream: StreamSpec): boolean {
   return !stream.parent && !stream.path.includes('{');
@@ -200,7 +199,11 @@ export function isTopLevelList(stream: StreamSpec): boolean {
  * verified from a list of their own (read per parent record). The selection is sync's
  * (`family.stream` or `stream`); a child stream named does not pull in its parent here.
  */
-export function verifiableStreams(catalog: readonly StreamSpec[], families: readonly Family[], allow: readonly string[] | undefined): { top: StreamSpec[]; skipped: StreamSpec[] } {
+export function verifiableStreams(
+  catalog: readonly StreamSpec[],
+  families: readonly Family[],
+  allow: readonly string[] | undefined,
+): { top: StreamSpec[]; skipped: StreamSpec[] } {
   const { allowed } = selectStreams(catalog, families, allow);
   const selected = catalog.filter((s) => families.includes(s.family) && !isOrganizationList(s) && allowed(s));
   return { top: selected.filter(isTopLevelList), skipped: selected.filter((s) => !isTopLevelList(s)) };
@@ -231,7 +234,12 @@ function idOf(stream: StreamSpec, raw: Record<string, unknown>, request: string)
 }
 
 /** Every page of the stream's list (no sort, no floor), ids only; counts pages in `progress`. Writes nothing. */
-async function readListIds(ctx: VerifyContext, organizationId: string, stream: StreamSpec, progress: { pages: number }): Promise<Set<string>> {
+async function readListIds(
+  ctx: VerifyContext,
+  organizationId: string,
+  stream: StreamSpec,
+  progress: { pages: number },
+): Promise<Set<string>> {
   const ids = new Set<string>();
   for await (const page of pages({
     client: ctx.client,
@@ -242,6 +250,7 @@ async function readListIds(ctx: VerifyContext, organizationId: string, stream: S
     perPage: ctx.config.sync.per_page,
     startPage: 1,
     signal: ctx.signal,
+    stop: ctx.stop,
     maxPages: MAX_PAGES,
     // The next page only once this one is in: a page requested past the bound would be wasted.
     prefetch: false,
@@ -259,7 +268,12 @@ interface OrganizationBlock {
   denied: Set<Family>;
 }
 
-async function verifyStream(ctx: VerifyContext, organizationId: string, stream: StreamSpec, block: OrganizationBlock): Promise<StreamVerification> {
+async function verifyStream(
+  ctx: VerifyContext,
+  organizationId: string,
+  stream: StreamSpec,
+  block: OrganizationBlock,
+): Promise<StreamVerification> {
   const name = qualifiedName(stream);
   const log = ctx.logger.child({ organization_id: organizationId, stream: name });
   const result: StreamVerification = {
@@ -299,23 +313,33 @@ async function verifyStream(ctx: VerifyContext, organizationId: string, stream: 
       result.extraCount = comparison.extra.length;
       result.missing = comparison.missing.slice(0, EXAMPLE_IDS);
       result.extra = comparison.extra.slice(0, EXAMPLE_IDS);
-      log.info({ status: comparison.status, api: comparison.apiCount, warehouse: comparison.warehouseCount, missing: result.missingCount, extra: result.extraCount }, 'verified');
+      log.info(
+        {
+          status: comparison.status,
+          api: comparison.apiCount,
+          warehouse: comparison.warehouseCount,
+          missing: result.missingCount,
+          extra: result.extraCount,
+        },
+        'verified',
+      );
     }
   } catch (error) {
-    if (ctx.signal.aborted) throw error;
+    if (endsTheRun(error, ctx.signal)) throw error;
     if (error instanceof RequestBoundReached) {
       result.status = 'incomplete';
-      result.error = result.pages === 0 ? `not checked: ${error.message}` : `not checked to the end: ${error.message} after ${result.pages} page(s)`;
+      result.error =
+        result.pages === 0 ? `not checked: ${error.message}` : `not checked to the end: ${error.message} after ${result.pages} page(s)`;
     } else if (error instanceof QuotaExhaustedError) {
       block.quota ??= error;
       result.status = 'incomplete';
       result.error = `not checked to the end: the organization's daily quota is spent; it can continue at ${error.resumeAt.toISOString()}`;
     } else {
       result.status = 'failed';
-      result.error = describe(error);
-      result.errorKind = error instanceof SvcsyncError ? error.kind : 'unexpected';
+      result.error = describeError(error);
+      result.errorKind = kindOf(error);
       if (error instanceof AuthorizationError) block.denied.add(stream.family);
-      log.error({ err: error }, `verify failed: ${describe(error)}`);
+      log.error({ err: error }, `verify failed: ${describeError(error)}`);
     }
     try {
       await stored();
@@ -344,17 +368,35 @@ async function verifyStream(ctx: VerifyContext, organizationId: string, stream: 
   return result;
 }
 
+/** What failed: an svcsync error's kind, else 'unexpected'. */
+function kindOf(error: unknown): SvcsyncError['kind'] | 'unexpected' {
+  return error instanceof SvcsyncError ? error.kind : 'unexpected';
+}
+
+/** The exit code a failure of this kind gives when nothing else was checked; any other kind: unexpected. */
+const EXIT_CODE_OF_KIND: Partial<Record<VerifyConnectionFailure['kind'], ExitCode>> = {
+  authorization: ExitCode.authorization,
+  config: ExitCode.config,
+  quota: ExitCode.partial,
+};
+
 /**
  * The exit code of a verify run: 0 when every stream checked agrees; 4 when any differs or
  * is incomplete, or some failed while others were checked; when nothing could be checked,
  * the failure's own code as elsewhere (3 authorization, 2 configuration, 4 quota, else 1).
  */
-export function verifyExitCode(streams: readonly Pick<StreamVerification, 'status' | 'errorKind'>[], failures: readonly Pick<VerifyConnectionFailure, 'kind'>[]): ExitCode {
-  const failedKinds = [...streams.filter((s) => s.status === 'failed').map((s) => s.errorKind ?? 'unexpected'), ...failures.filter((f) => f.kind !== 'incomplete').map((f) => f.kind)];
+export function verifyExitCode(
+  streams: readonly Pick<StreamVerification, 'status' | 'errorKind'>[],
+  failures: readonly Pick<VerifyConnectionFailure, 'kind'>[],
+): ExitCode {
+  const failedKinds = [
+    ...streams.filter((s) => s.status === 'failed').map((s) => s.errorKind ?? 'unexpected'),
+    ...failures.filter((f) => f.kind !== 'incomplete').map((f) => f.kind),
+  ];
   const checked = streams.some((s) => s.status !== 'failed') || failures.some((f) => f.kind === 'incomplete');
   if (failedKinds.length > 0) {
     if (checked) return ExitCode.partial;
-    const codes = new Set(failedKinds.map((k) => (k === 'authorization' ? ExitCode.authorization : k === 'config' ? ExitCode.config : k === 'quota' ? ExitCode.partial : ExitCode.unexpected)));
+    const codes = new Set(failedKinds.map((k) => EXIT_CODE_OF_KIND[k] ?? ExitCode.unexpected));
     return codes.size === 1 ? [...codes][0]! : ExitCode.unexpected;
   }
   if (failures.length > 0 || streams.some((s) => s.status !== 'agree')) return ExitCode.partial;
@@ -370,23 +412,14 @@ export function verifyExitCode(streams: readonly Pick<StreamVerification, 'statu
  */
 export async function runVerify(options: VerifyOptions): Promise<VerifySummary> {
   const { config, warehouse, clock, logger } = options;
-  setMaxListeners(0, options.signal);
   if (options.maxRequests !== undefined && (!Number.isInteger(options.maxRequests) || options.maxRequests < 1)) {
-    throw new ConfigError(`--max-requests: "${options.maxRequests}" is not a positive whole number`, [], { hint: 'For example --max-requests 500.' });
-  }
-  await migrateToLatest(warehouse);
-  const catalog = options.catalog ?? CATALOG;
-  const stamp = new Stamp(clock);
-  const runId = `${new Date(clock.now()).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomUUID().slice(0, 8)}`;
-  const startedAt = stamp.next();
-  const limiters = options.limiters ?? new LimiterRegistry({ clock, store: new WarehouseUsageStore(warehouse.db, () => clock.now()), logger });
-  const bound = new RequestBound(options.maxRequests ?? null);
-  const connections = config.connections.filter((c) => !options.connection || c.name === options.connection);
-  if (options.connection && connections.length === 0) {
-    throw new ConfigError(`--connection ${options.connection}: no connection has that name`, [], {
-      hint: `Configured: ${config.connections.map((c) => c.name).join(', ')}.`,
+    throw new ConfigError(`--max-requests: "${options.maxRequests}" is not a positive whole number`, [], {
+      hint: 'For example --max-requests 500.',
     });
   }
+  const { runId, stamp, catalog, limiters, tokens, connections } = await setUpRun(options);
+  const startedAt = stamp.next();
+  const bound = new RequestBound(options.maxRequests ?? null);
   const streams: StreamVerification[] = [];
   const skipped = new Map<string, SkippedStream>();
   const connectionFailures: VerifyConnectionFailure[] = [];
@@ -397,8 +430,6 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       const client = new BoundedApiClient(
         {
           connection,
-          connectionIndex: index,
-          regions: config.regions,
           settings: config.sync,
           clock,
           logger,
@@ -407,23 +438,37 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
           fetch: options.fetch,
           random: options.random,
           onRequest: options.onRequest,
-          tokens: options.tokens?.for(connection, index),
+          tokens: tokens.for(connection, index),
         },
         bound,
       );
-      const ctx: VerifyContext = { config, connection, warehouse, client, catalog, logger: logger.child({ connection: connection.name, command: 'verify' }), clock, stamp, signal: options.signal, runId };
+      const ctx: VerifyContext = {
+        config,
+        connection,
+        warehouse,
+        client,
+        catalog,
+        logger: logger.child({ connection: connection.name, command: 'verify' }),
+        clock,
+        stamp,
+        signal: options.signal,
+        stop: options.stop ?? neverStop,
+        runId,
+      };
       let found: Map<string, Family[]>;
       try {
         found = await discoverOrganizations(discoveryContext(ctx, limiters), options.organization, false);
       } catch (error) {
-        if (options.signal.aborted) throw error;
+        if (endsTheRun(error, options.signal)) throw error;
         if (error instanceof ConfigError && connections.length === 1) throw error;
         const incomplete = error instanceof RequestBoundReached;
-        ctx.logger.error({ err: error }, `connection ${connection.name}: ${describe(error)}`);
+        ctx.logger.error({ err: error }, `connection ${connection.name}: ${describeError(error)}`);
         connectionFailures.push({
           connection: connection.name,
-          kind: incomplete ? 'incomplete' : error instanceof SvcsyncError ? error.kind : 'unexpected',
-          error: incomplete ? `organizations not listed: ${describe(error)}; nothing of this connection was checked` : describe(error),
+          kind: incomplete ? 'incomplete' : kindOf(error),
+          error: incomplete
+            ? `organizations not listed: ${describeError(error)}; nothing of this connection was checked`
+            : describeError(error),
         });
         continue;
       }
@@ -435,12 +480,19 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
           const { top, skipped: perParent } = verifiableStreams(catalog, families, allow);
           for (const s of perParent) {
             const name = qualifiedName(s);
-            if (!skipped.has(name)) skipped.set(name, { stream: name, reason: `read per ${s.parent?.stream ?? 'parent'} record (${s.path}); verify reads top-level lists only` });
+            if (!skipped.has(name))
+              skipped.set(name, {
+                stream: name,
+                reason: `read per ${s.parent?.stream ?? 'parent'} record (${s.path}); verify reads top-level lists only`,
+              });
           }
           const block: OrganizationBlock = { quota: null, denied: new Set() };
           // Two lists at a time per organization, as sync reads them.
           const perOrg = pLimit(2);
-          const results = await runAll(perOrg, top.map((stream) => () => verifyStream(ctx, organizationId, stream, block)));
+          const results = await runAll(
+            perOrg,
+            top.map((stream) => () => verifyStream(ctx, organizationId, stream, block)),
+          );
           streams.push(...results);
         }),
       );
@@ -450,7 +502,12 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
   }
 
   const order = new Map(catalog.map((s, i) => [qualifiedName(s), i]));
-  streams.sort((a, b) => a.connection.localeCompare(b.connection) || a.organizationId.localeCompare(b.organizationId) || (order.get(a.stream) ?? 0) - (order.get(b.stream) ?? 0));
+  streams.sort(
+    (a, b) =>
+      a.connection.localeCompare(b.connection) ||
+      a.organizationId.localeCompare(b.organizationId) ||
+      (order.get(a.stream) ?? 0) - (order.get(b.stream) ?? 0),
+  );
   return {
     runId,
     startedAt,
@@ -470,7 +527,7 @@ function discoveryContext(ctx: VerifyContext, limiters: LimiterRegistry): SyncCo
     config: ctx.config,
     connection: ctx.connection,
     warehouse: ctx.warehouse,
-    writer: new TableWriter(ctx.warehouse.dialect),
+    writer: new TableWriter(ctx.warehouse.sql),
     client: ctx.client,
     limiters,
     catalog: ctx.catalog,
@@ -480,6 +537,7 @@ function discoveryContext(ctx: VerifyContext, limiters: LimiterRegistry): SyncCo
     signal: ctx.signal,
     progress: silentProgress,
     runId: ctx.runId,
+    stop: ctx.stop,
     halt: { authorization: null },
   };
 }

@@ -8,11 +8,42 @@ export interface FrozenTable {
   columns: Array<[string, string, string, boolean]>;
 }
 
+/**
+ * The tables that earlier migrations create: the `TABLES` list every frozen-tables migration
+ * exports (each migration module as `migrations/index.ts` lists it). Hand-written migrations
+ * create only `_svcsync_` tables and export none; test/loaders/frozen-schema.test.ts checks that.
+ */
+export function tablesFrozenIn(migrations: Readonly<Record<string, object>>): Set<string> {
+  const names = new Set<string>();
+  for (const [migration, module] of Object.entries(migrations)) {
+    const tables = (module as { TABLES?: unknown }).TABLES;
+    if (tables === undefined) continue;
+    if (!Array.isArray(tables)) throw new TypeError(`migration ${migration}: TABLES is not an array`);
+    for (const table of tables as unknown[]) {
+      const name = (table as { name?: unknown } | null)?.name;
+      if (typeof name !== 'string') throw new TypeError(`migration ${migration}: a TABLES entry has no name`);
+      names.add(name);
+    }
+  }
+  return names;
+}
+
+/**
+ * The catalog's tables that no earlier migration creates, in catalog order (parents before
+ * their child tables): what the next frozen-tables migration must create. A table that exists
+ * but whose columns changed is not among them; that needs an ALTER migration written by hand.
+ */
+export function missingTables(defs: readonly TableDef[], created: ReadonlySet<string>): TableDef[] {
+  return defs.filter((d) => !created.has(d.name));
+}
+
 export function freezeTables(defs: readonly TableDef[]): FrozenTable[] {
   return defs.map((d) => ({
     name: d.name,
     primaryKey: [...d.primaryKey],
-    columns: d.columns.map((c) => [c.name, sqlType(c.type, 'sqlite'), sqlType(c.type, 'postgres'), !c.nullable] as [string, string, string, boolean]),
+    columns: d.columns.map(
+      (c) => [c.name, sqlType(c.type, 'sqlite'), sqlType(c.type, 'postgres'), !c.nullable] as [string, string, string, boolean],
+    ),
   }));
 }
 
@@ -25,10 +56,12 @@ export function renderTablesMigration(tables: readonly FrozenTable[], comment: s
   const body = tables
     .map((t) => {
       const cols = t.columns.map((c) => `      ${JSON.stringify(c)},`).join('\n');
-      return `  {\n    name: ${JSON.stringify(t.name)},\n    primaryKey: ${JSON.stringify(t.primaryKey)},\n    columns: [\n${cols}\n    ],\n  },`;
+      const name = `    name: ${JSON.stringify(t.name)},\n`;
+      const primaryKey = `    primaryKey: ${JSON.stringify(t.primaryKey)},\n`;
+      return `  {\n${name}${primaryKey}    columns: [\n${cols}\n    ],\n  },`;
     })
     .join('\n');
-  return `import { PostgresAdapter, type Kysely } from 'kysely';
+  return `import { PostgresAdapter, type ColumnDataType, type Kysely } from 'kysely';
 
 /**
  * ${comment}
@@ -39,26 +72,22 @@ export const TABLES: Array<{ name: string; primaryKey: string[]; columns: Array<
 ${body}
 ];
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 function isPostgres(db: Kysely<any>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function up(db: Kysely<any>): Promise<void> {
   const pg = isPostgres(db);
   for (const table of TABLES) {
     let builder = db.schema.createTable(table.name);
     for (const [name, sqliteType, pgType, notNull] of table.columns) {
-      // eslint-disable-next-line @typescript-eslint/no-explicit-any
-      builder = builder.addColumn(name, (pg ? pgType : sqliteType) as any, (c) => (notNull ? c.notNull() : c));
+      builder = builder.addColumn(name, (pg ? pgType : sqliteType) as ColumnDataType, (c) => (notNull ? c.notNull() : c));
     }
     builder = builder.addPrimaryKeyConstraint(\`\${table.name}_pk\`, table.primaryKey as never);
     await builder.execute();
   }
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function down(db: Kysely<any>): Promise<void> {
   for (const table of [...TABLES].reverse()) await db.schema.dropTable(table.name).ifExists().execute();
 }

@@ -1,6 +1,6 @@
-import { CompiledQuery, Migrator, type MigrationResultSet } from 'kysely';
+import { Migrator, type MigrationResultSet } from 'kysely';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { FatalError } from '../core/errors.js';
+import { describeError, FatalError } from '../core/errors.js';
 import type { Warehouse } from './warehouse.js';
 
 export interface MigrationReport {
@@ -11,14 +11,10 @@ export interface MigrationReport {
 async function migrator(warehouse: Warehouse): Promise<Migrator> {
   // Kysely looks for its bookkeeping tables in every schema; two warehouses in one Postgres
   // database (different search_path) would see each other's. Pin them to ours.
-  let schema: string | undefined;
-  if (warehouse.dialect === 'postgres') {
-    const r = await warehouse.db.executeQuery<{ s: string }>(CompiledQuery.raw('SELECT current_schema() AS s'));
-    schema = r.rows[0]?.s;
-  }
+  const schema = await warehouse.sql.migrationSchema(warehouse.db);
   return new Migrator({
     db: warehouse.db,
-    provider: { getMigrations: async () => MIGRATIONS },
+    provider: { getMigrations: () => Promise.resolve(MIGRATIONS) },
     migrationTableName: '_svcsync_migrations',
     migrationLockTableName: '_svcsync_migrations_lock',
     ...(schema ? { migrationTableSchema: schema } : {}),
@@ -32,7 +28,7 @@ export async function migrateToLatest(warehouse: Warehouse): Promise<MigrationRe
   const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   if (result.error) {
     const failed = (result.results ?? []).find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new FatalError(`Migration ${failed} failed on ${warehouse.displayUrl}: ${(result.error as Error).message ?? String(result.error)}`, {
+    throw new FatalError(`Migration ${failed} failed on ${warehouse.displayUrl}: ${describeError(result.error)}`, {
       hint: 'Nothing after it was applied. Fix the cause (permissions, disk space) and run `svcsync migrate` again.',
       cause: result.error,
     });

@@ -1,3 +1,4 @@
+import { noFence, type Fence } from './org-lease.js';
 import type SQLite from 'better-sqlite3';
 import {
   CompiledQuery,
@@ -10,10 +11,10 @@ import {
   type Dialect,
   type DialectAdapter,
   type Driver,
-  type Kysely,
   type QueryCompiler,
   type QueryResult,
 } from 'kysely';
+import type { AnyKysely } from './db.js';
 
 /** Time spent in SQLite by statement shape (collected only when asked for, by the benchmark). */
 export interface SqlStat {
@@ -33,7 +34,11 @@ class StatementCache {
   private readonly cache = new Map<string, SQLite.Statement>();
   private readonly stats: Map<string, SqlStat> | null;
 
-  constructor(private readonly database: SQLite.Database, collectStats: boolean, private readonly size = 256) {
+  constructor(
+    private readonly database: SQLite.Database,
+    collectStats: boolean,
+    private readonly size = 256,
+  ) {
     this.stats = collectStats ? new Map() : null;
   }
 
@@ -100,7 +105,9 @@ class Connection implements DatabaseConnection {
   async *streamQuery<R>(compiledQuery: CompiledQuery): AsyncIterableIterator<QueryResult<R>> {
     if (!SelectQueryNode.is(compiledQuery.query)) throw new Error('SQLite streams only select queries');
     const stmt = this.statements.get(compiledQuery.sql);
-    for (const row of stmt.iterate(compiledQuery.parameters as unknown[])) yield { rows: [row as R] };
+    // better-sqlite3 reads each row synchronously; an async generator awaits what it yields,
+    // so each row goes out as a settled promise, which is what `yield row` would do anyway.
+    for (const row of stmt.iterate(compiledQuery.parameters)) yield Promise.resolve({ rows: [row as R] });
   }
 }
 
@@ -135,7 +142,10 @@ export class SqliteBatchDriver implements Driver {
   private readonly statements: StatementCache;
   private readonly connection: Connection;
 
-  constructor(private readonly database: SQLite.Database, options: { collectStats?: boolean } = {}) {
+  constructor(
+    private readonly database: SQLite.Database,
+    options: { collectStats?: boolean } = {},
+  ) {
     this.statements = new StatementCache(database, options.collectStats ?? false);
     this.connection = new Connection(this.statements);
   }
@@ -159,15 +169,20 @@ export class SqliteBatchDriver implements Driver {
     await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 
-  async releaseConnection(): Promise<void> {
+  releaseConnection(): Promise<void> {
     this.mutex.unlock();
+    return Promise.resolve();
   }
 
-  async batch(queries: readonly CompiledQuery[]): Promise<void> {
+  async batch(queries: readonly CompiledQuery[], fence: Fence = noFence): Promise<void> {
+    const lost = fence.lost();
+    if (lost) throw lost;
     await this.mutex.lock();
     try {
       this.connection.execute(CompiledQuery.raw('begin'));
       try {
+        // The lease's check first: it takes the write lock, and a refusal rolls back before any write.
+        if (fence.query && !fence.holds(this.connection.execute(fence.query))) throw fence.refusal();
         for (const q of queries) this.connection.execute(q);
         this.connection.execute(CompiledQuery.raw('commit'));
       } catch (error) {
@@ -183,9 +198,10 @@ export class SqliteBatchDriver implements Driver {
     return this.statements.collected();
   }
 
-  async destroy(): Promise<void> {
+  destroy(): Promise<void> {
     this.statements.clear();
     this.database.close();
+    return Promise.resolve();
   }
 }
 
@@ -200,8 +216,7 @@ export class SqliteBatchDialect implements Dialect {
   createAdapter(): DialectAdapter {
     return new SqliteAdapter();
   }
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+  createIntrospector(db: AnyKysely): DatabaseIntrospector {
     return new SqliteIntrospector(db);
   }
 }

@@ -3,27 +3,41 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, PostgresDialect, CompiledQuery, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, CompiledQuery } from 'kysely';
 import { ConfigError } from '../core/errors.js';
+import type { AnyKysely, AnyTransaction } from './db.js';
 import { SqliteBatchDialect, SqliteBatchDriver, type SqlStat } from './sqlite-driver.js';
 import { FALLBACK_AUTOCHECKPOINT, SqliteCheckpointer } from './sqlite-checkpointer.js';
+import { POSTGRES, SQLITE, type SqlDialect } from './sql-dialect.js';
+import { checkFence, DEFAULT_LEASE_TIMINGS, noFence, PostgresOrgLeases, ProcessLeases, SqliteOrgLeases } from './org-lease.js';
+import type { Fence, LeaseTimings, OrgLeases } from './org-lease.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface Warehouse {
-  // Data tables are defined by the catalog at run time, so queries against them are built
-  // from catalog names; the typed view of the internal tables lives in src/state.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  db: Kysely<any>;
+  // Untyped (src/loaders/db.ts): the data tables are defined by the catalog at run time; the
+  // typed view of the internal tables is `stateDb` (src/state/tables.ts).
+  db: AnyKysely;
   dialect: Dialect;
+  /**
+   * What svcsync's hand-written SQL does differently on this warehouse (placeholders, booleans,
+   * upserts, parameter limits), chosen here once so that writers never branch on `dialect`.
+   */
+  sql: SqlDialect;
+  /**
+   * Who owns which organization across processes (src/loaders/org-lease.ts), chosen here once
+   * like `sql`: advisory locks on Postgres, a lock row with a heartbeat on SQLite.
+   */
+  leases: OrgLeases;
   /** The URL without any password, for messages and logs. */
   displayUrl: string;
   /**
    * Runs the queries in order as one transaction, then `after` (work that needs results) in
    * the same transaction. Without `after`, on SQLite
-   * it runs without returning to the event loop between statements.
+   * it runs without returning to the event loop between statements. The fence (an
+   * organization's lease) is checked first; when it fails nothing is written.
    */
-  batch(queries: readonly CompiledQuery[], after?: (trx: Transaction<any>) => Promise<void>): Promise<void>;
+  batch(queries: readonly CompiledQuery[], after?: (trx: AnyTransaction) => Promise<void>, fence?: Fence): Promise<void>;
   /** SQLite only, when opened with `sqlStats`: time spent per statement shape (the benchmark's). */
   sqlStats?(): SqlStat[];
   close(): Promise<void>;
@@ -36,6 +50,8 @@ export interface OpenOptions {
   pragmas?: string[];
   /** SQLite: time every statement by shape (the benchmark's --sql-stats). */
   sqlStats?: boolean;
+  /** Organization leases' timings (tests shorten them). */
+  leaseTimings?: Partial<LeaseTimings>;
 }
 
 /** Masks a password in a postgres URL so it can be shown. */
@@ -56,8 +72,14 @@ function setPgTypeParsers(): void {
   pg.types.setTypeParser(1082, (v: string) => v);
 }
 
-async function inTransaction(db: Kysely<any>, queries: readonly CompiledQuery[], after?: (trx: Transaction<any>) => Promise<void>): Promise<void> {
+async function inTransaction(
+  db: AnyKysely,
+  queries: readonly CompiledQuery[],
+  after?: (trx: AnyTransaction) => Promise<void>,
+  fence: Fence = noFence,
+): Promise<void> {
   await db.transaction().execute(async (trx) => {
+    await checkFence(trx, fence);
     for (const q of queries) await trx.executeQuery(q);
     if (after) await after(trx);
   });
@@ -87,14 +109,18 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
     for (const pragma of options.pragmas ?? []) database.pragma(pragma);
     const checkpointer = wal ? SqliteCheckpointer.start(file) : null;
     const driver = new SqliteBatchDriver(database, { collectStats: options.sqlStats ?? false });
-    const db = new Kysely<any>({ dialect: new SqliteBatchDialect(driver) });
+    const db: AnyKysely = new Kysely({ dialect: new SqliteBatchDialect(driver) });
+    const leases = new ProcessLeases(new SqliteOrgLeases(db, SQLITE, { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings }));
     return {
       db,
       dialect: 'sqlite',
+      sql: SQLITE,
+      leases,
       displayUrl: `sqlite:${file}`,
-      batch: (queries, after) => (after ? inTransaction(db, queries, after) : driver.batch(queries)),
+      batch: (queries, after, fence) => (after ? inTransaction(db, queries, after, fence) : driver.batch(queries, fence)),
       sqlStats: () => driver.sqlStats(),
       close: async () => {
+        await leases.close();
         await checkpointer?.close();
         await db.destroy();
       },
@@ -103,7 +129,7 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
   if (/^postgres(ql)?:\/\//.test(url)) {
     setPgTypeParsers();
     const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
-    const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
+    const db: AnyKysely = new Kysely({ dialect: new PostgresDialect({ pool }) });
     try {
       await db.executeQuery(CompiledQuery.raw('SELECT 1'));
     } catch (error) {
@@ -112,12 +138,18 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
         hint: 'Check that the server is running and that the URL, user and database in `warehouse:` are right.',
       });
     }
+    const leases = new ProcessLeases(new PostgresOrgLeases(url, POSTGRES, { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings }));
     return {
       db,
       dialect: 'postgres',
+      sql: POSTGRES,
+      leases,
       displayUrl: displayWarehouseUrl(url),
-      batch: (queries, after) => inTransaction(db, queries, after),
-      close: () => db.destroy(),
+      batch: (queries, after, fence) => inTransaction(db, queries, after, fence),
+      close: async () => {
+        await leases.close();
+        await db.destroy();
+      },
     };
   }
   throw new ConfigError(`warehouse: "${url}" is not supported`, [], { hint: 'Use sqlite:PATH or postgres://USER@HOST:PORT/DB.' });

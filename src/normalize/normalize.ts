@@ -1,9 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Source, StreamSpec } from '../catalog/types.js';
+import { FatalError } from '../core/errors.js';
+import { unknownFields, type UnknownField } from './drift.js';
 import { streamPlan, type ChildPlan, type FieldStep, type StreamPlan } from './plan.js';
 import { jsonText, parseDiscount, parseInstant, toId, type Note, type SqlValue } from './values.js';
 
 export type { SqlValue } from './values.js';
+export type { JsonType, UnknownField } from './drift.js';
 export type Row = Record<string, SqlValue>;
 
 export interface NormalizeWarning {
@@ -51,6 +54,11 @@ export interface NormalizedRecord {
    */
   children: ChildRows[];
   warnings: NormalizeWarning[];
+  /**
+   * Fields the record carries that the catalog does not declare (schema drift): their paths
+   * and the JSON type of a value, never the value. Kept in `_raw` like every field.
+   */
+  unknown: readonly UnknownField[];
 }
 
 export interface NormalizeOptions {
@@ -58,6 +66,8 @@ export interface NormalizeOptions {
   source: Source;
   /** ISO-8601 UTC instant written to _synced_at (the caller owns the clock). */
   syncedAt: string;
+  /** The run writing the rows, written to _run_id (row lineage); null outside a run. */
+  runId?: string | null;
   /**
    * The parent record's id, for a stream read per parent: fills the parent column
    * when the record itself lacks it.
@@ -70,14 +80,15 @@ const REDACTED = '[redacted]';
 /**
  * A raw record of `stream`, as one response (`source`) gave it, into the row of the
  * stream's table and the rows of its child tables. Pure: the same input gives the same
- * output, and nothing is read or written. Throws only when the record has no primary key.
+ * output, and nothing is read or written. Throws only when the record has no primary key
+ * (a FatalError naming the stream, the field and the record, with what to do).
  */
 export function normalizeRecord(stream: StreamSpec, raw: Record<string, unknown>, opts: NormalizeOptions): NormalizedRecord {
   const plan = streamPlan(stream, opts.source);
   const note: Note = { message: null };
   const warnings: NormalizeWarning[] = [];
 
-  const id = primaryKeyOf(plan, raw, note);
+  const id = primaryKeyOf(plan, raw, note, opts);
   if (note.message !== null) {
     warnings.push({ table: plan.table, id, field: plan.primaryKey, kind: 'value', message: note.message });
     note.message = null;
@@ -99,6 +110,7 @@ export function normalizeRecord(stream: StreamSpec, raw: Record<string, unknown>
   row[plan.rawColumn] = text;
   if (plan.writesHash) row._hash = hash;
   row._synced_at = opts.syncedAt;
+  row._run_id = opts.runId ?? null;
   row._deleted_at = null;
 
   let changedAt: number | null = null;
@@ -110,12 +122,13 @@ export function normalizeRecord(stream: StreamSpec, raw: Record<string, unknown>
   const children: ChildRows[] = [];
   if (plan.childPlans.length > 0) {
     const slots: (ChildRows | undefined)[] = new Array<ChildRows | undefined>(plan.childPlans.length);
-    const ctx: ChildContext = { plan, rootKey: key, slots, note, warnings, id, syncedAt: opts.syncedAt };
+    const ctx: ChildContext = { plan, rootKey: key, slots, note, warnings, id, syncedAt: opts.syncedAt, runId: opts.runId ?? null };
     for (const child of plan.children) normalizeChild(ctx, child, raw, row, '');
     for (const entry of slots) if (entry !== undefined) children.push(entry);
   }
 
-  return { table: plan.table, id, key, changedAt, columns: plan.columns as string[], row, hash, children, warnings };
+  const unknown = unknownFields(plan.known, raw);
+  return { table: plan.table, id, key, changedAt, columns: plan.columns as string[], row, hash, children, warnings, unknown };
 }
 
 /** The columns `normalizeRecord` writes for this stream and source, in order. */
@@ -123,17 +136,26 @@ export function columnsFor(stream: StreamSpec, source: Source): string[] {
   return [...streamPlan(stream, source).columns];
 }
 
-function primaryKeyOf(plan: StreamPlan, raw: Record<string, unknown>, note: Note): string {
+function primaryKeyOf(plan: StreamPlan, raw: Record<string, unknown>, note: Note, opts: NormalizeOptions): string {
   const value = raw[plan.primaryKey];
   const id = value === undefined || value === null ? null : toId(value, note);
   if (id === null || id === '' || typeof id !== 'string') {
     let snippet: string;
     try {
-      snippet = jsonText(raw).slice(0, 200);
+      // Redacted as in _raw: the message is logged, a webhook's secret must not be.
+      snippet = rawText(plan, raw).slice(0, 200);
     } catch {
       snippet = '(unprintable)';
     }
-    throw new Error(`${plan.stream}: record has no ${plan.primaryKey} (its primary key): ${snippet}`);
+    throw new FatalError(
+      `${plan.stream}: a record of the ${opts.source} response has no ${plan.primaryKey} (its primary key): ${snippet}`,
+      {
+        hint:
+          `svcsync cannot key or store a ${plan.stream} record without ${plan.primaryKey}. If the API names this id differently, ` +
+          `change primaryKey of ${plan.stream} in src/catalog; if not, report the record above: the API sent it without its id.`,
+        organizationId: opts.organizationId,
+      },
+    );
   }
   return id;
 }
@@ -196,6 +218,7 @@ interface ChildContext {
   warnings: NormalizeWarning[];
   id: string;
   syncedAt: string;
+  runId: string | null;
 }
 
 function entryFor(ctx: ChildContext, child: ChildPlan): ChildRows {
@@ -239,7 +262,13 @@ function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<stri
   if (found === undefined) {
     const present = child.fields.find((f) => record[f] !== undefined && record[f] !== null && record[f] !== '');
     if (present !== undefined) {
-      ctx.warnings.push({ table: child.table, id: ctx.id, field: `${prefix}${present}`, kind: 'not_an_array', message: 'expected an array of objects, got a scalar; left this table untouched' });
+      ctx.warnings.push({
+        table: child.table,
+        id: ctx.id,
+        field: `${prefix}${present}`,
+        kind: 'not_an_array',
+        message: 'expected an array of objects, got a scalar; left this table untouched',
+      });
     }
     return;
   }
@@ -258,7 +287,13 @@ function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<stri
     const element = elements[i];
     const at = `${prefix}${field}[${i}]`;
     if (element === null || typeof element !== 'object' || Array.isArray(element)) {
-      ctx.warnings.push({ table: child.table, id: ctx.id, field: at, kind: 'element_not_object', message: 'element is not an object; skipped' });
+      ctx.warnings.push({
+        table: child.table,
+        id: ctx.id,
+        field: at,
+        kind: 'element_not_object',
+        message: 'element is not an object; skipped',
+      });
       continue;
     }
     const values = element as Record<string, unknown>;
@@ -280,7 +315,10 @@ function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<stri
           id: ctx.id,
           field: `${at}.${child.key.label}`,
           kind: text === '' ? 'no_child_key' : 'repeated_child_key',
-          message: text === '' ? `no ${child.key.label}; keyed by position as #${i}` : `${child.key.label} ${text} repeats within the record; keyed by position as #${i}`,
+          message:
+            text === ''
+              ? `no ${child.key.label}; keyed by position as #${i}`
+              : `${child.key.label} ${text} repeats within the record; keyed by position as #${i}`,
         });
         key = `#${i}`;
       }
@@ -290,6 +328,7 @@ function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<stri
     row._position = i;
     writeSteps(child.steps, values, row, ctx.note, ctx.warnings, child.table, ctx.id, `${at}.`);
     row._synced_at = ctx.syncedAt;
+    row._run_id = ctx.runId;
     row._deleted_at = null;
     entry.rows.push(row);
     for (const grandchild of child.children) normalizeChild(ctx, grandchild, values, row, `${at}.`);

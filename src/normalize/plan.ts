@@ -1,5 +1,6 @@
 import { allChildLayouts, ORGANIZATION_ID, streamLayout, type ChildLayout, type LaidColumn } from '../catalog/layout.js';
 import { qualifiedName, type Source, type StreamSpec } from '../catalog/types.js';
+import { knownFields, type KnownFields } from './drift.js';
 import { CONVERTERS, type Converter } from './values.js';
 
 /**
@@ -55,6 +56,8 @@ export interface StreamPlan {
   children: readonly ChildPlan[];
   /** Every child plan, depth-first: the order of NormalizedRecord.children. */
   childPlans: readonly ChildPlan[];
+  /** The field paths the catalog declares for the stream (any source): the rest is drift. */
+  known: KnownFields;
 }
 
 const plans = new WeakMap<StreamSpec, Partial<Record<Source, StreamPlan>>>();
@@ -148,6 +151,6 @@ function compile(stream: StreamSpec, source: Source): StreamPlan {
     redact: stream.redact ?? [],
     children,
     childPlans,
+    known: knownFields(stream),
   };
 }
-

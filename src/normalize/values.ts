@@ -23,7 +23,8 @@ const HOURS_MINUTES = /^([+-]?)(\d+):(\d{1,2})(?::(\d{1,2}))?$/;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const PERCENTAGE = /^([+-]?(?:\d+(?:\.\d*)?|\.\d+))\s*%$/;
 // Offsets come as +0530, +05:30, -0800, Z, or not at all; seconds and fractions are optional.
-const INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?\s*(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/;
+const INSTANT =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?\s*(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?$/;
 
 function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
@@ -185,7 +186,10 @@ export const toDate: Converter = (value, note) => {
   return null;
 };
 
-/** Set by parseInstantText when the text carried no offset (read as UTC); a flag rather than a returned object so the hot path allocates nothing. */
+/**
+ * Set by parseInstantText when the text carried no offset (read as UTC); a flag rather than a
+ * returned object so the hot path allocates nothing.
+ */
 let lastHadNoOffset = false;
 
 function digits(text: string, at: number, count: number): number {
@@ -213,7 +217,19 @@ function fastInstant(text: string): number {
   const hour = digits(text, 11, 2);
   const minute = digits(text, 14, 2);
   const second = digits(text, 17, 2);
-  if (year < 100 || month < 1 || month > 12 || day < 1 || day > 28 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59) {
+  if (
+    year < 100 ||
+    month < 1 ||
+    month > 12 ||
+    day < 1 ||
+    day > 28 ||
+    hour < 0 ||
+    hour > 23 ||
+    minute < 0 ||
+    minute > 59 ||
+    second < 0 ||
+    second > 59
+  ) {
     return Number.NaN;
   }
   let at = 19;

@@ -64,7 +64,10 @@ class StreamState {
   readonly pages = new Map<string, Buffer>();
   allChildren: { version: string; parents: Int32Array; index: Int32Array } | undefined;
 
-  constructor(readonly def: StreamDef, readonly baseCount: number) {
+  constructor(
+    readonly def: StreamDef,
+    readonly baseCount: number,
+  ) {
     this.nextSlot = baseCount;
   }
 
@@ -93,7 +96,13 @@ export class OrgData {
   /** Whether records pass through shapeRecord (some record-changing variant is on). */
   private readonly shaped: boolean;
 
-  constructor(seed: number, readonly org: OrgInfo, scale: number, startMs: number, readonly variants: Variants = DEFAULT_VARIANTS) {
+  constructor(
+    seed: number,
+    readonly org: OrgInfo,
+    scale: number,
+    startMs: number,
+    readonly variants: Variants = DEFAULT_VARIANTS,
+  ) {
     this.g = new OrgGen(seed, org, scale, startMs);
     this.shaped = variants.sparseFields > 0 || variants.arrayQuirks || variants.extraFields;
     for (const def of STREAMS) {
@@ -457,11 +466,10 @@ function compareKeys(a: number | string | undefined, b: number | string | undefi
   if (typeof b === 'number') return 1;
   const x = a ?? '';
   const y = b ?? '';
-  return x < y ? -1 : x > y ? 1 : 0;
+  if (x < y) return -1;
+  return x > y ? 1 : 0;
 }
 
 export function streamsFor(opts: MutateOptions): StreamDef[] {
-  return STREAMS.filter(
-    (d) => (!opts.families || opts.families.includes(d.family)) && (!opts.streams || opts.streams.includes(d.stream)),
-  );
+  return STREAMS.filter((d) => (!opts.families || opts.families.includes(d.family)) && (!opts.streams || opts.streams.includes(d.stream)));
 }

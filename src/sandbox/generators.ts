@@ -9,28 +9,111 @@ import type { Rec, StreamDef, Times } from './stream-types.js';
 const DAY = 86_400_000;
 
 export const COMPANIES = [
-  'Café "Zürich" & Söhne', '株式会社 山田商事', "O'Brien & Daughters", 'Ñandú Exportaciones S.A.',
-  'Łódź Meble sp. z o.o.', 'Δέλτα Τεχνική Α.Ε.', 'Acme "Rocket" Supplies', "Société d'Électricité du Nord",
-  'Sunny Day 🌞 Bakery', 'Bergström & Ek AB', 'Nguyễn Trading', 'Smith & Sons', 'Globex Corporation',
-  'Initech LLC', 'Umbrella Health', 'Tyrell <Replicants> Inc.', 'Back\\slash Studio', 'Hôtel Le Fjord',
+  'Café "Zürich" & Söhne',
+  '株式会社 山田商事',
+  "O'Brien & Daughters",
+  'Ñandú Exportaciones S.A.',
+  'Łódź Meble sp. z o.o.',
+  'Δέλτα Τεχνική Α.Ε.',
+  'Acme "Rocket" Supplies',
+  "Société d'Électricité du Nord",
+  'Sunny Day 🌞 Bakery',
+  'Bergström & Ek AB',
+  'Nguyễn Trading',
+  'Smith & Sons',
+  'Globex Corporation',
+  'Initech LLC',
+  'Umbrella Health',
+  'Tyrell <Replicants> Inc.',
+  'Back\\slash Studio',
+  'Hôtel Le Fjord',
 ] as const;
-const FIRST = ['Aarav', 'Priya', 'Dana', 'Jürgen', 'Zoë', 'José', 'Siobhán', 'Ólafur', '花子', 'Mohammed', 'Chloé', 'Liam', 'Łukasz', 'Ana-María'] as const;
-const LAST = ['Raman', 'Whitfield', 'Weiß', "D'Arcy", 'García', "O'Connor", '佐藤', 'Müller', 'Kowalski', 'Smith', 'Nakamura', 'Øster'] as const;
-const ITEMS = ['Widget "Pro" 3000', 'Ergonomic Chair', 'Café Crème Beans 1kg', 'USB-C Cable ½ m', 'Steel Bolt M8', 'Consulting hour', 'Printer Toner', '抹茶 Tea Set', 'Desk Lamp', 'Safety Gloves'] as const;
+const FIRST = [
+  'Aarav',
+  'Priya',
+  'Dana',
+  'Jürgen',
+  'Zoë',
+  'José',
+  'Siobhán',
+  'Ólafur',
+  '花子',
+  'Mohammed',
+  'Chloé',
+  'Liam',
+  'Łukasz',
+  'Ana-María',
+] as const;
+const LAST = [
+  'Raman',
+  'Whitfield',
+  'Weiß',
+  "D'Arcy",
+  'García',
+  "O'Connor",
+  '佐藤',
+  'Müller',
+  'Kowalski',
+  'Smith',
+  'Nakamura',
+  'Øster',
+] as const;
+const ITEMS = [
+  'Widget "Pro" 3000',
+  'Ergonomic Chair',
+  'Café Crème Beans 1kg',
+  'USB-C Cable ½ m',
+  'Steel Bolt M8',
+  'Consulting hour',
+  'Printer Toner',
+  '抹茶 Tea Set',
+  'Desk Lamp',
+  'Safety Gloves',
+] as const;
 const ACCOUNTS = ['Cost of Goods Sold', 'Office Supplies', 'Rent Expense', 'Travel & Lodging', 'Software Subscriptions', 'Sales'] as const;
 const FOREIGN = ['USD', 'EUR', 'GBP', 'JPY', 'AUD'] as const;
 
 export const CURRENCIES: ReadonlyArray<readonly [string, string, string]> = [
-  ['INR', '₹', 'Indian Rupee'], ['USD', '$', 'US Dollar'], ['EUR', '€', 'Euro'], ['JPY', '¥', 'Japanese Yen'],
-  ['AUD', '$', 'Australian Dollar'], ['GBP', '£', 'Pound Sterling'], ['BRL', 'R$', 'Brazilian Real'], ['CAD', '$', 'Canadian Dollar'],
-  ['CHF', 'CHF', 'Swiss Franc'], ['CNY', '¥', 'Yuan Renminbi'], ['SEK', 'kr', 'Swedish Krona'], ['NZD', '$', 'New Zealand Dollar'],
-  ['MXN', '$', 'Mexican Peso'], ['SGD', '$', 'Singapore Dollar'], ['HKD', '$', 'Hong Kong Dollar'], ['NOK', 'kr', 'Norwegian Krone'],
-  ['KRW', '₩', 'South Korean Won'], ['TRY', '₺', 'Turkish Lira'], ['ZAR', 'R', 'South African Rand'], ['DKK', 'kr', 'Danish Krone'],
-  ['PLN', 'zł', 'Polish Zloty'], ['TWD', 'NT$', 'New Taiwan Dollar'], ['THB', '฿', 'Thai Baht'], ['MYR', 'RM', 'Malaysian Ringgit'],
-  ['IDR', 'Rp', 'Indonesian Rupiah'], ['HUF', 'Ft', 'Hungarian Forint'], ['CZK', 'Kč', 'Czech Koruna'], ['ILS', '₪', 'Israeli Shekel'],
-  ['CLP', '$', 'Chilean Peso'], ['PHP', '₱', 'Philippine Peso'], ['AED', 'AED', 'UAE Dirham'], ['COP', '$', 'Colombian Peso'],
-  ['SAR', 'SAR', 'Saudi Riyal'], ['KWD', 'KWD', 'Kuwaiti Dinar'], ['QAR', 'QAR', 'Qatari Riyal'], ['BHD', 'BHD', 'Bahraini Dinar'],
-  ['OMR', 'OMR', 'Omani Rial'], ['EGP', 'E£', 'Egyptian Pound'], ['NGN', '₦', 'Nigerian Naira'], ['KES', 'KSh', 'Kenyan Shilling'],
+  ['INR', '₹', 'Indian Rupee'],
+  ['USD', '$', 'US Dollar'],
+  ['EUR', '€', 'Euro'],
+  ['JPY', '¥', 'Japanese Yen'],
+  ['AUD', '$', 'Australian Dollar'],
+  ['GBP', '£', 'Pound Sterling'],
+  ['BRL', 'R$', 'Brazilian Real'],
+  ['CAD', '$', 'Canadian Dollar'],
+  ['CHF', 'CHF', 'Swiss Franc'],
+  ['CNY', '¥', 'Yuan Renminbi'],
+  ['SEK', 'kr', 'Swedish Krona'],
+  ['NZD', '$', 'New Zealand Dollar'],
+  ['MXN', '$', 'Mexican Peso'],
+  ['SGD', '$', 'Singapore Dollar'],
+  ['HKD', '$', 'Hong Kong Dollar'],
+  ['NOK', 'kr', 'Norwegian Krone'],
+  ['KRW', '₩', 'South Korean Won'],
+  ['TRY', '₺', 'Turkish Lira'],
+  ['ZAR', 'R', 'South African Rand'],
+  ['DKK', 'kr', 'Danish Krone'],
+  ['PLN', 'zł', 'Polish Zloty'],
+  ['TWD', 'NT$', 'New Taiwan Dollar'],
+  ['THB', '฿', 'Thai Baht'],
+  ['MYR', 'RM', 'Malaysian Ringgit'],
+  ['IDR', 'Rp', 'Indonesian Rupiah'],
+  ['HUF', 'Ft', 'Hungarian Forint'],
+  ['CZK', 'Kč', 'Czech Koruna'],
+  ['ILS', '₪', 'Israeli Shekel'],
+  ['CLP', '$', 'Chilean Peso'],
+  ['PHP', '₱', 'Philippine Peso'],
+  ['AED', 'AED', 'UAE Dirham'],
+  ['COP', '$', 'Colombian Peso'],
+  ['SAR', 'SAR', 'Saudi Riyal'],
+  ['KWD', 'KWD', 'Kuwaiti Dinar'],
+  ['QAR', 'QAR', 'Qatari Riyal'],
+  ['BHD', 'BHD', 'Bahraini Dinar'],
+  ['OMR', 'OMR', 'Omani Rial'],
+  ['EGP', 'E£', 'Egyptian Pound'],
+  ['NGN', '₦', 'Nigerian Naira'],
+  ['KES', 'KSh', 'Kenyan Shilling'],
 ];
 
 export function personName(r: Rng): [string, string] {
@@ -42,7 +125,11 @@ export function companyName(g: OrgGen, contactSlot: number): string {
 }
 
 export function email(first: string, last: string, n: number): string {
-  const clean = (s: string): string => s.normalize('NFKD').replace(/[^A-Za-z]/g, '').toLowerCase() || 'user';
+  const clean = (s: string): string =>
+    s
+      .normalize('NFKD')
+      .replace(/[^A-Za-z]/g, '')
+      .toLowerCase() || 'user';
   return `${clean(first)}.${clean(last)}${n}@example.com`;
 }
 
@@ -66,10 +153,18 @@ export function baseTimes(g: OrgGen, def: StreamDef, slot: number): Times {
 
 function address(g: OrgGen, r: Rng, attention: boolean): Rec {
   const [city, state, zip] = r.pick(g.profile.places);
-  const street = `${r.range(1, 999)} ${r.pick(['Main St', 'Rue de l\'Église', 'Königstraße', 'MG Road', 'Harbour Rd'])}`;
+  const street = `${r.range(1, 999)} ${r.pick(['Main St', "Rue de l'Église", 'Königstraße', 'MG Road', 'Harbour Rd'])}`;
   if (attention) {
     const [f, l] = personName(r);
-    return { attention: `${f} ${l}`, address: street, street2: r.bool(0.3) ? `Suite ${r.range(1, 90)}` : '', city, state, zip, country: g.profile.country };
+    return {
+      attention: `${f} ${l}`,
+      address: street,
+      street2: r.bool(0.3) ? `Suite ${r.range(1, 90)}` : '',
+      city,
+      state,
+      zip,
+      country: g.profile.country,
+    };
   }
   return { address: street, city, state, zip, country: g.profile.country, fax: r.bool(0.2) ? r.digits(10) : '' };
 }
@@ -121,11 +216,17 @@ function customFields(g: OrgGen, r: Rng, style: 'salesorder' | 'vendorcredit' | 
 function documents(g: OrgGen, r: Rng, space: number, slot: number): Rec[] {
   if (!r.bool(0.2)) return [];
   const size = r.range(2_000, 900_000);
-  return [{
-    can_send_in_mail: r.bool(), file_name: r.pick(['scan (1).pdf', 'Beleg_Übersicht.pdf', 'receipt.png']),
-    file_type: r.pick(['pdf', 'png']), file_size_formatted: `${Math.round(size / 1024)} KB`,
-    attachment_order: 1, document_id: g.id(28, space * 1_000_000 + slot), file_size: size,
-  }];
+  return [
+    {
+      can_send_in_mail: r.bool(),
+      file_name: r.pick(['scan (1).pdf', 'Beleg_Übersicht.pdf', 'receipt.png']),
+      file_type: r.pick(['pdf', 'png']),
+      file_size_formatted: `${Math.round(size / 1024)} KB`,
+      attachment_order: 1,
+      document_id: g.id(28, space * 1_000_000 + slot),
+      file_size: size,
+    },
+  ];
 }
 
 // ---------------------------------------------------------------- inventory
@@ -133,7 +234,7 @@ function documents(g: OrgGen, r: Rng, space: number, slot: number): Rec[] {
 export function contact(g: OrgGen, slot: number, times: Times): Rec {
   const r = g.rng(20, slot);
   const company = companyName(g, slot);
-  const [first, last] = personName(r);
+  const [first] = personName(r);
   const cur = currencyOf(g, r);
   const taxable = r.bool(0.6);
   const receivable = r.money(0, 20_000, g.profile.price_precision);
@@ -161,7 +262,9 @@ export function contact(g: OrgGen, slot: number, times: Times): Rec {
     status: r.bool(0.85) ? 'active' : 'inactive',
     payment_reminder_enabled: r.bool(),
     custom_fields: customFields(g, r, 'contact'),
-    opening_balances: r.bool(0.2) ? [{ location_id: g.id(6, 1), exchange_rate: cur.rate, opening_balance_amount: r.money(0, 5000, 2) }] : [],
+    opening_balances: r.bool(0.2)
+      ? [{ location_id: g.id(6, 1), exchange_rate: cur.rate, opening_balance_amount: r.money(0, 5000, 2) }]
+      : [],
     location_id: g.id(6, 1),
     location_name: 'Head Office',
     billing_address: address(g, r, true),
@@ -169,12 +272,18 @@ export function contact(g: OrgGen, slot: number, times: Times): Rec {
     facebook: r.bool(0.2) ? `fb.com/${first.toLowerCase()}` : '',
     twitter: '',
     default_templates: {
-      invoice_template_id: g.id(6, 10), invoice_template_name: 'Standard',
-      estimate_template_id: g.id(6, 11), estimate_template_name: 'Standard',
-      creditnote_template_id: g.id(6, 12), creditnote_template_name: 'Standard',
-      invoice_email_template_id: '', invoice_email_template_name: '',
-      estimate_email_template_id: '', estimate_email_template_name: '',
-      creditnote_email_template_id: '', creditnote_email_template_name: '',
+      invoice_template_id: g.id(6, 10),
+      invoice_template_name: 'Standard',
+      estimate_template_id: g.id(6, 11),
+      estimate_template_name: 'Standard',
+      creditnote_template_id: g.id(6, 12),
+      creditnote_template_name: 'Standard',
+      invoice_email_template_id: '',
+      invoice_email_template_name: '',
+      estimate_email_template_id: '',
+      estimate_email_template_name: '',
+      creditnote_email_template_id: '',
+      creditnote_email_template_name: '',
     },
     notes: r.bool(0.3) ? `Call ${first} before delivery — "fragile"` : '',
     created_time: g.ts(times.created),
@@ -264,26 +373,62 @@ function lineItems(g: OrgGen, r: Rng, space: number, slot: number, kind: 'so' | 
     if (kind === 'so') {
       const invoiced = r.int(quantity + 1);
       Object.assign(base, {
-        quantity_invoiced: invoiced, quantity_packed: invoiced, quantity_shipped: r.int(invoiced + 1),
-        unit: r.pick(['pcs', 'kg', 'box', 'hrs']), tax_id: pct ? g.id(5, Math.round(pct * 100)) : '', tds_tax_id: '',
-        tax_name: pct ? `Tax ${pct}%` : '', tax_type: pct ? 'tax' : '', tax_percentage: pct, item_total: total,
-        is_invoiced: invoiced === quantity, image_id: '', image_name: '', image_type: '',
-        location_id: g.id(6, 1), location_name: 'Head Office', hsn_or_sac: g.profile.gst ? r.digits(6) : '',
-        sat_item_key_code: '', unitkey_code: '',
+        quantity_invoiced: invoiced,
+        quantity_packed: invoiced,
+        quantity_shipped: r.int(invoiced + 1),
+        unit: r.pick(['pcs', 'kg', 'box', 'hrs']),
+        tax_id: pct ? g.id(5, Math.round(pct * 100)) : '',
+        tds_tax_id: '',
+        tax_name: pct ? `Tax ${pct}%` : '',
+        tax_type: pct ? 'tax' : '',
+        tax_percentage: pct,
+        item_total: total,
+        is_invoiced: invoiced === quantity,
+        image_id: '',
+        image_name: '',
+        image_type: '',
+        location_id: g.id(6, 1),
+        location_name: 'Head Office',
+        hsn_or_sac: g.profile.gst ? r.digits(6) : '',
+        sat_item_key_code: '',
+        unitkey_code: '',
       });
       if (itemLevelDiscount) base['discount'] = r.bool() ? `${r.pick([5, 10, 12.5])}%` : r.money(1, 20, prec);
     } else {
       Object.assign(base, {
-        sku: `SKU-${r.digits(5)}`, account_id: g.id(3, r.int(6)), account_name: r.pick(ACCOUNTS),
-        product_type: r.pick(['goods', 'service', 'digital_service']), location_id: g.id(6, 1), location_name: 'Head Office',
-        reverse_charge_tax_id: '', reverse_charge_tax_name: '', reverse_charge_tax_percentage: '', reverse_charge_tax_amount: '',
-        unit: r.pick(['pcs', 'kg', 'box']), tax_id: pct ? g.id(5, Math.round(pct * 100)) : '', tds_tax_id: '', tax_treatment_code: '',
-        tax_exemption_id: '', tax_exemption_code: '', tax_name: pct ? `Tax ${pct}%` : '', tax_type: pct ? 'tax' : '',
-        tax_percentage: pct, item_total: total, item_total_inclusive_of_tax: round(total * (1 + pct / 100), prec),
+        sku: `SKU-${r.digits(5)}`,
+        account_id: g.id(3, r.int(6)),
+        account_name: r.pick(ACCOUNTS),
+        product_type: r.pick(['goods', 'service', 'digital_service']),
+        location_id: g.id(6, 1),
+        location_name: 'Head Office',
+        reverse_charge_tax_id: '',
+        reverse_charge_tax_name: '',
+        reverse_charge_tax_percentage: '',
+        reverse_charge_tax_amount: '',
+        unit: r.pick(['pcs', 'kg', 'box']),
+        tax_id: pct ? g.id(5, Math.round(pct * 100)) : '',
+        tds_tax_id: '',
+        tax_treatment_code: '',
+        tax_exemption_id: '',
+        tax_exemption_code: '',
+        tax_name: pct ? `Tax ${pct}%` : '',
+        tax_type: pct ? 'tax' : '',
+        tax_percentage: pct,
+        item_total: total,
+        item_total_inclusive_of_tax: round(total * (1 + pct / 100), prec),
         hsn_or_sac: g.profile.gst ? r.digits(6) : '',
-        acquisition_vat_id: '', acquisition_vat_name: '', acquisition_vat_percentage: '', acquisition_vat_amount: '',
-        reverse_charge_vat_id: '', reverse_charge_vat_name: '', reverse_charge_vat_percentage: '', reverse_charge_vat_amount: '',
-        stock_on_hand: r.range(0, 300), tags: [], item_custom_fields: [],
+        acquisition_vat_id: '',
+        acquisition_vat_name: '',
+        acquisition_vat_percentage: '',
+        acquisition_vat_amount: '',
+        reverse_charge_vat_id: '',
+        reverse_charge_vat_name: '',
+        reverse_charge_vat_percentage: '',
+        reverse_charge_vat_amount: '',
+        stock_on_hand: r.range(0, 300),
+        tags: [],
+        item_custom_fields: [],
       });
       if (kind === 'vcbooks') {
         const project = r.bool(0.3);
@@ -294,6 +439,11 @@ function lineItems(g: OrgGen, r: Rng, space: number, slot: number, kind: 'so' | 
     items.push(base);
   }
   return items;
+}
+
+/** A sales order's adjustment when it has one: mostly 0, sometimes a small amount either way. */
+function adjustmentAmount(r: Rng, prec: number): number {
+  return r.bool(0.2) ? r.money(-20, 20, prec) : 0;
 }
 
 export function salesOrder(g: OrgGen, slot: number, times: Times): Rec {
@@ -331,18 +481,25 @@ export function salesOrder(g: OrgGen, slot: number, times: Times): Rec {
   const pct = r.pick(taxPercents(g));
   const taxTotal = round(((subTotal - discountAmount) * pct) / 100, prec);
   const shipping = r.bool(0.3) ? r.money(5, 60, prec) : 0;
-  const adjustment: number | string = r.bool(0.15) ? '' : r.bool(0.2) ? r.money(-20, 20, prec) : 0;
+  const adjustment: number | string = r.bool(0.15) ? '' : adjustmentAmount(r, prec);
   const total = round(subTotal - discountAmount + taxTotal + shipping + (typeof adjustment === 'number' ? adjustment : 0), prec);
   const gst = gstFields(g, r);
   const date = times.created - r.int(3) * DAY;
   const shipDays = r.range(1, 20);
   const [pf, pl] = personName(r);
   const persons = r.bool(0.5)
-    ? [{
-        contact_person_id: g.id(21, contactSlot * 64), contact_person_name: `${pf} ${pl}`, first_name: pf, last_name: pl,
-        contact_person_email: email(pf, pl, contactSlot % 1000), phone: `+${r.digits(11)}`, mobile: '',
-        communication_preference: { is_email_enabled: true, is_whatsapp_enabled: r.bool(0.2) },
-      }]
+    ? [
+        {
+          contact_person_id: g.id(21, contactSlot * 64),
+          contact_person_name: `${pf} ${pl}`,
+          first_name: pf,
+          last_name: pl,
+          contact_person_email: email(pf, pl, contactSlot % 1000),
+          phone: `+${r.digits(11)}`,
+          mobile: '',
+          communication_preference: { is_email_enabled: true, is_whatsapp_enabled: r.bool(0.2) },
+        },
+      ]
     : [];
   const [sf, sl] = personName(r);
   return {
@@ -516,13 +673,25 @@ export function vendorCreditBill(g: OrgGen, slot: number, parent: Rec): Rec {
   };
 }
 
+/** Decimal places of a currency's amounts: none for the yen and the like, three for the dinars, else two. */
+function currencyPrecision(code: string): number {
+  if (['JPY', 'KRW', 'CLP', 'IDR', 'HUF'].includes(code)) return 0;
+  if (['KWD', 'BHD', 'OMR'].includes(code)) return 3;
+  return 2;
+}
+
+/** A foreign currency's exchange rate, sometimes blank ('') as the API sends it. */
+function foreignRate(r: Rng): number | string {
+  return r.bool(0.1) ? '' : r.money(0.001, 400, 6);
+}
+
 export function currency(g: OrgGen, slot: number): Rec {
   const base = g.profile.currency_code;
   const others = CURRENCIES.filter((c) => c[0] !== base);
   const entry = slot === 0 ? (CURRENCIES.find((c) => c[0] === base) ?? CURRENCIES[0]) : others[(slot - 1) % others.length];
   const [code, symbol, name] = entry ?? ['XXX', 'X', 'Unknown'];
   const r = g.rng(1, slot);
-  const precision = ['JPY', 'KRW', 'CLP', 'IDR', 'HUF'].includes(code) ? 0 : ['KWD', 'BHD', 'OMR'].includes(code) ? 3 : 2;
+  const precision = currencyPrecision(code);
   return {
     currency_id: g.id(1, slot),
     currency_code: code,
@@ -531,7 +700,7 @@ export function currency(g: OrgGen, slot: number): Rec {
     price_precision: precision,
     currency_format: precision === 0 ? '###,###' : '###,##0.00',
     is_base_currency: slot === 0,
-    exchange_rate: slot === 0 ? 1 : r.bool(0.1) ? '' : r.money(0.001, 400, 6),
+    exchange_rate: slot === 0 ? 1 : foreignRate(r),
     effective_date: g.date(g.startMs - r.int(60) * DAY),
   };
 }
@@ -652,19 +821,21 @@ export function task(g: OrgGen, slot: number, parent: Rec): Rec {
 
 // ---------------------------------------------------------------- billing
 
+/** A plan's price brackets for its pricing scheme: one price, one package, or two tiers (volume and tier). */
+function priceBrackets(r: Rng, scheme: string, prec: number): Rec[] {
+  if (scheme === 'unit') return [{ price: r.money(1, 20, prec) }];
+  if (scheme === 'package') return [{ end_quantity: 10, price: r.money(10, 90, prec) }];
+  return [
+    { start_quantity: 1, end_quantity: 10, price: r.money(5, 20, prec) },
+    { start_quantity: 11, end_quantity: 100, price: r.money(1, 5, prec) },
+  ];
+}
+
 export function plan(g: OrgGen, slot: number, times: Times): Rec {
   const r = g.rng(40, slot);
   const prec = g.profile.price_precision;
   const scheme = r.pick(['unit', 'volume', 'tier', 'package']);
-  const brackets: Rec[] =
-    scheme === 'unit'
-      ? [{ price: r.money(1, 20, prec) }]
-      : scheme === 'package'
-        ? [{ end_quantity: 10, price: r.money(10, 90, prec) }]
-        : [
-            { start_quantity: 1, end_quantity: 10, price: r.money(5, 20, prec) },
-            { start_quantity: 11, end_quantity: 100, price: r.money(1, 5, prec) },
-          ];
+  const brackets = priceBrackets(r, scheme, prec);
   const code = `PLAN-${String(slot + 1).padStart(4, '0')}`;
   return {
     plan_code: code,
@@ -680,9 +851,32 @@ export function plan(g: OrgGen, slot: number, times: Times): Rec {
     setup_fee: r.bool(0.3) ? r.money(10, 100, prec) : 0,
     setup_fee_account_id: g.id(3, 21),
     setup_fee_account_name: 'Setup Fees',
-    tags: r.bool(0.3) ? [{ tag_id: g.id(8, 40), tag_option_id: g.id(8, 41 + r.int(3)), tag_name: 'Region', tag_option_name: r.pick(['EMEA', 'APAC', 'Amériques']), is_tag_mandatory: false }] : [],
+    tags: r.bool(0.3)
+      ? [
+          {
+            tag_id: g.id(8, 40),
+            tag_option_id: g.id(8, 41 + r.int(3)),
+            tag_name: 'Region',
+            tag_option_name: r.pick(['EMEA', 'APAC', 'Amériques']),
+            is_tag_mandatory: false,
+          },
+        ]
+      : [],
     custom_fields: r.bool(0.3)
-      ? [{ customfield_id: g.id(7, 50), is_active: true, show_in_all_pdf: false, value_formatted: 'Gold', data_type: 'string', index: 1, label: 'Tier', show_on_pdf: false, placeholder: 'cf_tier', value: 'Gold' }]
+      ? [
+          {
+            customfield_id: g.id(7, 50),
+            is_active: true,
+            show_in_all_pdf: false,
+            value_formatted: 'Gold',
+            data_type: 'string',
+            index: 1,
+            label: 'Tier',
+            show_on_pdf: false,
+            placeholder: 'cf_tier',
+            value: 'Gold',
+          },
+        ]
       : [],
     recurring_price: r.money(5, 500, prec),
     unit: r.pick(['seat', 'user', 'license']),
@@ -695,12 +889,28 @@ export function plan(g: OrgGen, slot: number, times: Times): Rec {
     unitkey_code: '',
     item_tax_preferences: g.profile.gst ? [{ tax_specification: 'intra', tax_name: 'GST18', tax_percentage: 18, tax_id: g.id(5, 18) }] : [],
     addons: r.bool(0.5)
-      ? [{ addon_code: `ADDON-${slot + 1}`, name: 'Extra storage', status: 'active', pricing_scheme: scheme, unit_name: 'GB', price_brackets: brackets }]
+      ? [
+          {
+            addon_code: `ADDON-${slot + 1}`,
+            name: 'Extra storage',
+            status: 'active',
+            pricing_scheme: scheme,
+            unit_name: 'GB',
+            price_brackets: brackets,
+          },
+        ]
       : [],
     url: `https://billing.example.com/subscribe/${g.org.ids.billing}/${code}`,
     created_time: g.ts(times.created),
     updated_time: g.ts(times.change),
   };
+}
+
+/** A VAT treatment for organizations that charge VAT (in pounds or euros); '' elsewhere. */
+function vatTreatment(r: Rng, currencyCode: string): string {
+  if (currencyCode === 'GBP') return r.pick(['uk', 'eu_vat_registered', 'overseas']);
+  if (currencyCode === 'EUR') return r.pick(['eu_vat_registered', 'eu_vat_not_registered', 'non_eu']);
+  return '';
 }
 
 export function recurringExpense(g: OrgGen, slot: number, times: Times): Rec {
@@ -756,7 +966,7 @@ export function recurringExpense(g: OrgGen, slot: number, times: Times): Rec {
     gst_no: gst.gst_no,
     gst_treatment: gst.gst_treatment,
     hsn_or_sac: g.profile.gst ? r.digits(6) : '',
-    vat_treatment: g.profile.currency_code === 'GBP' ? r.pick(['uk', 'eu_vat_registered', 'overseas']) : g.profile.currency_code === 'EUR' ? r.pick(['eu_vat_registered', 'eu_vat_not_registered', 'non_eu']) : '',
+    vat_treatment: vatTreatment(r, g.profile.currency_code),
     acquisition_vat_id: '',
     reverse_charge_vat_id: '',
     acquisition_vat_total: 0,
@@ -795,7 +1005,14 @@ export function recurringExpense(g: OrgGen, slot: number, times: Times): Rec {
   };
 }
 
-const EVENT_TYPES = ['payment_thankyou', 'subscription_created', 'subscription_activation', 'invoice_notification', 'subscription_cancelled', 'payment_declined'] as const;
+const EVENT_TYPES = [
+  'payment_thankyou',
+  'subscription_created',
+  'subscription_activation',
+  'invoice_notification',
+  'subscription_cancelled',
+  'payment_declined',
+] as const;
 
 export function billingEvent(g: OrgGen, slot: number, times: Times): Rec {
   const r = g.rng(42, slot);
@@ -803,11 +1020,22 @@ export function billingEvent(g: OrgGen, slot: number, times: Times): Rec {
   const payload = {
     event_type: type,
     data: {
-      subscription: { subscription_id: g.id(46, slot), customer_name: companyName(g, r.int(Math.max(1, g.scale))), amount: r.money(5, 500, g.profile.price_precision) },
+      subscription: {
+        subscription_id: g.id(46, slot),
+        customer_name: companyName(g, r.int(Math.max(1, g.scale))),
+        amount: r.money(5, 500, g.profile.price_precision),
+      },
     },
   };
   const hooks: Rec[] = r.bool(0.5)
-    ? [{ webhook_id: g.id(14, r.int(Math.max(1, g.scale))), url: 'https://hooks.example.com/billing', status: r.pick(['success', 'success', 'scheduled', 'failure']), last_updated_time: g.ts(times.change + 5000) }]
+    ? [
+        {
+          webhook_id: g.id(14, r.int(Math.max(1, g.scale))),
+          url: 'https://hooks.example.com/billing',
+          status: r.pick(['success', 'success', 'scheduled', 'failure']),
+          last_updated_time: g.ts(times.change + 5000),
+        },
+      ]
     : [];
   return {
     event_id: g.id(42, slot),

@@ -15,7 +15,7 @@ import { resolveVariants, type Preset, type Variants } from './variants.js';
 
 export type { Family } from './organizations.js';
 export type { Faults } from './server.js';
-export type { RequestLog } from './request-log.js';
+export type { RequestLog, Overlap } from './request-log.js';
 export type { MutationSummary, MutationCounts, MutateOptions } from './data-store.js';
 export type { Plan, Limits } from './limits.js';
 export { PLAN_LIMITS, PLANS } from './limits.js';
@@ -124,7 +124,16 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   let mutationRound = 0;
   const oauth = new OAuthServer(credentials, scopes, expiresIn, () => url);
   const server = new SandboxServer({
-    clock, timeScale, seed, orgs, data, oauth, limits, unlimited: options.unlimited ?? false, faults, variants,
+    clock,
+    timeScale,
+    seed,
+    orgs,
+    data,
+    oauth,
+    limits,
+    unlimited: options.unlimited ?? false,
+    faults,
+    variants,
     changeWhilePaging: (d, def) => {
       d.mutate(def, { modify: 1, create: 1, delete: 0 }, clock.now(), ++mutationRound);
     },
@@ -224,7 +233,8 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     },
     setRequestVariants(v) {
       if (v.spurious401Rate !== undefined) checkRate('spurious401Rate', v.spurious401Rate);
-      if (v.changeWhilePagingEvery !== undefined) check(Number.isInteger(v.changeWhilePagingEvery) && v.changeWhilePagingEvery >= 0, 'changeWhilePagingEvery must be a whole number');
+      if (v.changeWhilePagingEvery !== undefined)
+        check(Number.isInteger(v.changeWhilePagingEvery) && v.changeWhilePagingEvery >= 0, 'changeWhilePagingEvery must be a whole number');
       server.setRequestVariants(v);
       variants.changeWhilePagingEvery = v.changeWhilePagingEvery ?? variants.changeWhilePagingEvery;
       variants.spurious401Rate = v.spurious401Rate ?? variants.spurious401Rate;

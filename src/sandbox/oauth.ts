@@ -100,7 +100,13 @@ export class OAuthServer {
     return {
       status: 200,
       grant: 'authorization_code',
-      body: { access_token: access, refresh_token: refresh, api_domain: this.apiDomain(), token_type: 'Bearer', expires_in: this.expiresInS },
+      body: {
+        access_token: access,
+        refresh_token: refresh,
+        api_domain: this.apiDomain(),
+        token_type: 'Bearer',
+        expires_in: this.expiresInS,
+      },
     };
   }
 

@@ -22,46 +22,130 @@ export interface OrgProfile {
 // Fixed offsets: the sandbox never applies daylight saving, so each org's timestamps carry one offset.
 const PROFILES: readonly OrgProfile[] = [
   {
-    name: 'Zylker Traders Pvt. Ltd.', currency_code: 'INR', currency_symbol: '₹', currency_name: 'Indian Rupee',
-    currency_format: '##,##,##0.00', price_precision: 2, time_zone: 'Asia/Kolkata', offsetMinutes: 330,
-    country: 'India', language_code: 'en', gst: true,
-    places: [['Bengaluru', 'Karnataka', '560001'], ['Mumbai', 'Maharashtra', '400001'], ['Chennai', 'Tamil Nadu', '600002']],
+    name: 'Zylker Traders Pvt. Ltd.',
+    currency_code: 'INR',
+    currency_symbol: '₹',
+    currency_name: 'Indian Rupee',
+    currency_format: '##,##,##0.00',
+    price_precision: 2,
+    time_zone: 'Asia/Kolkata',
+    offsetMinutes: 330,
+    country: 'India',
+    language_code: 'en',
+    gst: true,
+    places: [
+      ['Bengaluru', 'Karnataka', '560001'],
+      ['Mumbai', 'Maharashtra', '400001'],
+      ['Chennai', 'Tamil Nadu', '600002'],
+    ],
   },
   {
-    name: 'Sunrise "Pacific" Supply Co.', currency_code: 'USD', currency_symbol: '$', currency_name: 'US Dollar',
-    currency_format: '###,##0.00', price_precision: 2, time_zone: 'America/Los_Angeles', offsetMinutes: -480,
-    country: 'U.S.A', language_code: 'en', gst: false,
-    places: [['San Francisco', 'California', '94103'], ['Portland', 'Oregon', '97201'], ['Seattle', 'Washington', '98101']],
+    name: 'Sunrise "Pacific" Supply Co.',
+    currency_code: 'USD',
+    currency_symbol: '$',
+    currency_name: 'US Dollar',
+    currency_format: '###,##0.00',
+    price_precision: 2,
+    time_zone: 'America/Los_Angeles',
+    offsetMinutes: -480,
+    country: 'U.S.A',
+    language_code: 'en',
+    gst: false,
+    places: [
+      ['San Francisco', 'California', '94103'],
+      ['Portland', 'Oregon', '97201'],
+      ['Seattle', 'Washington', '98101'],
+    ],
   },
   {
-    name: 'Müller & Söhne GmbH', currency_code: 'EUR', currency_symbol: '€', currency_name: 'Euro',
-    currency_format: '###.##0,00', price_precision: 2, time_zone: 'Europe/Berlin', offsetMinutes: 60,
-    country: 'Germany', language_code: 'de', gst: false,
-    places: [['Berlin', 'Berlin', '10115'], ['München', 'Bayern', '80331'], ['Köln', 'Nordrhein-Westfalen', '50667']],
+    name: 'Müller & Söhne GmbH',
+    currency_code: 'EUR',
+    currency_symbol: '€',
+    currency_name: 'Euro',
+    currency_format: '###.##0,00',
+    price_precision: 2,
+    time_zone: 'Europe/Berlin',
+    offsetMinutes: 60,
+    country: 'Germany',
+    language_code: 'de',
+    gst: false,
+    places: [
+      ['Berlin', 'Berlin', '10115'],
+      ['München', 'Bayern', '80331'],
+      ['Köln', 'Nordrhein-Westfalen', '50667'],
+    ],
   },
   {
-    name: '株式会社 さくら商事', currency_code: 'JPY', currency_symbol: '¥', currency_name: 'Japanese Yen',
-    currency_format: '###,###', price_precision: 0, time_zone: 'Asia/Tokyo', offsetMinutes: 540,
-    country: 'Japan', language_code: 'ja', gst: false,
-    places: [['東京', '東京都', '100-0001'], ['大阪', '大阪府', '530-0001'], ['Yokohama', 'Kanagawa', '220-0012']],
+    name: '株式会社 さくら商事',
+    currency_code: 'JPY',
+    currency_symbol: '¥',
+    currency_name: 'Japanese Yen',
+    currency_format: '###,###',
+    price_precision: 0,
+    time_zone: 'Asia/Tokyo',
+    offsetMinutes: 540,
+    country: 'Japan',
+    language_code: 'ja',
+    gst: false,
+    places: [
+      ['東京', '東京都', '100-0001'],
+      ['大阪', '大阪府', '530-0001'],
+      ['Yokohama', 'Kanagawa', '220-0012'],
+    ],
   },
   {
-    name: "Kookaburra & O'Neill Pty Ltd", currency_code: 'AUD', currency_symbol: '$', currency_name: 'Australian Dollar',
-    currency_format: '###,##0.00', price_precision: 2, time_zone: 'Australia/Brisbane', offsetMinutes: 600,
-    country: 'Australia', language_code: 'en', gst: false,
-    places: [['Brisbane', 'Queensland', '4000'], ['Gold Coast', 'Queensland', '4217'], ['Cairns', 'Queensland', '4870']],
+    name: "Kookaburra & O'Neill Pty Ltd",
+    currency_code: 'AUD',
+    currency_symbol: '$',
+    currency_name: 'Australian Dollar',
+    currency_format: '###,##0.00',
+    price_precision: 2,
+    time_zone: 'Australia/Brisbane',
+    offsetMinutes: 600,
+    country: 'Australia',
+    language_code: 'en',
+    gst: false,
+    places: [
+      ['Brisbane', 'Queensland', '4000'],
+      ['Gold Coast', 'Queensland', '4217'],
+      ['Cairns', 'Queensland', '4870'],
+    ],
   },
   {
-    name: 'Thames Ledger Ltd', currency_code: 'GBP', currency_symbol: '£', currency_name: 'Pound Sterling',
-    currency_format: '###,##0.00', price_precision: 2, time_zone: 'Europe/London', offsetMinutes: 0,
-    country: 'United Kingdom', language_code: 'en', gst: false,
-    places: [['London', 'Greater London', 'EC1A 1BB'], ['Leeds', 'West Yorkshire', 'LS1 4AP'], ['Bristol', 'Bristol', 'BS1 4ST']],
+    name: 'Thames Ledger Ltd',
+    currency_code: 'GBP',
+    currency_symbol: '£',
+    currency_name: 'Pound Sterling',
+    currency_format: '###,##0.00',
+    price_precision: 2,
+    time_zone: 'Europe/London',
+    offsetMinutes: 0,
+    country: 'United Kingdom',
+    language_code: 'en',
+    gst: false,
+    places: [
+      ['London', 'Greater London', 'EC1A 1BB'],
+      ['Leeds', 'West Yorkshire', 'LS1 4AP'],
+      ['Bristol', 'Bristol', 'BS1 4ST'],
+    ],
   },
   {
-    name: 'Ipê Comércio Ltda.', currency_code: 'BRL', currency_symbol: 'R$', currency_name: 'Brazilian Real',
-    currency_format: '###.##0,00', price_precision: 2, time_zone: 'America/Sao_Paulo', offsetMinutes: -180,
-    country: 'Brazil', language_code: 'pt', gst: false,
-    places: [['São Paulo', 'SP', '01001-000'], ['Rio de Janeiro', 'RJ', '20010-000'], ['Curitiba', 'PR', '80010-000']],
+    name: 'Ipê Comércio Ltda.',
+    currency_code: 'BRL',
+    currency_symbol: 'R$',
+    currency_name: 'Brazilian Real',
+    currency_format: '###.##0,00',
+    price_precision: 2,
+    time_zone: 'America/Sao_Paulo',
+    offsetMinutes: -180,
+    country: 'Brazil',
+    language_code: 'pt',
+    gst: false,
+    places: [
+      ['São Paulo', 'SP', '01001-000'],
+      ['Rio de Janeiro', 'RJ', '20010-000'],
+      ['Curitiba', 'PR', '80010-000'],
+    ],
   },
 ];
 
@@ -104,8 +188,18 @@ export function familyIds(shared: string, perFamily: boolean): Record<Family, st
  * to +14:00), so two instants less than about a day apart often sort the other way as text.
  */
 export const MIXED_OFFSETS: ReadonlyArray<readonly [number, string]> = [
-  [330, '+0530'], [-660, '-1100'], [0, 'Z'], [840, '+14:00'], [-480, '-08:00'], [330, '+05:30'],
-  [-720, '-1200'], [600, '+10:00'], [0, '+00:00'], [-570, '-0930'], [765, '+1245'], [0, '+0000'],
+  [330, '+0530'],
+  [-660, '-1100'],
+  [0, 'Z'],
+  [840, '+14:00'],
+  [-480, '-08:00'],
+  [330, '+05:30'],
+  [-720, '-1200'],
+  [600, '+10:00'],
+  [0, '+00:00'],
+  [-570, '-0930'],
+  [765, '+1245'],
+  [0, '+0000'],
 ];
 
 export function formatOffset(minutes: number): string {
@@ -159,7 +253,9 @@ export class OrgGen {
    */
   id(space: number, slot: number): string {
     const wide = this.org.idStyle === 'number' && (space >= 10 || this.org.wideIds);
-    return '4' + String(this.org.index % 100).padStart(2, '0') + String(space).padStart(2, '0') + String(slot).padStart(wide ? 14 : 10, '0');
+    return (
+      '4' + String(this.org.index % 100).padStart(2, '0') + String(space).padStart(2, '0') + String(slot).padStart(wide ? 14 : 10, '0')
+    );
   }
 
   /** The slot an id names, or undefined if it is not an id of this space. */
@@ -182,7 +278,9 @@ export class OrgGen {
   ts(ms: number): string {
     if (this.org.mixedOffsets) {
       // The written form is a function of the instant, so every read of it is the same text.
-      const [minutes, label] = MIXED_OFFSETS[hash4(this.seed, this.org.index, Math.floor(ms / 1000), 0x0ff5) % MIXED_OFFSETS.length] as readonly [number, string];
+      const [minutes, label] = MIXED_OFFSETS[
+        hash4(this.seed, this.org.index, Math.floor(ms / 1000), 0x0ff5) % MIXED_OFFSETS.length
+      ] as readonly [number, string];
       return new Date(ms + minutes * 60_000).toISOString().slice(0, 19) + label;
     }
     return new Date(ms + this.offsetMs).toISOString().slice(0, 19) + this.org.offset;
@@ -199,7 +297,9 @@ export class OrgGen {
     return {
       organization_id: this.org.ids[family],
       name: p.name,
-      contact_name: ['Priya Raman', 'Dana Whitfield', 'Jürgen Weiß', '佐藤 花子', 'Liam O\'Connor', 'Amelia Hart', 'João Silva'][this.org.index % 7],
+      contact_name: ['Priya Raman', 'Dana Whitfield', 'Jürgen Weiß', '佐藤 花子', "Liam O'Connor", 'Amelia Hart', 'João Silva'][
+        this.org.index % 7
+      ],
       email: `accounts+${this.org.index + 1}@example.com`,
       is_default_org: this.org.index === 0,
       language_code: p.language_code,

@@ -10,7 +10,7 @@ import { OrgLimiter, type Limits, type Rejection } from './limits.js';
 import { OAuthServer, hasScope } from './oauth.js';
 import type { Family, OrgInfo } from './organizations.js';
 import { Rng, hash4 } from './random.js';
-import { bump, emptyLog, type RequestLog } from './request-log.js';
+import { InFlight, bump, callerOf, emptyLog, type RequestLog } from './request-log.js';
 import { ROOTS, matchRoute, type Route, type RouteMatch } from './routes.js';
 import { findStream } from './stream-catalog.js';
 import type { SandboxClock } from './sandbox-clock.js';
@@ -26,14 +26,28 @@ export interface Faults {
 
 const MAX_PER_PAGE = 200;
 
+/**
+ * Spec 1: invoice and billing name the organization in a header, books and inventory in the
+ * organization_id query parameter. Written from the spec here, not imported from the client's
+ * src/api/families.ts, so a wrong name there fails against this server instead of agreeing with it.
+ */
 const ORG_HEADER: Partial<Record<Family, string>> = {
-  invoice: 'x-com-svc-invoice-organizationid',
-  billing: 'x-com-svc-subscriptions-organizationid',
-};
-const ORG_HEADER_NAME: Partial<Record<Family, string>> = {
   invoice: 'X-com-svc-invoice-organizationid',
   billing: 'X-com-svc-subscriptions-organizationid',
 };
+
+/** The organization id a request sends, and the header or parameter it belongs in (for messages). */
+function organizationIdSent(
+  family: Family,
+  req: http.IncomingMessage,
+  query: URLSearchParams,
+): { name: string; header: boolean; value: string | undefined } {
+  const header = ORG_HEADER[family];
+  if (!header) return { name: 'organization_id', header: false, value: query.get('organization_id') ?? undefined };
+  // Node lower-cases incoming header names.
+  const raw = req.headers[header.toLowerCase()];
+  return { name: header, header: true, value: Array.isArray(raw) ? raw[0] : raw };
+}
 
 interface Answer {
   status: number;
@@ -80,6 +94,8 @@ export class SandboxServer {
   private readonly byFamilyId = new Map<string, OrgData>();
   /** Variant changeWhilePagingEvery: list pages served per organization. */
   private readonly pagesServed = new Map<string, number>();
+  /** Organization-scoped requests in flight per organization and caller, for `log.overlaps`. */
+  private readonly inFlight = new InFlight();
   private v: Variants;
 
   constructor(private readonly deps: ServerDeps) {
@@ -118,7 +134,14 @@ export class SandboxServer {
    * `api`: the answer is an API response (not the token endpoint's); `limiterKey` names the
    * organization whose quota the rate-limit headers of variant rateLimitHeaders report.
    */
-  private send(res: http.ServerResponse, answer: Answer, endpoint: string, org: string | undefined, truncate = false, api?: { limiterKey: string | undefined }): void {
+  private send(
+    res: http.ServerResponse,
+    answer: Answer,
+    endpoint: string,
+    org: string | undefined,
+    truncate = false,
+    api?: { limiterKey: string | undefined },
+  ): void {
     this.log.total++;
     bump(this.log.byEndpoint, endpoint);
     bump(this.log.byStatus, String(answer.status));
@@ -154,9 +177,7 @@ export class SandboxServer {
   private limiterKeyOf(path: string, req: http.IncomingMessage, query: URLSearchParams): string | undefined {
     const family = FAMILY_LIST.find((f) => path.startsWith(ROOTS[f] + '/'));
     if (!family) return undefined;
-    const header = ORG_HEADER[family];
-    const raw = header ? req.headers[header] : query.get('organization_id');
-    const value = Array.isArray(raw) ? raw[0] : raw;
+    const { value } = organizationIdSent(family, req, query);
     return value ? this.byFamilyId.get(`${family}|${value}`)?.org.organization_id : undefined;
   }
 
@@ -184,8 +205,18 @@ export class SandboxServer {
     }
     const { route } = match;
     const endpoint = `${method} ${route.template}`;
+    // Organization-scoped: names a known organization (organization lists do not), whatever the answer.
+    const scoped = route.kind === 'organizations' ? undefined : this.limiterKeyOf(path, req, query);
+    if (scoped !== undefined) this.track(req, res, scoped);
     if (method !== 'GET') {
-      this.send(res, err(405, 37, `The HTTP method ${method} is not allowed for the requested resource`, { allow: 'GET' }), endpoint, undefined, false, early);
+      this.send(
+        res,
+        err(405, 37, `The HTTP method ${method} is not allowed for the requested resource`, { allow: 'GET' }),
+        endpoint,
+        undefined,
+        false,
+        early,
+      );
       return;
     }
     const now = this.deps.clock.now();
@@ -222,7 +253,13 @@ export class SandboxServer {
       this.log.faults['429']++;
       const code = this.faultRng.bool() ? 44 : 1070;
       this.log.rateLimited[code === 44 ? '44' : '1070']++;
-      const rejection: Rejection = { code, message: code === 44 ? 'Access to the API is blocked for this organization.' : 'Too many requests in process.', retryAfterMs: 1000, limit: code === 44 ? this.deps.limits.per_minute : this.deps.limits.concurrency, remaining: 0 };
+      const rejection: Rejection = {
+        code,
+        message: code === 44 ? 'Access to the API is blocked for this organization.' : 'Too many requests in process.',
+        retryAfterMs: 1000,
+        limit: code === 44 ? this.deps.limits.per_minute : this.deps.limits.concurrency,
+        remaining: 0,
+      };
       this.send(res, this.tooMany(rejection), endpoint, orgId.id, false, api);
       return;
     }
@@ -265,6 +302,18 @@ export class SandboxServer {
     } else finish();
   }
 
+  /**
+   * Counts the request under its caller and holds it in flight on its organization from now
+   * until its response has finished (or its connection closed), recording overlaps with other callers.
+   */
+  private track(req: http.IncomingMessage, res: http.ServerResponse, organizationId: string): void {
+    const caller = callerOf(req.headers['user-agent']);
+    bump(this.log.byCaller, caller);
+    const end = this.inFlight.begin(this.log, organizationId, caller, this.deps.clock.now());
+    res.once('finish', end);
+    res.once('close', end);
+  }
+
   private tooMany(r: Rejection): Answer {
     const realS = Math.max(1, Math.ceil(r.retryAfterMs / this.deps.timeScale / 1000));
     return err(429, r.code, r.message, {
@@ -285,12 +334,13 @@ export class SandboxServer {
     this.deps.changeWhilePaging(data, def);
   }
 
-  private organizationOf(family: Family, req: http.IncomingMessage, query: URLSearchParams): { id: string; data: OrgData; error?: undefined } | { id?: undefined; error: Answer } {
-    const header = ORG_HEADER[family];
-    const name = header ? (ORG_HEADER_NAME[family] as string) : 'organization_id';
-    const raw = header ? req.headers[header] : query.get('organization_id');
-    const value = Array.isArray(raw) ? raw[0] : raw;
-    if (value === undefined || value === null || value === '') {
+  private organizationOf(
+    family: Family,
+    req: http.IncomingMessage,
+    query: URLSearchParams,
+  ): { id: string; data: OrgData; error?: undefined } | { id?: undefined; error: Answer } {
+    const { name, header, value } = organizationIdSent(family, req, query);
+    if (value === undefined || value === '') {
       return { error: err(400, 2, `The ${header ? 'header' : 'parameter'} ${name} is required to identify the organization`) };
     }
     const data = this.byFamilyId.get(`${family}|${value}`);
@@ -304,10 +354,20 @@ export class SandboxServer {
     let body = this.orgListJson.get(family);
     if (!body) {
       // Variant numericIds: the organization record's currency_id too; organization_id stays a string.
-      const orgs = [...this.deps.data.values()].map((d) => (this.v.numericIds ? toJson(d.g.organizationRecord(family), 'number') : JSON.stringify(d.g.organizationRecord(family))));
+      const orgs = [...this.deps.data.values()].map((d) =>
+        this.v.numericIds ? toJson(d.g.organizationRecord(family), 'number') : JSON.stringify(d.g.organizationRecord(family)),
+      );
       body = `{"code":0,"message":"success","organizations":[${orgs.join(',')}]`;
       if (!this.v.omitPageContext) {
-        body += `,"page_context":${JSON.stringify({ page: 1, per_page: MAX_PER_PAGE, has_more_page: false, report_name: 'Organizations', sort_column: '', sort_order: 'A' })}`;
+        const context = {
+          page: 1,
+          per_page: MAX_PER_PAGE,
+          has_more_page: false,
+          report_name: 'Organizations',
+          sort_column: '',
+          sort_order: 'A',
+        };
+        body += `,"page_context":${JSON.stringify(context)}`;
       }
       body += '}';
       this.orgListJson.set(family, body);
@@ -415,14 +475,26 @@ export class SandboxServer {
     return { status: 200, body };
   }
 
-  private page(key: string, items: string[], page: number, perPage: number, total: number, report: string, sortColumn: string, order: string): Answer {
+  private page(
+    key: string,
+    items: string[],
+    page: number,
+    perPage: number,
+    total: number,
+    report: string,
+    sortColumn: string,
+    order: string,
+  ): Answer {
     if (this.v.omitPageContext) return { status: 200, body: `{"code":0,"message":"success","${key}":[${items.join(',')}]}` };
-    const context = `{"page":${page},"per_page":${perPage},"has_more_page":${page * perPage < total},"report_name":${JSON.stringify(report)},"sort_column":${JSON.stringify(sortColumn)},"sort_order":"${order}"}`;
+    const context =
+      `{"page":${page},"per_page":${perPage},"has_more_page":${page * perPage < total},` +
+      `"report_name":${JSON.stringify(report)},"sort_column":${JSON.stringify(sortColumn)},"sort_order":"${order}"}`;
     return { status: 200, body: `{"code":0,"message":"success","${key}":[${items.join(',')}],"page_context":${context}}` };
   }
 
   private onToken(req: http.IncomingMessage, res: http.ServerResponse, path: string, method: string, query: URLSearchParams): void {
     const endpoint = `${method} ${path}`;
+    bump(this.log.tokenByCaller, callerOf(req.headers['user-agent']));
     if (method !== 'POST') {
       // Spec 5.2: a GET on the token URL yields a server error.
       this.send(res, err(500, 1000, 'Internal Error'), endpoint, undefined);

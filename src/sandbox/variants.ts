@@ -13,31 +13,72 @@ import { STREAMS } from './stream-catalog.js';
 import type { Rec, StreamDef } from './stream-types.js';
 
 export interface Variants {
-  /** Lists that do page leave `page_context` out entirely (top-level and child lists, and organization lists). A client must then keep asking for the next page while a page is full (holds per_page records; per_page defaults to 200 when not sent). */
+  /**
+   * Lists that do page leave `page_context` out entirely (top-level and child lists, and organization
+   * lists). A client must then keep asking for the next page while a page is full (holds per_page
+   * records; per_page defaults to 200 when not sent).
+   */
   omitPageContext: boolean;
-  /** `X-Rate-Limit-Limit` (per-day quota), `X-Rate-Limit-Remaining` (left today) and `X-Rate-Limit-Reset` (REAL seconds until the daily quota resets at UTC midnight of sandbox time) on EVERY API response, errors and 5xx included (today only 429s carry them). */
+  /**
+   * `X-Rate-Limit-Limit` (per-day quota), `X-Rate-Limit-Remaining` (left today) and `X-Rate-Limit-Reset`
+   * (REAL seconds until the daily quota resets at UTC midnight of sandbox time) on EVERY API response,
+   * errors and 5xx included (today only 429s carry them).
+   */
   rateLimitHeaders: boolean;
-  /** Probability (0..1) that an API request carrying a perfectly valid token is answered 401 {code:14,"Invalid OAuth token"} anyway (seeded like the faults). Not counted against limits. */
+  /**
+   * Probability (0..1) that an API request carrying a perfectly valid token is answered 401
+   * {code:14,"Invalid OAuth token"} anyway (seeded like the faults). Not counted against limits.
+   */
   spurious401Rate: number;
   /** No `Retry-After` header on any answer (429s included). */
   noRetryAfter: boolean;
-  /** Lists (`family.stream` names) that ignore `sort_column`/`sort_order` and answer in their default order; page_context (when sent) reports the order actually used. */
+  /**
+   * Lists (`family.stream` names) that ignore `sort_column`/`sort_order` and answer in their default
+   * order; page_context (when sent) reports the order actually used.
+   */
   ignoreSort: string[];
-  /** EVERY id field (`*_id` whose value is digits, in lists and nested objects/arrays) of EVERY organization sent as a bare JSON number with 19 digits, past 2^53. `organization_id` stays a string. Truth holds the same digits as strings. */
+  /**
+   * EVERY id field (`*_id` whose value is digits, in lists and nested objects/arrays) of EVERY
+   * organization sent as a bare JSON number with 19 digits, past 2^53. `organization_id` stays a string.
+   * Truth holds the same digits as strings.
+   */
   numericIds: boolean;
-  /** Timestamps in every offset form, mixed per record (`+0530`, `+05:30`, `Z`, `-1100`, `-08:00`, ...), so that text order differs from instant order. Instants are unchanged. */
+  /**
+   * Timestamps in every offset form, mixed per record (`+0530`, `+05:30`, `Z`, `-1100`, `-08:00`, ...),
+   * so that text order differs from instant order. Instants are unchanged.
+   */
   mixedOffsets: boolean;
-  /** Probability (0..1) per optional non-key field that it is absent, null or "" (seeded, deterministic per record version). Never the primary key, parent key or change-time field. Truth reflects what is served. */
+  /**
+   * Probability (0..1) per optional non-key field that it is absent, null or "" (seeded, deterministic
+   * per record version). Never the primary key, parent key or change-time field. Truth reflects what is
+   * served.
+   */
   sparseFields: number;
-  /** Unknown extra fields `x_new_field_<n>` on records (top level and inside line items): a string, a number, a nested object. Truth includes them. */
+  /**
+   * Unknown extra fields `x_new_field_<n>` on records (top level and inside line items): a string, a
+   * number, a nested object. Truth includes them.
+   */
   extraFields: boolean;
-  /** A single object where an array of one object is usual (`line_items`, embedded refunds and credited bills), and string arrays where objects are usual (`documents`). Truth holds the rows a client should keep: a single object as a one-element array, a string array as []. */
+  /**
+   * A single object where an array of one object is usual (`line_items`, embedded refunds and credited
+   * bills), and string arrays where objects are usual (`documents`). Truth holds the rows a client
+   * should keep: a single object as a one-element array, a string array as [].
+   */
   arrayQuirks: boolean;
-  /** The same business has a different organization_id in each family (books/inventory/invoice/billing), instead of one id shared by all four. */
+  /**
+   * The same business has a different organization_id in each family (books/inventory/invoice/billing),
+   * instead of one id shared by all four.
+   */
   orgIdPerFamily: boolean;
-  /** Lists that take `filter_by`, called WITHOUT it, hide inactive/void/stopped/etc. records. With an explicit All value everything is listed. */
+  /**
+   * Lists that take `filter_by`, called WITHOUT it, hide inactive/void/stopped/etc. records. With an
+   * explicit All value everything is listed.
+   */
   defaultFiltersHide: boolean;
-  /** After every Nth list page served for an organization (0 = off), one record of that stream is modified and one created, as `mutate` does. Top-level streams with a change field only. */
+  /**
+   * After every Nth list page served for an organization (0 = off), one record of that stream is
+   * modified and one created, as `mutate` does. Top-level streams with a change field only.
+   */
   changeWhilePagingEvery: number;
 }
 
@@ -79,7 +120,9 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
 export const VARIANT_NAMES = Object.keys(DEFAULT_VARIANTS) as Array<keyof Variants>;
 
 /** `family.stream` names of the lists that take sort_column (what `ignoreSort` may name). */
-export const SORTABLE_LISTS: readonly string[] = STREAMS.filter((d) => d.kind === 'top' && d.sortColumns).map((d) => `${d.family}.${d.stream}`);
+export const SORTABLE_LISTS: readonly string[] = STREAMS.filter((d) => d.kind === 'top' && d.sortColumns).map(
+  (d) => `${d.family}.${d.stream}`,
+);
 
 /** Top-level lists `ignoreSort` may name: every top-level stream (a list without sort columns ignores sorting anyway). */
 const TOP_LISTS: readonly string[] = STREAMS.filter((d) => d.kind === 'top').map((d) => `${d.family}.${d.stream}`);
@@ -99,14 +142,18 @@ export function resolveVariants(preset: Preset | undefined, given: Partial<Varia
     const k = key as keyof Variants;
     const kind = typeof DEFAULT_VARIANTS[k];
     if (k === 'ignoreSort') {
-      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) fail('variants.ignoreSort must be an array of family.stream names');
-      for (const name of value as string[]) if (!TOP_LISTS.includes(name)) fail(`variants.ignoreSort: ${name} is not a list (known: ${TOP_LISTS.join(', ')})`);
-      out.ignoreSort = [...(value as string[])];
+      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
+        fail('variants.ignoreSort must be an array of family.stream names');
+      for (const name of value)
+        if (!TOP_LISTS.includes(name)) fail(`variants.ignoreSort: ${name} is not a list (known: ${TOP_LISTS.join(', ')})`);
+      out.ignoreSort = [...value];
     } else if (k === 'changeWhilePagingEvery') {
-      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) fail('variants.changeWhilePagingEvery must be a non-negative integer');
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+        fail('variants.changeWhilePagingEvery must be a non-negative integer');
       out.changeWhilePagingEvery = value;
     } else if (kind === 'number') {
-      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) fail(`variants.${k} must be a probability between 0 and 1`);
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1)
+        fail(`variants.${k} must be a probability between 0 and 1`);
       (out as unknown as Record<string, unknown>)[k] = value;
     } else {
       if (typeof value !== 'boolean') fail(`variants.${k} must be true or false`);
@@ -169,8 +216,10 @@ export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number
 
 function addExtras(rec: Rec, r: Rng, first: number): void {
   if (r.bool(0.8)) rec[`${EXTRA_PREFIX}${first}`] = r.pick(['beta', 'Ünïcödé "new"', '', 'x'.repeat(1 + r.int(40))]);
-  if (r.bool(0.7)) rec[`${EXTRA_PREFIX}${first + 1}`] = r.pick([0, -1, 3.25, 1e21, 12345678901234567890]);
-  if (r.bool(0.6)) rec[`${EXTRA_PREFIX}${first + 2}`] = { kind: r.pick(['a', 'b']), nested: { level: 2, values: [1, 'two', null, { deep: true }] } };
+  // 12345678901234567168 is the double nearest 12345678901234567890: an integer past 2^53 (JSON text 12345678901234567000).
+  if (r.bool(0.7)) rec[`${EXTRA_PREFIX}${first + 1}`] = r.pick([0, -1, 3.25, 1e21, 12345678901234567168]);
+  if (r.bool(0.6))
+    rec[`${EXTRA_PREFIX}${first + 2}`] = { kind: r.pick(['a', 'b']), nested: { level: 2, values: [1, 'two', null, { deep: true }] } };
   if (r.bool(0.2)) rec[`${EXTRA_PREFIX}${first + 3}`] = [r.int(9), r.int(9)];
 }
 

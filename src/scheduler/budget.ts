@@ -20,7 +20,13 @@ export interface Decision {
  * until the reset: each such job's estimate times its fires in that span, times `safety`.
  * A job of `priority` may use only what is left above this.
  */
-export function heldForHigher(priority: number, jobs: ReadonlyArray<{ job: JobSpec; estimate: number }>, now: number, reset: number, safety: number): number {
+export function heldForHigher(
+  priority: number,
+  jobs: ReadonlyArray<{ job: JobSpec; estimate: number }>,
+  now: number,
+  reset: number,
+  safety: number,
+): number {
   let demand = 0;
   for (const { job, estimate } of jobs) {
     if (job.priority >= priority || estimate <= 0) continue;
@@ -40,12 +46,13 @@ export function decide(job: JobSpec, estimate: number, view: BudgetView, floor: 
   const free = view.remaining - floor;
   if (job.jobClass === 'backfill') {
     if (free >= 1) return { run: true, floor, reason: `backfill may use ${free} of the ${view.remaining} requests left today` };
-    return { run: false, floor, reason: `budget: backfill waits; ${view.remaining} requests left today and ${floor} are held for higher priorities` };
+    return {
+      run: false,
+      floor,
+      reason: `budget: backfill waits; ${view.remaining} requests left today and ${floor} are held for higher priorities`,
+    };
   }
   if (estimate <= free) return { run: true, floor, reason: `estimated ${estimate} of ${view.remaining} requests left today` };
-  return {
-    run: false,
-    floor,
-    reason: `budget: needs about ${estimate} requests; ${view.remaining} left today${floor ? `, ${floor} of them held for higher priorities` : ''}`,
-  };
+  const held = floor ? `, ${floor} of them held for higher priorities` : '';
+  return { run: false, floor, reason: `budget: needs about ${estimate} requests; ${view.remaining} left today${held}` };
 }

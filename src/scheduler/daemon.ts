@@ -8,6 +8,7 @@ import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
+import { StopRequested, type StopRequest } from '../extractors/stop.js';
 import { runSync, type SyncSummary } from '../extractors/sync-run.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import type { Warehouse } from '../loaders/warehouse.js';
@@ -15,10 +16,9 @@ import { stateDb } from '../state/tables.js';
 import { WarehouseUsageStore } from '../state/usage-store.js';
 import { decide, heldForHigher } from './budget.js';
 import { daemonCommand, estimateJob, loadSnapshot, rowsNeeded, backfillPhase, treesInBackfill, type OrgSnapshot } from './estimate.js';
-import { FetchGate, gatedLimiters, QueryTracker, quiesce } from './gate.js';
 import { narrowJob, resolveJobs, type JobSpec, type KnownOrganization } from './jobs.js';
 import { DaemonMetrics } from './metrics.js';
-import { Scheduler, type Admission, type JobOutcome, type JobRun, type SchedulerEvent } from './scheduler.js';
+import { Scheduler, type Admission, type JobOutcome, type JobRun, type JobStatus, type SchedulerEvent } from './scheduler.js';
 
 /** Everything the daemon needs, passed in; nothing global. */
 export interface DaemonContext {
@@ -56,7 +56,6 @@ export class Daemon {
   private readonly tokens: TokenCacheRegistry;
   readonly metrics: DaemonMetrics;
   readonly reports = new Map<string, JobReport>();
-  private readonly queries = new QueryTracker();
   private readonly warehouse: Warehouse;
   private readonly catalog: readonly StreamSpec[];
   private jobList: JobSpec[] = [];
@@ -69,10 +68,23 @@ export class Daemon {
   constructor(private readonly ctx: DaemonContext) {
     this.catalog = ctx.catalog ?? CATALOG;
     this.backfill = ctx.backfill ?? ctx.config.daemon.backfill;
-    this.warehouse = this.queries.wrap(ctx.warehouse);
-    this.limiters = ctx.limiters ?? new LimiterRegistry({ clock: ctx.clock, store: new WarehouseUsageStore(ctx.warehouse.db, () => ctx.clock.now()), logger: ctx.logger });
-    // Token requests go straight out (not through a job's gate) and one token serves every job.
-    this.tokens = new TokenCacheRegistry({ clock: ctx.clock, secrets: ctx.secrets, logger: ctx.logger, regions: ctx.config.regions, timeoutMs: ctx.config.sync.request_timeout_ms, fetch: ctx.fetch });
+    this.warehouse = ctx.warehouse;
+    this.limiters =
+      ctx.limiters ??
+      new LimiterRegistry({
+        clock: ctx.clock,
+        store: new WarehouseUsageStore(ctx.warehouse.db, () => ctx.clock.now()),
+        logger: ctx.logger,
+      });
+    // One token serves every job.
+    this.tokens = new TokenCacheRegistry({
+      clock: ctx.clock,
+      secrets: ctx.secrets,
+      logger: ctx.logger,
+      regions: ctx.config.regions,
+      timeoutMs: ctx.config.sync.request_timeout_ms,
+      fetch: ctx.fetch,
+    });
     this.metrics = new DaemonMetrics({
       clock: ctx.clock,
       limiters: this.limiters,
@@ -131,10 +143,8 @@ export class Daemon {
   async stop(graceMs = this.ctx.config.daemon.shutdown_grace_ms): Promise<void> {
     this.stopping = true;
     await this.scheduler.stop(graceMs);
+    // Every job has returned, and runSync returns only after each branch committed its last page.
     await this.limiters.flush();
-    // A stopped run's last page may still be committing on another branch; let it land.
-    const deadline = this.ctx.clock.now() + graceMs;
-    await quiesce(() => this.queries.inFlight() > 0, () => this.ctx.clock.now() > deadline);
   }
 
   isStopping(): boolean {
@@ -154,8 +164,12 @@ export class Daemon {
       o.families.push(r.family as Family);
       byKey.set(k, o);
     }
-    this.organizations = [...byKey.values()].sort((a, b) => a.connection.localeCompare(b.connection) || a.organizationId.localeCompare(b.organizationId));
-    this.jobList = resolveJobs(this.ctx.config, this.organizations, { backfill: this.backfill, catalog: this.catalog }).filter((j) => !this.finishedBackfills.has(j.id));
+    this.organizations = [...byKey.values()].sort(
+      (a, b) => a.connection.localeCompare(b.connection) || a.organizationId.localeCompare(b.organizationId),
+    );
+    this.jobList = resolveJobs(this.ctx.config, this.organizations, { backfill: this.backfill, catalog: this.catalog }).filter(
+      (j) => !this.finishedBackfills.has(j.id),
+    );
     this.scheduler.refresh();
   }
 
@@ -179,7 +193,11 @@ export class Daemon {
     return Math.max(1, last) + queued;
   }
 
-  private async admit(job: JobSpec, now: number): Promise<Admission> {
+  /**
+   * Whether a job may start now, and on which streams with what floor: the budget rules of
+   * docs/daemon.md. The scheduler asks it before each start; `svcsync worker` before each job it takes.
+   */
+  async admit(job: JobSpec, now: number): Promise<Admission> {
     if (this.stopping) return { run: false, reason: 'busy: stopping' };
     if (job.organizationId === null) return { run: true, job, floor: 0, estimate: 0 };
     const limiter = await this.limiterFor(job.connection, job.organizationId);
@@ -190,7 +208,9 @@ export class Daemon {
       return { run: false, reason: `paused: the daily quota is spent (429 code 45); resumes at ${blocked.toISOString()}` };
     }
     const orgJobs = this.jobList.filter((j) => j.connection === job.connection && j.organizationId === job.organizationId);
-    const snap = await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, { rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))] });
+    const snap = await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, {
+      rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))],
+    });
     let effective = job;
     if (job.jobClass === 'backfill') {
       const phases = job.trees.map((t) => ({ t, phase: backfillPhase(t, job, snap) }));
@@ -210,7 +230,9 @@ export class Daemon {
       effective = narrowJob(job, trees, this.catalog);
     }
     const estimate = await this.estimate(effective, snap);
-    const withEstimates = await Promise.all(orgJobs.filter((j) => j.priority < job.priority).map(async (j) => ({ job: j, estimate: await this.estimate(j, snap) })));
+    const withEstimates = await Promise.all(
+      orgJobs.filter((j) => j.priority < job.priority).map(async (j) => ({ job: j, estimate: await this.estimate(j, snap) })),
+    );
     const reset = limiter.nextReset().getTime();
     const floor = job.priority === 0 ? 0 : heldForHigher(job.priority, withEstimates, now, reset, this.ctx.config.daemon.budget_safety);
     const d = decide(effective, estimate, { remaining: limiter.remainingToday(), nextReset: reset }, floor);
@@ -225,34 +247,22 @@ export class Daemon {
     this.scheduler.refresh();
   }
 
-  private async runJob(job: JobSpec, run: JobRun): Promise<JobOutcome> {
+  /** One runSync of the job, stopped by `run.soft` between pages and abandoned by `run.hard`; never throws. */
+  async runJob(job: JobSpec, run: JobRun): Promise<JobOutcome> {
     const started = this.ctx.clock.now();
     const controller = new AbortController();
-    const stopReason = { why: 'stopped' as 'stopped' | 'budget' | 'shutdown' };
     const onHard = (): void => controller.abort(run.hard.reason);
     run.hard.addEventListener('abort', onHard, { once: true });
     const limiter = job.organizationId === null ? null : await this.limiterFor(job.connection, job.organizationId);
-    const hold = (): boolean => {
-        if (run.soft.aborted) {
-          stopReason.why = 'shutdown';
-          return true;
-        }
-        // Jobs after the incremental class stop at the share held for higher priorities (the
-        // request just counted by the limiter is held, not sent, so the floor stays untouched).
-        if (limiter && job.priority > 0 && limiter.remainingToday() <= run.floor) {
-          stopReason.why = 'budget';
-          return true;
-        }
-        return false;
+    const stop: StopRequest = {
+      reason: () => {
+        if (run.soft.aborted) return 'shutdown';
+        // Jobs after the incremental class stop at the share held for higher priorities; asked
+        // before a request is sent, so the floor stays untouched.
+        if (limiter && job.priority > 0 && limiter.remainingToday() <= run.floor) return 'budget';
+        return null;
+      },
     };
-    const gate = new FetchGate({
-      fetch: this.ctx.fetch ?? globalThis.fetch,
-      hold,
-      queries: () => this.queries.inFlight(),
-      drained: () => controller.abort(new Error(`job ${job.id} stopped between pages (${stopReason.why})`)),
-    });
-    const onSoft = (): void => gate.poke();
-    run.soft.addEventListener('abort', onSoft, { once: true });
     const onRequest = (e: RequestEvent): void => this.metrics.onRequest(e);
     let summary: SyncSummary | undefined;
     let outcome: JobOutcome;
@@ -264,31 +274,42 @@ export class Daemon {
         logger: this.ctx.logger.child({ job: job.id }),
         secrets: this.ctx.secrets,
         signal: controller.signal,
+        stop,
         command: daemonCommand(job),
         mode: job.mode,
         connection: job.connection,
         organization: job.organizationId ?? undefined,
         streams: job.streams,
         catalog: this.catalog,
-        fetch: gate.fetch,
+        fetch: this.ctx.fetch,
         random: this.ctx.random,
-        limiters: gatedLimiters(this.limiters, hold, () => gate.poke()),
+        limiters: this.limiters,
         tokens: this.tokens,
         onRequest,
       });
       outcome = outcomeOf(job, summary);
-      if (outcome.status === 'ok' && (job.jobClass === 'incremental' || job.jobClass === 'settings')) this.history.set(job.id, outcome.requests ?? 0);
+      if (outcome.status === 'ok' && (job.jobClass === 'incremental' || job.jobClass === 'settings'))
+        this.history.set(job.id, outcome.requests ?? 0);
     } catch (err) {
       if (controller.signal.aborted) {
-        outcome = { status: 'stopped', error: stopReason.why === 'budget' ? 'stopped at its share of the daily budget; continues on a later tick' : `stopped (${run.hard.aborted ? 'abandoned at the shutdown bound' : stopReason.why})` };
+        outcome = { status: 'stopped', error: 'stopped (abandoned at the shutdown bound)' };
+      } else if (err instanceof StopRequested) {
+        outcome = {
+          status: 'stopped',
+          error:
+            err.reason === 'budget' ? 'stopped at its share of the daily budget; continues on a later tick' : `stopped (${err.reason})`,
+        };
       } else {
         outcome = { status: 'failed', failed: [job.organizationId], error: err instanceof Error ? err.message : String(err) };
       }
     } finally {
       run.hard.removeEventListener('abort', onHard);
-      run.soft.removeEventListener('abort', onSoft);
     }
-    const written = summary ? summary.organizations.flatMap((o) => o.streams.map((s) => ({ organizationId: o.organizationId, stream: s.stream, written: s.written }))) : [];
+    const written = summary
+      ? summary.organizations.flatMap((o) =>
+          o.streams.map((s) => ({ organizationId: o.organizationId, stream: s.stream, written: s.written })),
+        )
+      : [];
     this.metrics.jobFinished(job, outcome, (this.ctx.clock.now() - started) / 1000, written);
     this.reports.set(job.id, { at: this.ctx.clock.now(), outcome, ...(summary ? { summary } : {}) });
     if (job.jobClass === 'organizations' && (outcome.status === 'ok' || outcome.status === 'partial')) await this.reloadOrganizations();
@@ -296,18 +317,33 @@ export class Daemon {
   }
 }
 
+/**
+ * A run's status for the scheduler: a failure anywhere makes it failed (partial when some
+ * organization still succeeded); then a spent quota; then any partial organization.
+ */
+function jobStatus(summary: SyncSummary, quotaSpent: boolean): JobStatus {
+  if (summary.connectionFailures.length > 0 || summary.organizations.some((o) => o.status === 'failed'))
+    return summary.organizations.some((o) => o.status === 'ok') ? 'partial' : 'failed';
+  if (quotaSpent) return 'quota';
+  if (summary.organizations.some((o) => o.status === 'partial')) return 'partial';
+  return 'ok';
+}
+
 /** The scheduler's view of a run: who failed, whether the quota is gone, whether a backfill ended. */
 export function outcomeOf(job: JobSpec, summary: SyncSummary): JobOutcome {
-  const failed: Array<string | null> = [];
+  // A failed connection is `null`: the whole connection backs off.
+  const failed: Array<string | null> = summary.connectionFailures.map(() => null);
   let quotaUntil: number | undefined;
-  for (const f of summary.connectionFailures) failed.push(null);
   for (const o of summary.organizations) {
     if (o.status === 'failed') failed.push(o.organizationId);
     if (o.status === 'quota' && o.resumeAt) quotaUntil = Math.max(quotaUntil ?? 0, Date.parse(o.resumeAt));
   }
   const requests = summary.organizations.reduce((a, o) => a + o.streams.reduce((b, s) => b + s.requests, 0), 0);
-  const errors = [...summary.connectionFailures.map((f) => f.error), ...summary.organizations.filter((o) => o.error).map((o) => `${o.organizationId}: ${o.error}`)];
-  const status = summary.connectionFailures.length > 0 || summary.organizations.some((o) => o.status === 'failed') ? (summary.organizations.some((o) => o.status === 'ok') ? 'partial' : 'failed') : quotaUntil !== undefined ? 'quota' : summary.organizations.some((o) => o.status === 'partial') ? 'partial' : 'ok';
+  const errors = [
+    ...summary.connectionFailures.map((f) => f.error),
+    ...summary.organizations.filter((o) => o.error).map((o) => `${o.organizationId}: ${o.error}`),
+  ];
+  const status = jobStatus(summary, quotaUntil !== undefined);
   const out: JobOutcome = { status, requests, failed, quotaUntil, error: errors.join('; ') || undefined };
   if (job.jobClass === 'backfill' && status === 'ok') out.complete = true;
   return out;

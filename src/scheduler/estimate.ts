@@ -35,11 +35,14 @@ export interface OrgSnapshot {
   backfilled: Set<string>;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function countRows(warehouse: Warehouse, stream: StreamSpec, organizationId: string): Promise<number> {
-  const p = warehouse.dialect === 'postgres' ? '$1' : '?';
+  const p = warehouse.sql.param(1);
   try {
-    const r = await warehouse.db.executeQuery<{ n: number | string }>(CompiledQuery.raw(`SELECT COUNT(*) AS n FROM "${tableName(stream)}" WHERE "organization_id" = ${p} AND "_deleted_at" IS NULL`, [organizationId]));
+    const r = await warehouse.db.executeQuery<{ n: number | string }>(
+      CompiledQuery.raw(`SELECT COUNT(*) AS n FROM "${tableName(stream)}" WHERE "organization_id" = ${p} AND "_deleted_at" IS NULL`, [
+        organizationId,
+      ]),
+    );
     return Number(r.rows[0]?.n ?? 0);
   } catch {
     // The table does not exist until the first sync creates it.
@@ -47,11 +50,23 @@ async function countRows(warehouse: Warehouse, stream: StreamSpec, organizationI
   }
 }
 
-export async function loadSnapshot(warehouse: Warehouse, connection: string, organizationId: string, options: { rowsFor?: readonly string[] } = {}): Promise<OrgSnapshot> {
+export async function loadSnapshot(
+  warehouse: Warehouse,
+  connection: string,
+  organizationId: string,
+  options: { rowsFor?: readonly string[] } = {},
+): Promise<OrgSnapshot> {
   const db = stateDb(warehouse.db);
-  const states = await db.selectFrom('_svcsync_streams').selectAll().where('connection', '=', connection).where('organization_id', '=', organizationId).execute();
+  const states = await db
+    .selectFrom('_svcsync_streams')
+    .selectAll()
+    .where('connection', '=', connection)
+    .where('organization_id', '=', organizationId)
+    .execute();
   const runIds = [...new Set(states.map((s) => s.last_run_id).filter((x): x is string => Boolean(x)))];
-  const runs = runIds.length ? await db.selectFrom('_svcsync_runs').select(['run_id', 'command']).where('run_id', 'in', runIds).execute() : [];
+  const runs = runIds.length
+    ? await db.selectFrom('_svcsync_runs').select(['run_id', 'command']).where('run_id', 'in', runIds).execute()
+    : [];
   const commandOf = new Map(runs.map((r) => [r.run_id, r.command]));
   const pending = await db
     .selectFrom('_svcsync_pending')
@@ -74,7 +89,8 @@ export async function loadSnapshot(warehouse: Warehouse, connection: string, org
   const streams = new Map<string, StreamSnapshot>();
   const get = (name: string): StreamSnapshot => {
     let s = streams.get(name);
-    if (!s) streams.set(name, (s = { state: null, lastMode: null, pending: { detail: 0, children: 0, backfillOrReconcile: 0 }, rows: null }));
+    if (!s)
+      streams.set(name, (s = { state: null, lastMode: null, pending: { detail: 0, children: 0, backfillOrReconcile: 0 }, rows: null }));
     return s;
   };
   for (const st of states) {
@@ -164,7 +180,9 @@ export function treesInBackfill(trees: readonly string[], snap: OrgSnapshot, cat
       }
     };
     walk(spec);
-    const started = snap.streams.get(t)?.state?.pass_kind === 'backfill' || names.some((n) => (snap.streams.get(n)?.pending.backfillOrReconcile ?? 0) > 0 && snap.streams.get(t)?.lastMode === 'backfill');
+    const started =
+      snap.streams.get(t)?.state?.pass_kind === 'backfill' ||
+      names.some((n) => (snap.streams.get(n)?.pending.backfillOrReconcile ?? 0) > 0 && snap.streams.get(t)?.lastMode === 'backfill');
     if (started) out.push(t);
   }
   return out;

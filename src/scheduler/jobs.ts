@@ -62,12 +62,20 @@ function descendants(stream: StreamSpec, allowed: (s: StreamSpec) => boolean, ca
 }
 
 /** The cron expression and zone of a job class for a connection (and optionally one stream). */
-export function scheduleFor(config: Config, connection: ConnectionConfig, jobClass: JobClass, stream?: string): { expression: string; timeZone: string } {
+export function scheduleFor(
+  config: Config,
+  connection: ConnectionConfig,
+  jobClass: JobClass,
+  stream?: string,
+): { expression: string; timeZone: string } {
   const cs = connection.schedules;
   const ds = config.daemon.schedules;
   const key = jobClass === 'organizations' ? 'settings' : jobClass;
   const override = stream ? cs?.streams?.[stream] : undefined;
-  const fromOverride = override && (key === 'incremental' || key === 'settings' || key === 'reconcile') ? (key === 'reconcile' ? override.reconcile : override.incremental) : undefined;
+  // A stream's own schedule: `reconcile` for reconcile runs, `incremental` for incremental and settings runs.
+  let fromOverride: string | undefined;
+  if (override && key === 'reconcile') fromOverride = override.reconcile;
+  else if (override && (key === 'incremental' || key === 'settings')) fromOverride = override.incremental;
   const expression = fromOverride ?? cs?.[key] ?? ds[key] ?? DEFAULT_SCHEDULES[key];
   const timeZone = (fromOverride ? override?.time_zone : undefined) ?? cs?.time_zone ?? ds.time_zone ?? DEFAULT_SCHEDULES.time_zone;
   return { expression, timeZone };
@@ -77,7 +85,11 @@ export function scheduleFor(config: Config, connection: ConnectionConfig, jobCla
  * Every job of every known organization. Streams sharing a class and a schedule form one
  * job, so an organization costs one run per tick rather than one per stream.
  */
-export function resolveJobs(config: Config, organizations: readonly KnownOrganization[], options: { backfill: boolean; catalog?: readonly StreamSpec[] }): JobSpec[] {
+export function resolveJobs(
+  config: Config,
+  organizations: readonly KnownOrganization[],
+  options: { backfill: boolean; catalog?: readonly StreamSpec[] },
+): JobSpec[] {
   const catalog = options.catalog ?? CATALOG;
   const jobs: JobSpec[] = [];
   const crons = new Map<string, Cron>();
@@ -93,7 +105,17 @@ export function resolveJobs(config: Config, organizations: readonly KnownOrganiz
     const discovery = scheduleFor(config, connection, 'organizations');
     if (discovery.expression === 'off') discovery.expression = DEFAULT_SCHEDULES.settings;
     {
-      jobs.push({ id: `${connection.name}/*/organizations`, connection: connection.name, organizationId: null, jobClass: 'organizations', mode: 'incremental', priority: PRIORITY.organizations, trees: [], streams: [], cron: cronOf(discovery.expression, discovery.timeZone) });
+      jobs.push({
+        id: `${connection.name}/*/organizations`,
+        connection: connection.name,
+        organizationId: null,
+        jobClass: 'organizations',
+        mode: 'incremental',
+        priority: PRIORITY.organizations,
+        trees: [],
+        streams: [],
+        cron: cronOf(discovery.expression, discovery.timeZone),
+      });
     }
     for (const org of organizations.filter((o) => o.connection === connection.name)) {
       if (connection.organizations && !connection.organizations.includes(org.organizationId)) continue;

@@ -5,6 +5,7 @@ import type { RequestEvent } from '../api/client.js';
 import type { LimiterRegistry } from '../api/limiter.js';
 import type { Clock } from '../core/clock.js';
 import type { Warehouse } from '../loaders/warehouse.js';
+import { listDrift } from '../state/drift.js';
 import { listStreamStates } from '../state/stream-state.js';
 import type { JobOutcome } from './scheduler.js';
 import type { JobSpec } from './jobs.js';
@@ -30,11 +31,36 @@ export class DaemonMetrics {
 
   constructor(deps: { clock: Clock; limiters: LimiterRegistry; warehouse: Warehouse; quota: QuotaSource }) {
     const registers = [this.registry];
-    this.requests = new Counter({ name: 'svcsync_requests_total', help: 'HTTP attempts to the API by family and outcome (ok, retried, rate_limited, failed)', labelNames: ['family', 'outcome'], registers });
-    this.rateLimited = new Counter({ name: 'svcsync_rate_limited_total', help: '429 answers by family and API code (44 per-minute, 45 daily quota, 1070 concurrency)', labelNames: ['family', 'code'], registers });
-    this.records = new Counter({ name: 'svcsync_records_written_total', help: 'Rows written per stream', labelNames: ['connection', 'organization', 'stream'], registers });
-    this.runs = new Counter({ name: 'svcsync_job_runs_total', help: 'Jobs finished by class and status', labelNames: ['connection', 'job_class', 'status'], registers });
-    this.skipped = new Counter({ name: 'svcsync_job_skipped_total', help: 'Scheduled fires not run, by reason (overlap, paused, backoff, budget, busy)', labelNames: ['connection', 'job_class', 'reason'], registers });
+    this.requests = new Counter({
+      name: 'svcsync_requests_total',
+      help: 'HTTP attempts to the API by family and outcome (ok, retried, rate_limited, failed)',
+      labelNames: ['family', 'outcome'],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: 'svcsync_rate_limited_total',
+      help: '429 answers by family and API code (44 per-minute, 45 daily quota, 1070 concurrency)',
+      labelNames: ['family', 'code'],
+      registers,
+    });
+    this.records = new Counter({
+      name: 'svcsync_records_written_total',
+      help: 'Rows written per stream',
+      labelNames: ['connection', 'organization', 'stream'],
+      registers,
+    });
+    this.runs = new Counter({
+      name: 'svcsync_job_runs_total',
+      help: 'Jobs finished by class and status',
+      labelNames: ['connection', 'job_class', 'status'],
+      registers,
+    });
+    this.skipped = new Counter({
+      name: 'svcsync_job_skipped_total',
+      help: 'Scheduled fires not run, by reason (overlap, paused, backoff, budget, busy)',
+      labelNames: ['connection', 'job_class', 'reason'],
+      registers,
+    });
     this.duration = new Histogram({
       name: 'svcsync_job_duration_seconds',
       help: 'Run durations of jobs',
@@ -52,9 +78,27 @@ export class DaemonMetrics {
           if (l) this.set({ organization: o.organizationId }, fn(l));
         }
       };
-    new Gauge({ name: 'svcsync_quota_used', help: 'Requests counted today per organization (the quota day of its reset zone)', labelNames: ['organization'], registers, collect: byOrg((l) => l.usedToday()) });
-    new Gauge({ name: 'svcsync_quota_left', help: "Requests left today per organization within svcsync's budget (quota less reserve)", labelNames: ['organization'], registers, collect: byOrg((l) => l.remainingToday()) });
-    new Gauge({ name: 'svcsync_quota_budget', help: "svcsync's daily budget per organization (quota less reserve)", labelNames: ['organization'], registers, collect: byOrg((l) => l.budget()) });
+    new Gauge({
+      name: 'svcsync_quota_used',
+      help: 'Requests counted today per organization (the quota day of its reset zone)',
+      labelNames: ['organization'],
+      registers,
+      collect: byOrg((l) => l.usedToday()),
+    });
+    new Gauge({
+      name: 'svcsync_quota_left',
+      help: "Requests left today per organization within svcsync's budget (quota less reserve)",
+      labelNames: ['organization'],
+      registers,
+      collect: byOrg((l) => l.remainingToday()),
+    });
+    new Gauge({
+      name: 'svcsync_quota_budget',
+      help: "svcsync's daily budget per organization (quota less reserve)",
+      labelNames: ['organization'],
+      registers,
+      collect: byOrg((l) => l.budget()),
+    });
     new Gauge({
       name: 'svcsync_quota_blocked_until_seconds',
       help: 'When a spent quota (429 code 45) lets calls resume, epoch seconds; 0 when not blocked',
@@ -73,8 +117,20 @@ export class DaemonMetrics {
         for (const s of await listStreamStates(warehouse.db)) {
           if (!s.cursor) continue;
           const at = Date.parse(s.cursor);
-          if (Number.isFinite(at)) this.set({ connection: s.connection, organization: s.organization_id, stream: s.stream }, Math.max(0, (now - at) / 1000));
+          if (Number.isFinite(at))
+            this.set({ connection: s.connection, organization: s.organization_id, stream: s.stream }, Math.max(0, (now - at) / 1000));
         }
+      },
+    });
+    new Gauge({
+      name: 'svcsync_drift_fields',
+      help: 'Fields the API sent that the catalog does not know (_svcsync_drift), per stream; see svcsync schema --drift',
+      labelNames: ['connection', 'organization', 'stream'],
+      registers,
+      async collect(this: Gauge<'connection' | 'organization' | 'stream'>) {
+        this.reset();
+        for (const d of await listDrift(warehouse.db))
+          this.inc({ connection: d.connection, organization: d.organization_id, stream: d.stream });
       },
     });
   }
@@ -88,11 +144,17 @@ export class DaemonMetrics {
     this.running.inc({ job_class: job.jobClass });
   }
 
-  jobFinished(job: JobSpec, outcome: JobOutcome, seconds: number, written: Array<{ organizationId: string; stream: string; written: number }>): void {
+  jobFinished(
+    job: JobSpec,
+    outcome: JobOutcome,
+    seconds: number,
+    written: Array<{ organizationId: string; stream: string; written: number }>,
+  ): void {
     this.running.dec({ job_class: job.jobClass });
     this.runs.inc({ connection: job.connection, job_class: job.jobClass, status: outcome.status });
     this.duration.observe({ connection: job.connection, job_class: job.jobClass, status: outcome.status }, seconds);
-    for (const w of written) if (w.written > 0) this.records.inc({ connection: job.connection, organization: w.organizationId, stream: w.stream }, w.written);
+    for (const w of written)
+      if (w.written > 0) this.records.inc({ connection: job.connection, organization: w.organizationId, stream: w.stream }, w.written);
   }
 
   jobSkipped(job: JobSpec, reason: string): void {
@@ -106,7 +168,10 @@ export interface MetricsServer {
 }
 
 /** /healthz (200 while the daemon runs, 503 once it is stopping) and /metrics. */
-export async function serveMetrics(metrics: DaemonMetrics, options: { port: number; host?: string; healthy: () => boolean }): Promise<MetricsServer> {
+export async function serveMetrics(
+  metrics: DaemonMetrics,
+  options: { port: number; host?: string; healthy: () => boolean },
+): Promise<MetricsServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -122,7 +187,9 @@ export async function serveMetrics(metrics: DaemonMetrics, options: { port: numb
       metrics.registry
         .metrics()
         .then((text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text))
-        .catch((err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err instanceof Error ? err.message : String(err)}\n`));
+        .catch((err: unknown) =>
+          res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err instanceof Error ? err.message : String(err)}\n`),
+        );
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');

@@ -51,7 +51,12 @@ export async function knownOrganizations(config: Config, warehouse: Warehouse): 
  * What the next full quota day of the schedule costs per organization: every job's fires in
  * that day times its estimate, against the organization's budget (quota less reserve).
  */
-export async function planNextDay(config: Config, warehouse: Warehouse, now: number, options: { backfill?: boolean } = {}): Promise<OrganizationPlan[]> {
+export async function planNextDay(
+  config: Config,
+  warehouse: Warehouse,
+  now: number,
+  options: { backfill?: boolean } = {},
+): Promise<OrganizationPlan[]> {
   const orgs = await knownOrganizations(config, warehouse);
   const jobs = resolveJobs(config, orgs, { backfill: options.backfill ?? config.daemon.backfill });
   const out: OrganizationPlan[] = [];
@@ -67,11 +72,28 @@ export async function planNextDay(config: Config, warehouse: Warehouse, now: num
       // The day starts at the reset instant itself: a fire at midnight belongs to it.
       const fires = j.cron.between(from - 1, to - 1).length;
       const estimate = estimateJob(j, snap, config.sync.per_page);
-      planned.push({ id: j.id, jobClass: j.jobClass, schedule: j.cron.toString(), streams: j.streams.length, fires, estimate, total: j.jobClass === 'backfill' ? 0 : fires * estimate });
+      planned.push({
+        id: j.id,
+        jobClass: j.jobClass,
+        schedule: j.cron.toString(),
+        streams: j.streams.length,
+        fires,
+        estimate,
+        total: j.jobClass === 'backfill' ? 0 : fires * estimate,
+      });
     }
     const budget = dailyBudget(connectionLimits(connection));
     const total = planned.reduce((a, p) => a + p.total, 0);
-    out.push({ connection: org.connection, organizationId: org.organizationId, day: quotaDay(from, zone), budget, jobs: planned, total, fits: total <= budget, leftForBackfill: Math.max(0, budget - total) });
+    out.push({
+      connection: org.connection,
+      organizationId: org.organizationId,
+      day: quotaDay(from, zone),
+      budget,
+      jobs: planned,
+      total,
+      fits: total <= budget,
+      leftForBackfill: Math.max(0, budget - total),
+    });
   }
   return out;
 }
@@ -81,14 +103,20 @@ export function renderPlan(plans: readonly OrganizationPlan[]): string {
   const lines: string[] = [];
   let warnings = 0;
   for (const p of plans) {
-    lines.push(`${p.connection} / ${p.organizationId} — quota day ${p.day}: ${p.total} of ${p.budget} requests planned${p.fits ? `, ${p.leftForBackfill} left for backfill` : ''}`);
+    const left = p.fits ? `, ${p.leftForBackfill} left for backfill` : '';
+    lines.push(`${p.connection} / ${p.organizationId} — quota day ${p.day}: ${p.total} of ${p.budget} requests planned${left}`);
     for (const j of p.jobs) {
-      const cost = j.jobClass === 'backfill' ? `takes what is left (about ${j.estimate} requests to go)` : `${j.fires} × ~${j.estimate} = ${j.total}`;
+      const cost =
+        j.jobClass === 'backfill' ? `takes what is left (about ${j.estimate} requests to go)` : `${j.fires} × ~${j.estimate} = ${j.total}`;
       lines.push(`  ${j.jobClass.padEnd(13)} ${j.schedule.padEnd(28)} ${String(j.streams).padStart(3)} streams  ${cost}`);
     }
     if (!p.fits) {
       warnings++;
-      lines.push(`  WARNING: the schedule needs ${p.total} requests but the budget is ${p.budget}: lower-priority jobs (settings, reconcile) will be skipped and incremental runs may run out. Run incremental jobs less often, or raise the plan or limits.per_day.`);
+      lines.push(
+        `  WARNING: the schedule needs ${p.total} requests but the budget is ${p.budget}: ` +
+          'lower-priority jobs (settings, reconcile) will be skipped and incremental runs may run out. ' +
+          'Run incremental jobs less often, or raise the plan or limits.per_day.',
+      );
     }
   }
   if (warnings) lines.push(`${warnings} organization(s) do not fit their daily budget.`);

@@ -119,9 +119,12 @@ export class Scheduler {
     const all = [...this.running.values()];
     for (const r of all) r.soft.abort(new Error('shutting down'));
     const margin = Math.min(2_000, Math.floor(graceMs / 10));
-    const hardTimer = this.opts.clock.setTimeout(() => {
-      for (const r of this.running.values()) r.hard.abort(new Error('shutdown grace period over'));
-    }, Math.max(0, graceMs - margin));
+    const hardTimer = this.opts.clock.setTimeout(
+      () => {
+        for (const r of this.running.values()) r.hard.abort(new Error('shutdown grace period over'));
+      },
+      Math.max(0, graceMs - margin),
+    );
     try {
       await Promise.all(all.map((r) => r.done));
       await this.ticking;
@@ -267,7 +270,11 @@ export class Scheduler {
   private async tryStart(job: JobSpec, now: number): Promise<void> {
     const held = this.heldUntil(job.connection, job.organizationId);
     if (held) {
-      this.skip(job, held.reason === 'daily quota spent' ? 'paused' : 'backoff', `${held.reason}; resumes at ${new Date(held.until).toISOString()}`);
+      this.skip(
+        job,
+        held.reason === 'daily quota spent' ? 'paused' : 'backoff',
+        `${held.reason}; resumes at ${new Date(held.until).toISOString()}`,
+      );
       return;
     }
     const busy = this.busyTrees(job);

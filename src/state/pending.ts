@@ -1,4 +1,5 @@
-import type { CompiledQuery, Kysely, Transaction } from 'kysely';
+import type { CompiledQuery } from 'kysely';
+import type { AnyDb } from '../loaders/db.js';
 import { stateDb, type PendingRow } from './tables.js';
 import type { StreamKey } from './stream-state.js';
 
@@ -11,18 +12,29 @@ import type { StreamKey } from './stream-state.js';
 export type PendingKind = 'children' | 'detail';
 export type PendingReason = 'changed' | 'backfill' | 'reconcile';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Db = Kysely<any> | Transaction<any>;
-
 /** Rows per statement, well under SQLite's and Postgres's bound-parameter limits. */
 const CHUNK = 500;
 
-export async function enqueuePending(db: Db, key: StreamKey, kind: PendingKind, itemIds: readonly string[], reason: PendingReason, now: string): Promise<void> {
+export async function enqueuePending(
+  db: AnyDb,
+  key: StreamKey,
+  kind: PendingKind,
+  itemIds: readonly string[],
+  reason: PendingReason,
+  now: string,
+): Promise<void> {
   for (const q of enqueuePendingQueries(db, key, kind, itemIds, reason, now)) await db.executeQuery(q);
 }
 
 /** The statements of `enqueuePending`, compiled for `db`'s dialect, to run in a batch. */
-export function enqueuePendingQueries(db: Db, key: StreamKey, kind: PendingKind, itemIds: readonly string[], reason: PendingReason, now: string): CompiledQuery[] {
+export function enqueuePendingQueries(
+  db: AnyDb,
+  key: StreamKey,
+  kind: PendingKind,
+  itemIds: readonly string[],
+  reason: PendingReason,
+  now: string,
+): CompiledQuery[] {
   const out: CompiledQuery[] = [];
   const compiler = stateDb(db);
   for (let i = 0; i < itemIds.length; i += CHUNK) {
@@ -46,7 +58,7 @@ export function enqueuePendingQueries(db: Db, key: StreamKey, kind: PendingKind,
   return out;
 }
 
-export async function takePending(db: Db, key: StreamKey, kind: PendingKind, limit: number): Promise<PendingRow[]> {
+export async function takePending(db: AnyDb, key: StreamKey, kind: PendingKind, limit: number): Promise<PendingRow[]> {
   return stateDb(db)
     .selectFrom('_svcsync_pending')
     .selectAll()
@@ -60,7 +72,7 @@ export async function takePending(db: Db, key: StreamKey, kind: PendingKind, lim
     .execute();
 }
 
-export async function completePending(db: Db, key: StreamKey, kind: PendingKind, itemIds: readonly string[]): Promise<void> {
+export async function completePending(db: AnyDb, key: StreamKey, kind: PendingKind, itemIds: readonly string[]): Promise<void> {
   for (let i = 0; i < itemIds.length; i += CHUNK) {
     await stateDb(db)
       .deleteFrom('_svcsync_pending')
@@ -73,8 +85,13 @@ export async function completePending(db: Db, key: StreamKey, kind: PendingKind,
   }
 }
 
-export async function countPending(db: Db, filter: { connection?: string; organizationId?: string; stream?: string; kind?: PendingKind } = {}): Promise<number> {
-  let q = stateDb(db).selectFrom('_svcsync_pending').select((eb) => eb.fn.countAll<number>().as('n'));
+export async function countPending(
+  db: AnyDb,
+  filter: { connection?: string; organizationId?: string; stream?: string; kind?: PendingKind } = {},
+): Promise<number> {
+  let q = stateDb(db)
+    .selectFrom('_svcsync_pending')
+    .select((eb) => eb.fn.countAll<number>().as('n'));
   if (filter.connection) q = q.where('connection', '=', filter.connection);
   if (filter.organizationId) q = q.where('organization_id', '=', filter.organizationId);
   if (filter.stream) q = q.where('stream', '=', filter.stream);

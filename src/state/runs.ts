@@ -1,21 +1,28 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { AnyDb } from '../loaders/db.js';
 import { stateDb, type RunRow, type RunStreamRow } from './tables.js';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Db = Kysely<any> | Transaction<any>;
 
 export type RunStatus = 'running' | 'ok' | 'partial' | 'failed' | 'stopped';
 
 /** One row per command run (sync, backfill, daemon job), with its counts and errors. */
-export async function startRun(db: Db, run: { runId: string; command: string; startedAt: string }): Promise<void> {
+export async function startRun(db: AnyDb, run: { runId: string; command: string; startedAt: string }): Promise<void> {
   await stateDb(db)
     .insertInto('_svcsync_runs')
-    .values({ run_id: run.runId, command: run.command, started_at: run.startedAt, finished_at: null, status: 'running', requests: 0, records: 0, errors: null, summary: null })
+    .values({
+      run_id: run.runId,
+      command: run.command,
+      started_at: run.startedAt,
+      finished_at: null,
+      status: 'running',
+      requests: 0,
+      records: 0,
+      errors: null,
+      summary: null,
+    })
     .execute();
 }
 
 export async function finishRun(
-  db: Db,
+  db: AnyDb,
   runId: string,
   result: { finishedAt: string; status: RunStatus; requests: number; records: number; errors: string[]; summary?: unknown },
 ): Promise<void> {
@@ -33,8 +40,16 @@ export async function finishRun(
     .execute();
 }
 
-export async function recordRunStream(db: Db, row: RunStreamRow): Promise<void> {
-  const changes = { finished_at: row.finished_at, status: row.status, pages: row.pages, records: row.records, requests: row.requests, error: row.error, warnings: row.warnings };
+export async function recordRunStream(db: AnyDb, row: RunStreamRow): Promise<void> {
+  const changes = {
+    finished_at: row.finished_at,
+    status: row.status,
+    pages: row.pages,
+    records: row.records,
+    requests: row.requests,
+    error: row.error,
+    warnings: row.warnings,
+  };
   await stateDb(db)
     .insertInto('_svcsync_run_streams')
     .values(row)
@@ -42,6 +57,6 @@ export async function recordRunStream(db: Db, row: RunStreamRow): Promise<void> 
     .execute();
 }
 
-export async function lastRuns(db: Db, limit = 10): Promise<RunRow[]> {
+export async function lastRuns(db: AnyDb, limit = 10): Promise<RunRow[]> {
   return stateDb(db).selectFrom('_svcsync_runs').selectAll().orderBy('started_at', 'desc').limit(limit).execute();
 }

@@ -1,5 +1,6 @@
 import { stateDb, type StreamStateRow } from './tables.js';
-import type { CompiledQuery, Kysely, Transaction } from 'kysely';
+import type { CompiledQuery } from 'kysely';
+import type { AnyDb } from '../loaders/db.js';
 
 /** Which stream of which organization, reached through which connection. */
 export interface StreamKey {
@@ -35,10 +36,7 @@ export interface StreamState {
   row: StreamStateRow | null;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Db = Kysely<any> | Transaction<any>;
-
-export async function loadStreamState(db: Db, key: StreamKey): Promise<StreamState> {
+export async function loadStreamState(db: AnyDb, key: StreamKey): Promise<StreamState> {
   const row = await stateDb(db)
     .selectFrom('_svcsync_streams')
     .selectAll()
@@ -63,12 +61,22 @@ export async function loadStreamState(db: Db, key: StreamKey): Promise<StreamSta
 }
 
 /** Upserts the given columns of a stream's state row. */
-export async function saveStreamState(db: Db, key: StreamKey, values: Partial<Omit<StreamStateRow, 'connection' | 'organization_id' | 'stream'>>, now: string): Promise<void> {
+export async function saveStreamState(
+  db: AnyDb,
+  key: StreamKey,
+  values: Partial<Omit<StreamStateRow, 'connection' | 'organization_id' | 'stream'>>,
+  now: string,
+): Promise<void> {
   await db.executeQuery(saveStreamStateQuery(db, key, values, now));
 }
 
 /** The statement of `saveStreamState`, compiled for `db`'s dialect, to run in a batch. */
-export function saveStreamStateQuery(db: Db, key: StreamKey, values: Partial<Omit<StreamStateRow, 'connection' | 'organization_id' | 'stream'>>, now: string): CompiledQuery {
+export function saveStreamStateQuery(
+  db: AnyDb,
+  key: StreamKey,
+  values: Partial<Omit<StreamStateRow, 'connection' | 'organization_id' | 'stream'>>,
+  now: string,
+): CompiledQuery {
   const row = { ...values, updated_at: now };
   return stateDb(db)
     .insertInto('_svcsync_streams')
@@ -79,7 +87,15 @@ export function saveStreamStateQuery(db: Db, key: StreamKey, values: Partial<Omi
 
 export function passColumns(pass: PassState | null): Partial<StreamStateRow> {
   if (!pass) {
-    return { pass_kind: null, pass_started_at: null, pass_next_page: null, pass_floor: null, pass_max_changed: null, pass_unsorted: null, pass_records: null };
+    return {
+      pass_kind: null,
+      pass_started_at: null,
+      pass_next_page: null,
+      pass_floor: null,
+      pass_max_changed: null,
+      pass_unsorted: null,
+      pass_records: null,
+    };
   }
   return {
     pass_kind: pass.kind,
@@ -92,7 +108,7 @@ export function passColumns(pass: PassState | null): Partial<StreamStateRow> {
   };
 }
 
-export async function listStreamStates(db: Db, connection?: string): Promise<StreamStateRow[]> {
+export async function listStreamStates(db: AnyDb, connection?: string): Promise<StreamStateRow[]> {
   let q = stateDb(db).selectFrom('_svcsync_streams').selectAll();
   if (connection) q = q.where('connection', '=', connection);
   return q.orderBy('connection').orderBy('organization_id').orderBy('stream').execute();

@@ -1,8 +1,10 @@
 import type { Kysely, Transaction } from 'kysely';
+import type { AnyDb } from '../loaders/db.js';
 
 /**
  * Typed view of the `_svcsync_` tables (created by migrations/20261122T050000-state-tables.ts;
- * `_svcsync_verify` by migrations/20261122T180000-verify-table.ts).
+ * `_svcsync_verify` by migrations/20261122T180000-verify-table.ts; `_svcsync_drift` by
+ * migrations/20261122T191000-drift-table.ts).
  */
 export interface StreamStateRow {
   connection: string;
@@ -105,6 +107,23 @@ export interface VerifyRow {
   error: string | null;
 }
 
+/** One field the catalog does not know, per connection, organization and stream (src/state/drift.ts). */
+export interface DriftRow {
+  connection: string;
+  organization_id: string;
+  /** Qualified stream name, `family.name`. */
+  stream: string;
+  /** Path relative to the stream's record: `x_new`, `billing_address.x_new`, `line_items[].x_new`. */
+  field: string;
+  /** JSON type of a value seen: string, number, boolean, object, array or null. Never the value. */
+  sample_type: string;
+  first_seen: string;
+  last_seen: string;
+  /** Records that carried the field, over every run (bigint: a string from Postgres). */
+  occurrences: number | string;
+  last_run_id: string | null;
+}
+
 export interface StateTables {
   _svcsync_streams: StreamStateRow;
   _svcsync_pending: PendingRow;
@@ -113,12 +132,12 @@ export interface StateTables {
   _svcsync_usage: UsageRow;
   _svcsync_organizations: OrganizationRow;
   _svcsync_verify: VerifyRow;
+  _svcsync_drift: DriftRow;
 }
 
 export type StateDb = Kysely<StateTables> | Transaction<StateTables>;
 
 /** The warehouse handle seen through the state tables' types. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function stateDb(db: Kysely<any> | Transaction<any>): StateDb {
+export function stateDb(db: AnyDb): StateDb {
   return db as StateDb;
 }

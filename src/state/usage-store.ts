@@ -1,14 +1,25 @@
-import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
+import type { AnyKysely } from '../loaders/db.js';
 import { stateDb } from './tables.js';
-import type { UsageRecord, UsageStore } from '../api/limiter.js';
+import type { Reservation, UsageRecord, UsageStore } from '../api/limiter.js';
+
+const COUNT = sql.ref('count');
 
 /**
- * The daily request count per organization, kept in the warehouse so it survives restarts
- * and is shared by every svcsync process writing to the same warehouse.
+ * The daily request count per organization and quota day, kept in the warehouse so it survives
+ * restarts and is shared by every svcsync process writing to the same warehouse.
+ *
+ * Each process's limiter takes the budget in chunks: `reserve` is one conditional UPDATE
+ * (`count = count + n WHERE count + n <= budget`), atomic on Postgres under any number of
+ * writers and on SQLite because its writers are serialized. `count` is therefore what every
+ * process took (sent, or holds unsent); a process that dies holding a chunk leaves its unsent
+ * part counted until the day ends (docs/assumptions.md).
  */
 export class WarehouseUsageStore implements UsageStore {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  constructor(private readonly db: Kysely<any>, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly db: AnyKysely,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   async load(organizationId: string): Promise<UsageRecord | null> {
     const row = await stateDb(this.db)
@@ -27,16 +38,78 @@ export class WarehouseUsageStore implements UsageStore {
     };
   }
 
-  async save(record: UsageRecord): Promise<void> {
-    const values = {
-      count: record.count,
-      blocked_until: record.blockedUntil === null ? null : new Date(record.blockedUntil).toISOString(),
-      updated_at: new Date(this.now()).toISOString(),
-    };
+  async reserve(organizationId: string, day: string, n: number, budget: number): Promise<Reservation> {
+    await this.ensureRow(organizationId, day);
+    let want = Math.floor(n);
+    while (want > 0) {
+      const row = await stateDb(this.db)
+        .updateTable('_svcsync_usage')
+        .set({ count: sql<number>`${COUNT} + ${want}`, updated_at: this.stamp() })
+        .where('organization_id', '=', organizationId)
+        .where('day', '=', day)
+        .where(sql<number>`${COUNT} + ${want}`, '<=', budget)
+        .returning('count')
+        .executeTakeFirst();
+      if (row) return { granted: want, used: Number(row.count) };
+      // Less than n is left: take what is left (others may take it first; then try again).
+      const used = await this.count(organizationId, day);
+      if (used >= budget) return { granted: 0, used };
+      want = Math.min(want, budget - used);
+    }
+    return { granted: 0, used: await this.count(organizationId, day) };
+  }
+
+  async release(organizationId: string, day: string, n: number): Promise<void> {
+    if (n <= 0) return;
+    await stateDb(this.db)
+      .updateTable('_svcsync_usage')
+      .set({ count: sql<number>`CASE WHEN ${COUNT} > ${n} THEN ${COUNT} - ${n} ELSE 0 END`, updated_at: this.stamp() })
+      .where('organization_id', '=', organizationId)
+      .where('day', '=', day)
+      .execute();
+  }
+
+  async raise(organizationId: string, day: string, count: number): Promise<void> {
+    await this.ensureRow(organizationId, day);
+    await stateDb(this.db)
+      .updateTable('_svcsync_usage')
+      .set({ count, updated_at: this.stamp() })
+      .where('organization_id', '=', organizationId)
+      .where('day', '=', day)
+      .where('count', '<', count)
+      .execute();
+  }
+
+  async block(organizationId: string, day: string, until: number): Promise<void> {
+    await this.ensureRow(organizationId, day);
+    await stateDb(this.db)
+      .updateTable('_svcsync_usage')
+      .set({ blocked_until: new Date(until).toISOString(), updated_at: this.stamp() })
+      .where('organization_id', '=', organizationId)
+      .where('day', '=', day)
+      .execute();
+  }
+
+  /** The day's row, created at 0 by whichever process comes first. */
+  private async ensureRow(organizationId: string, day: string): Promise<void> {
     await stateDb(this.db)
       .insertInto('_svcsync_usage')
-      .values({ organization_id: record.organizationId, day: record.day, ...values })
-      .onConflict((oc) => oc.columns(['organization_id', 'day']).doUpdateSet(values))
+      .values({ organization_id: organizationId, day, count: 0, blocked_until: null, updated_at: this.stamp() })
+      .onConflict((oc) => oc.columns(['organization_id', 'day']).doNothing())
       .execute();
+  }
+
+  private async count(organizationId: string, day: string): Promise<number> {
+    const row = await stateDb(this.db)
+      .selectFrom('_svcsync_usage')
+      .select('count')
+      .where('organization_id', '=', organizationId)
+      .where('day', '=', day)
+      .executeTakeFirst();
+    return row ? Number(row.count) : 0;
+  }
+
+  private stamp(): string {
+    return new Date(this.now()).toISOString();
   }
 }

@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { AnyDb } from '../loaders/db.js';
 import { stateDb, type VerifyRow } from './tables.js';
 
 /**
@@ -8,10 +8,7 @@ import { stateDb, type VerifyRow } from './tables.js';
  */
 export type VerifyStatus = 'agree' | 'differ' | 'incomplete' | 'failed';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Db = Kysely<any> | Transaction<any>;
-
-export async function recordVerification(db: Db, row: VerifyRow): Promise<void> {
+export async function recordVerification(db: AnyDb, row: VerifyRow): Promise<void> {
   const changes = {
     verified_at: row.verified_at,
     status: row.status,
@@ -32,7 +29,7 @@ export async function recordVerification(db: Db, row: VerifyRow): Promise<void> 
 }
 
 /** Every row of one verify run, ordered by connection, organization and stream. */
-export async function verificationsOfRun(db: Db, runId: string): Promise<VerifyRow[]> {
+export async function verificationsOfRun(db: AnyDb, runId: string): Promise<VerifyRow[]> {
   return stateDb(db)
     .selectFrom('_svcsync_verify')
     .selectAll()
@@ -44,7 +41,7 @@ export async function verificationsOfRun(db: Db, runId: string): Promise<VerifyR
 }
 
 /** The most recent result of each connection, organization and stream. */
-export async function latestVerifications(db: Db, filter: { connection?: string; organizationId?: string } = {}): Promise<VerifyRow[]> {
+export async function latestVerifications(db: AnyDb, filter: { connection?: string; organizationId?: string } = {}): Promise<VerifyRow[]> {
   let q = stateDb(db).selectFrom('_svcsync_verify').selectAll();
   if (filter.connection) q = q.where('connection', '=', filter.connection);
   if (filter.organizationId) q = q.where('organization_id', '=', filter.organizationId);
@@ -57,5 +54,8 @@ export async function latestVerifications(db: Db, filter: { connection?: string;
     seen.add(key);
     out.push(r);
   }
-  return out.sort((a, b) => a.connection.localeCompare(b.connection) || a.organization_id.localeCompare(b.organization_id) || a.stream.localeCompare(b.stream));
+  return out.sort(
+    (a, b) =>
+      a.connection.localeCompare(b.connection) || a.organization_id.localeCompare(b.organization_id) || a.stream.localeCompare(b.stream),
+  );
 }

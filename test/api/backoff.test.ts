@@ -44,8 +44,14 @@ describe('backoff', () => {
   });
 
   it.each([
-    [{ 'X-Rate-Limit-Limit': '1000', 'X-Rate-Limit-Remaining': '640' }, { limit: 1000, remaining: 640 }],
-    [{ 'x-rate-limit-limit': '5000', 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': '3600' }, { limit: 5000, remaining: 0 }],
+    [
+      { 'X-Rate-Limit-Limit': '1000', 'X-Rate-Limit-Remaining': '640' },
+      { limit: 1000, remaining: 640 },
+    ],
+    [
+      { 'x-rate-limit-limit': '5000', 'x-rate-limit-remaining': '0', 'x-rate-limit-reset': '3600' },
+      { limit: 5000, remaining: 0 },
+    ],
     [{ 'X-Rate-Limit-Remaining': '640' }, null],
     [{ 'X-Rate-Limit-Limit': '1000' }, null],
     [{ 'X-Rate-Limit-Limit': 'lots', 'X-Rate-Limit-Remaining': '3' }, null],

@@ -3,15 +3,32 @@ import { classify, type ClassifyInput } from '../../src/api/classify.js';
 import { AuthorizationError, QuotaExhaustedError, RetriableError } from '../../src/core/errors.js';
 
 const NOW = Date.UTC(2026, 0, 15, 10, 0, 0);
-const base: ClassifyInput = { method: 'GET', path: '/inventory/v1/salesorders?organization_id=7', organizationId: '7', family: 'inventory' };
+const base: ClassifyInput = {
+  method: 'GET',
+  path: '/inventory/v1/salesorders?organization_id=7',
+  organizationId: '7',
+  family: 'inventory',
+};
 
 describe('classify', () => {
   it.each<[string, Partial<ClassifyInput>, { kind: string; reason?: string; retryAfterMs?: number } | null]>([
     ['200 code 0 is a success', { status: 200, body: { code: 0, message: 'success' } }, null],
     ['200 without a code is a success', { status: 200, body: { salesorders: [] } }, null],
-    ['429 code 44 waits the window', { status: 429, body: { code: 44, message: 'blocked' } }, { kind: 'retriable', reason: 'rate_limit', retryAfterMs: 60_000 }],
-    ['429 code 44 with Retry-After', { status: 429, body: { code: 44 }, headers: { 'Retry-After': '9' } }, { kind: 'retriable', reason: 'rate_limit', retryAfterMs: 9_000 }],
-    ['429 code 1070 is concurrency', { status: 429, body: { code: 1070, message: 'too many' } }, { kind: 'retriable', reason: 'concurrency' }],
+    [
+      '429 code 44 waits the window',
+      { status: 429, body: { code: 44, message: 'blocked' } },
+      { kind: 'retriable', reason: 'rate_limit', retryAfterMs: 60_000 },
+    ],
+    [
+      '429 code 44 with Retry-After',
+      { status: 429, body: { code: 44 }, headers: { 'Retry-After': '9' } },
+      { kind: 'retriable', reason: 'rate_limit', retryAfterMs: 9_000 },
+    ],
+    [
+      '429 code 1070 is concurrency',
+      { status: 429, body: { code: 1070, message: 'too many' } },
+      { kind: 'retriable', reason: 'concurrency' },
+    ],
     ['429 code 45 is the daily quota', { status: 429, body: { code: 45, message: 'quota' } }, { kind: 'quota' }],
     ['429 with another code is retried', { status: 429, body: { code: 99 } }, { kind: 'retriable', reason: 'server' }],
     ['500', { status: 500, body: { code: 1000, message: 'internal' } }, { kind: 'retriable', reason: 'server' }],
@@ -19,7 +36,11 @@ describe('classify', () => {
     ['200 code 1000', { status: 200, body: { code: 1000, message: 'internal' } }, { kind: 'retriable', reason: 'server' }],
     ['200 invalid JSON', { status: 200, parseError: new Error('bad') }, { kind: 'retriable', reason: 'invalid_body' }],
     ['200 with a JSON array', { status: 200, body: [] }, { kind: 'retriable', reason: 'invalid_body' }],
-    ['connection reset', { networkError: Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET', message: 'socket hang up' } }) }, { kind: 'retriable', reason: 'network' }],
+    [
+      'connection reset',
+      { networkError: Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNRESET', message: 'socket hang up' } }) },
+      { kind: 'retriable', reason: 'network' },
+    ],
     ['timeout', { networkError: new Error('aborted'), timedOut: true }, { kind: 'retriable', reason: 'timeout' }],
     ['401', { status: 401, body: { code: 57, message: 'not authorized' } }, { kind: 'authorization' }],
     ['400', { status: 400, body: { code: 2, message: 'Invalid value passed for organization_id' } }, { kind: 'fatal' }],
@@ -45,7 +66,9 @@ describe('classify', () => {
 
   it('names method, path, status, code and message on a refused request', () => {
     const e = classify({ ...base, status: 400, body: { code: 2, message: 'Invalid value passed for organization_id' } }, NOW)!;
-    expect(e.message).toBe('GET /inventory/v1/salesorders?organization_id=7 (organization 7) → HTTP 400 code 2: Invalid value passed for organization_id');
+    expect(e.message).toBe(
+      'GET /inventory/v1/salesorders?organization_id=7 (organization 7) → HTTP 400 code 2: Invalid value passed for organization_id',
+    );
     expect(e.hint).toContain('organization 7');
     expect(e.status).toBe(400);
     expect(e.code).toBe(2);
@@ -68,7 +91,10 @@ describe('classify', () => {
   });
 
   it('scrubs secrets out of server-supplied text', () => {
-    const e = classify({ ...base, status: 400, body: { code: 2, message: 'bad token abc123secret' }, scrub: (s) => s.replace('abc123secret', '[REDACTED]') }, NOW)!;
+    const e = classify(
+      { ...base, status: 400, body: { code: 2, message: 'bad token abc123secret' }, scrub: (s) => s.replace('abc123secret', '[REDACTED]') },
+      NOW,
+    )!;
     expect(e.message).not.toContain('abc123secret');
   });
 });

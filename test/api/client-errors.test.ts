@@ -1,11 +1,6 @@
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  FatalError,
-  QuotaExhaustedError,
-  RetriableError,
-  type SvcsyncError,
-} from '../../src/core/errors.js';
+import { FatalError, QuotaExhaustedError, RetriableError, type SvcsyncError } from '../../src/core/errors.js';
 import { ACCOUNTS, API, harness, setupNock, teardownNock, tokenReply } from './helpers.js';
 
 const ok = { code: 0, message: 'success', users: [{ user_id: 'u1' }] };
@@ -48,19 +43,114 @@ describe('error classes and their retry decision', () => {
     outcomes: string[];
     failures: number;
   }> = [
-    { name: '429 code 44 waits for the window, not a failure', replies: [{ status: 429, body: { code: 44, message: 'organization blocked for a minute' } }, { status: 200, body: ok }], result: 'ok', outcomes: ['rate_limited', 'ok'], failures: 0 },
-    { name: '429 code 1070 backs off and retries', replies: [{ status: 429, body: { code: 1070, message: 'too many in-process requests' } }, { status: 200, body: ok }], result: 'ok', outcomes: ['retried', 'ok'], failures: 0 },
-    { name: '429 code 45 stops at once', replies: [{ status: 429, body: { code: 45, message: 'daily limit exceeded' } }], result: 'quota', outcomes: ['failed'], failures: 1 },
-    { name: '500 is retried', replies: [{ status: 500, body: { code: 1000, message: 'internal error' } }, { status: 200, body: ok }], result: 'ok', outcomes: ['retried', 'ok'], failures: 0 },
-    { name: '503 is retried up to max_retries, then fails', replies: Array.from({ length: 4 }, () => ({ status: 503, body: '<html>busy</html>' })), result: 'retriable', reason: 'server', outcomes: ['retried', 'retried', 'retried', 'failed'], failures: 1 },
-    { name: 'HTTP 200 with code 1000 is retried', replies: [{ status: 200, body: { code: 1000, message: 'internal error' } }, { status: 200, body: ok }], result: 'ok', outcomes: ['retried', 'ok'], failures: 0 },
-    { name: 'an invalid JSON body is retried', replies: [{ status: 200, body: '{"code":0,"users":[{"user_id":' }, { status: 200, body: ok }], result: 'ok', outcomes: ['retried', 'ok'], failures: 0 },
-    { name: 'invalid JSON every time ends retriable/invalid_body', replies: Array.from({ length: 4 }, () => ({ status: 200, body: 'oops' })), result: 'retriable', reason: 'invalid_body', outcomes: ['retried', 'retried', 'retried', 'failed'], failures: 1 },
-    { name: 'a connection reset is retried', replies: [{ error: { code: 'ECONNRESET', message: 'socket hang up' } }, { status: 200, body: ok }], result: 'ok', outcomes: ['retried', 'ok'], failures: 0 },
-    { name: '400 is fatal, not retried', replies: [{ status: 400, body: { code: 2, message: 'Invalid value passed for filter_by' } }], result: 'fatal', outcomes: ['failed'], failures: 1 },
-    { name: '404 code 1002 is fatal, not retried', replies: [{ status: 404, body: { code: 1002, message: 'User does not exist.' } }], result: 'fatal', outcomes: ['failed'], failures: 1 },
-    { name: '405 is fatal, not retried', replies: [{ status: 405, body: { code: 9, message: 'Method not allowed' } }], result: 'fatal', outcomes: ['failed'], failures: 1 },
-    { name: 'HTTP 200 with another non-zero code is fatal', replies: [{ status: 200, body: { code: 4027, message: 'Invalid date range' } }], result: 'fatal', outcomes: ['failed'], failures: 1 },
+    {
+      name: '429 code 44 waits for the window, not a failure',
+      replies: [
+        { status: 429, body: { code: 44, message: 'organization blocked for a minute' } },
+        { status: 200, body: ok },
+      ],
+      result: 'ok',
+      outcomes: ['rate_limited', 'ok'],
+      failures: 0,
+    },
+    {
+      name: '429 code 1070 backs off and retries',
+      replies: [
+        { status: 429, body: { code: 1070, message: 'too many in-process requests' } },
+        { status: 200, body: ok },
+      ],
+      result: 'ok',
+      outcomes: ['retried', 'ok'],
+      failures: 0,
+    },
+    {
+      name: '429 code 45 stops at once',
+      replies: [{ status: 429, body: { code: 45, message: 'daily limit exceeded' } }],
+      result: 'quota',
+      outcomes: ['failed'],
+      failures: 1,
+    },
+    {
+      name: '500 is retried',
+      replies: [
+        { status: 500, body: { code: 1000, message: 'internal error' } },
+        { status: 200, body: ok },
+      ],
+      result: 'ok',
+      outcomes: ['retried', 'ok'],
+      failures: 0,
+    },
+    {
+      name: '503 is retried up to max_retries, then fails',
+      replies: Array.from({ length: 4 }, () => ({ status: 503, body: '<html>busy</html>' })),
+      result: 'retriable',
+      reason: 'server',
+      outcomes: ['retried', 'retried', 'retried', 'failed'],
+      failures: 1,
+    },
+    {
+      name: 'HTTP 200 with code 1000 is retried',
+      replies: [
+        { status: 200, body: { code: 1000, message: 'internal error' } },
+        { status: 200, body: ok },
+      ],
+      result: 'ok',
+      outcomes: ['retried', 'ok'],
+      failures: 0,
+    },
+    {
+      name: 'an invalid JSON body is retried',
+      replies: [
+        { status: 200, body: '{"code":0,"users":[{"user_id":' },
+        { status: 200, body: ok },
+      ],
+      result: 'ok',
+      outcomes: ['retried', 'ok'],
+      failures: 0,
+    },
+    {
+      name: 'invalid JSON every time ends retriable/invalid_body',
+      replies: Array.from({ length: 4 }, () => ({ status: 200, body: 'oops' })),
+      result: 'retriable',
+      reason: 'invalid_body',
+      outcomes: ['retried', 'retried', 'retried', 'failed'],
+      failures: 1,
+    },
+    {
+      name: 'a connection reset is retried',
+      replies: [{ error: { code: 'ECONNRESET', message: 'socket hang up' } }, { status: 200, body: ok }],
+      result: 'ok',
+      outcomes: ['retried', 'ok'],
+      failures: 0,
+    },
+    {
+      name: '400 is fatal, not retried',
+      replies: [{ status: 400, body: { code: 2, message: 'Invalid value passed for filter_by' } }],
+      result: 'fatal',
+      outcomes: ['failed'],
+      failures: 1,
+    },
+    {
+      name: '404 code 1002 is fatal, not retried',
+      replies: [{ status: 404, body: { code: 1002, message: 'User does not exist.' } }],
+      result: 'fatal',
+      outcomes: ['failed'],
+      failures: 1,
+    },
+    {
+      name: '405 is fatal, not retried',
+      replies: [{ status: 405, body: { code: 9, message: 'Method not allowed' } }],
+      result: 'fatal',
+      outcomes: ['failed'],
+      failures: 1,
+    },
+    {
+      name: 'HTTP 200 with another non-zero code is fatal',
+      replies: [{ status: 200, body: { code: 4027, message: 'Invalid date range' } }],
+      result: 'fatal',
+      outcomes: ['failed'],
+      failures: 1,
+    },
   ];
 
   for (const c of cases) {
@@ -99,7 +189,10 @@ describe('error classes and their retry decision', () => {
 
   it('counts a 1070 against the concurrency, which comes back after 20 successes', async () => {
     const h = harness();
-    mockSequence([{ status: 429, body: { code: 1070, message: 'too many' } }, ...Array.from({ length: 20 }, () => ({ status: 200, body: ok }))]);
+    mockSequence([
+      { status: 429, body: { code: 1070, message: 'too many' } },
+      ...Array.from({ length: 20 }, () => ({ status: 200, body: ok })),
+    ]);
     await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     const limiter = await h.client.limitsFor('1');
     expect(limiter.concurrency()).toBe(4);
@@ -111,7 +204,13 @@ describe('error classes and their retry decision', () => {
     const h = harness();
     const times: number[] = [];
     now = () => h.clock.now();
-    mockSequence([{ status: 503, body: 'busy', headers: { 'Retry-After': '7' } }, { status: 200, body: ok }], times);
+    mockSequence(
+      [
+        { status: 503, body: 'busy', headers: { 'Retry-After': '7' } },
+        { status: 200, body: ok },
+      ],
+      times,
+    );
     await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     const gap = times[1]! - times[0]!;
     expect(gap).toBeGreaterThanOrEqual(7_000);
@@ -144,7 +243,14 @@ describe('error classes and their retry decision', () => {
     const h = harness();
     const times: number[] = [];
     now = () => h.clock.now();
-    mockSequence([{ status: 429, body: { code: 44, message: 'blocked' } }, { status: 200, body: ok }, { status: 200, body: ok }], times);
+    mockSequence(
+      [
+        { status: 429, body: { code: 44, message: 'blocked' } },
+        { status: 200, body: ok },
+        { status: 200, body: ok },
+      ],
+      times,
+    );
     const first = h.client.get({ family: 'books', organizationId: '1', path: '/users' });
     await h.idle();
     expect(h.events.map((e) => e.outcome)).toEqual(['rate_limited']);
@@ -158,7 +264,10 @@ describe('error classes and their retry decision', () => {
     const h = harness({ maxRetries: 6, random: () => 0.999999 });
     const times: number[] = [];
     now = () => h.clock.now();
-    mockSequence(Array.from({ length: 7 }, () => ({ status: 500, body: { code: 1000, message: 'internal' } })), times);
+    mockSequence(
+      Array.from({ length: 7 }, () => ({ status: 500, body: { code: 1000, message: 'internal' } })),
+      times,
+    );
     const e = await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(RetriableError);
     expect(times).toHaveLength(7);
@@ -175,7 +284,8 @@ describe('error classes and their retry decision', () => {
     let calls = 0;
     const hanging: typeof fetch = async (input, init) => {
       calls++;
-      if (String(input).includes('/oauth/')) return new Response(JSON.stringify(tokenReply()), { status: 200 });
+      if ((input instanceof Request ? input.url : input.toString()).includes('/oauth/'))
+        return new Response(JSON.stringify(tokenReply()), { status: 200 });
       if (calls === 2) {
         return new Promise<Response>((_resolve, reject) => {
           init?.signal?.addEventListener('abort', () => reject(init.signal!.reason));
@@ -222,7 +332,9 @@ describe('429 code 45', () => {
   it('blocks the organization until its quota resets and says when it can continue', async () => {
     const h = harness({ connection: { quota_reset_time_zone: 'America/New_York' } });
     nock(API).get('/inventory/v1/salesorders').query(true).reply(429, { code: 45, message: 'daily limit exceeded' });
-    const e = (await h.run(h.client.get({ family: 'inventory', organizationId: '1', path: '/salesorders' })).catch((x: unknown) => x)) as QuotaExhaustedError;
+    const e = (await h
+      .run(h.client.get({ family: 'inventory', organizationId: '1', path: '/salesorders' }))
+      .catch((x: unknown) => x)) as QuotaExhaustedError;
     expect(e).toBeInstanceOf(QuotaExhaustedError);
     // 10:00 UTC on 15 Jan is 05:00 in New York; its next midnight is 05:00 UTC on 16 Jan.
     expect(e.resumeAt.toISOString()).toBe('2026-01-16T05:00:00.000Z');
@@ -232,7 +344,9 @@ describe('429 code 45', () => {
 
     // Another family, same organization: fails fast, no HTTP request (none is mocked).
     const requestsBefore = h.client.stats().requests;
-    const again = (await h.client.get({ family: 'billing', organizationId: '1', path: '/plans' }).catch((x: unknown) => x)) as QuotaExhaustedError;
+    const again = (await h.client
+      .get({ family: 'billing', organizationId: '1', path: '/plans' })
+      .catch((x: unknown) => x)) as QuotaExhaustedError;
     expect(again).toBeInstanceOf(QuotaExhaustedError);
     expect(again.resumeAt.toISOString()).toBe('2026-01-16T05:00:00.000Z');
     expect(h.client.stats().requests).toBe(requestsBefore);
@@ -302,7 +416,7 @@ describe('rate-limit headers (rule: they feed the daily budget and nothing else)
     const h = harness({ random: () => 0.99 });
     const times: number[] = [];
     now = () => h.clock.now();
-    mockSequence([reply as Reply, { status: 200, body: ok, headers: daily }], times);
+    mockSequence([reply, { status: 200, body: ok, headers: daily }], times);
     await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     expect(times[1]! - times[0]!).toBeLessThan(1_000);
   });
@@ -311,15 +425,23 @@ describe('rate-limit headers (rule: they feed the daily budget and nothing else)
     const h = harness();
     const times: number[] = [];
     now = () => h.clock.now();
-    mockSequence([{ status: 503, body: { code: 1000, message: 'busy' }, headers: { 'Retry-After': '9', ...daily } }, { status: 200, body: ok }], times);
+    mockSequence(
+      [
+        { status: 503, body: { code: 1000, message: 'busy' }, headers: { 'Retry-After': '9', ...daily } },
+        { status: 200, body: ok },
+      ],
+      times,
+    );
     await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(9_000);
     expect(times[1]! - times[0]!).toBeLessThan(10_500);
   });
 
-  it('adopts the server\'s lower remaining figure when another integration spent the quota, and stops at the budget', async () => {
+  it("adopts the server's lower remaining figure when another integration spent the quota, and stops at the budget", async () => {
     const h = harness();
-    mockSequence([{ status: 200, body: ok, headers: { 'X-Rate-Limit-Limit': '1000', 'X-Rate-Limit-Remaining': '150', 'X-Rate-Limit-Reset': '3600' } }]);
+    mockSequence([
+      { status: 200, body: ok, headers: { 'X-Rate-Limit-Limit': '1000', 'X-Rate-Limit-Remaining': '150', 'X-Rate-Limit-Reset': '3600' } },
+    ]);
     await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     const limiter = await h.client.limitsFor('1');
     // 850 used by the server's count, against svcsync's own 1: the higher wins.

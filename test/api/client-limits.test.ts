@@ -12,7 +12,8 @@ function strictServer(getClock: () => FakeClock) {
   const refusals: number[] = [];
   let n = 0;
   const fetchImpl: typeof fetch = async (input, init) => {
-    if (String(input).includes('/oauth/v2/token')) return new Response(JSON.stringify(tokenReply()), { status: 200 });
+    if ((input instanceof Request ? input.url : input.toString()).includes('/oauth/v2/token'))
+      return new Response(JSON.stringify(tokenReply()), { status: 200 });
     const clock = getClock();
     const now = clock.now();
     inFlight++;
@@ -38,10 +39,9 @@ function strictServer(getClock: () => FakeClock) {
 
 describe('the client under a server enforcing exactly the documented limits', () => {
   it('never receives 429 code 44 or 1070 for 300 requests to one organization', async () => {
-    let clock: FakeClock | undefined;
-    const server = strictServer(() => clock!);
+    // The server reads the harness's clock when requests arrive, after the harness exists.
+    const server = strictServer(() => h.clock);
     const h = harness({ fetch: server.fetchImpl });
-    clock = h.clock;
     const calls = Array.from({ length: 300 }, (_, i) =>
       h.client.get({ family: i % 2 ? 'books' : 'billing', organizationId: '10234695', path: i % 2 ? '/users' : '/plans' }),
     );

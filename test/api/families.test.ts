@@ -28,7 +28,9 @@ describe('organization identification per family (spec 1)', () => {
           seen = { path: uri, headers: this.req.headers };
           return [200, { code: 0, message: 'success' }];
         });
-      await h.run(h.client.get({ family: c.family, organizationId: '10234695', path: c.path, query: { page: 2, per_page: 200, skip: undefined } }));
+      await h.run(
+        h.client.get({ family: c.family, organizationId: '10234695', path: c.path, query: { page: 2, per_page: 200, skip: undefined } }),
+      );
       const url = new URL(seen!.path, API);
       expect(url.pathname).toBe(`${c.root}${c.path}`);
       expect(url.searchParams.get('page')).toBe('2');
@@ -50,7 +52,10 @@ describe('organization identification per family (spec 1)', () => {
     const h = harness();
     nock(API)
       .get('/inventory/v1/organizations')
-      .reply(200, '{"code":0,"message":"success","organizations":[{"organization_id":10234695,"name":"Acme"},{"organization_id":"777","name":"B"}]}');
+      .reply(
+        200,
+        '{"code":0,"message":"success","organizations":[{"organization_id":10234695,"name":"Acme"},{"organization_id":"777","name":"B"}]}',
+      );
     const body = await h.run(h.client.get({ family: 'inventory', path: '/organizations' }));
     expect((body['organizations'] as Array<Record<string, unknown>>).map((o) => String(o['organization_id']))).toEqual(['10234695', '777']);
     expect(h.limiters.peek('10234695')).toBeUndefined();
@@ -60,7 +65,12 @@ describe('organization identification per family (spec 1)', () => {
 
 describe('buildFamilyRequest and scopeFor', () => {
   it('does not repeat an organization_id the caller also put in the query', () => {
-    const r = buildFamilyRequest('https://api.example.test/', { family: 'books', organizationId: '1', path: '/users', query: { organization_id: '2' } });
+    const r = buildFamilyRequest('https://api.example.test/', {
+      family: 'books',
+      organizationId: '1',
+      path: '/users',
+      query: { organization_id: '2' },
+    });
     expect(r.url).toBe('https://api.example.test/books/v3/users?organization_id=1');
     expect(r.display).toBe('/books/v3/users?organization_id=1');
   });

@@ -3,7 +3,7 @@ import { FakeClock } from '../../src/core/clock.js';
 import { createLogger, CapturedLog } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
 import type { ConnectionConfig } from '../../src/config/schema.js';
-import { ApiClient, type ApiClientOptions, type RequestEvent } from '../../src/api/client.js';
+import { ApiClient, TokenCacheRegistry, type ApiClientOptions, type RequestEvent } from '../../src/api/client.js';
 import { LimiterRegistry, MemoryUsageStore } from '../../src/api/limiter.js';
 
 export const ACCOUNTS = 'https://accounts.example.test';
@@ -88,13 +88,22 @@ export function harness(
   const clock = opts.clock ?? new FakeClock(Date.UTC(2026, 0, 15, 10, 0, 0));
   const log = new CapturedLog();
   const secrets = new SecretRegistry();
-  const logger = createLogger({ level: 'debug', destination: log, secrets: opts.unscrubbedLog ? new SecretRegistry() : secrets, pretty: false });
+  const logger = createLogger({
+    level: 'debug',
+    destination: log,
+    secrets: opts.unscrubbedLog ? new SecretRegistry() : secrets,
+    pretty: false,
+  });
   const store = opts.store ?? new MemoryUsageStore();
   const limiters = new LimiterRegistry({ clock, store, logger });
   const events: RequestEvent[] = [];
   const tracker = trackedFetch();
+  const conn = connection(opts.connection);
+  const fetchImpl = opts.fetch ?? tracker.fetch;
+  const tokens = new TokenCacheRegistry({ clock, secrets, logger, timeoutMs: opts.timeoutMs ?? 60_000, fetch: fetchImpl }).for(conn, 0);
   const client = new ApiClient({
-    connection: connection(opts.connection),
+    connection: conn,
+    tokens,
     settings: { request_timeout_ms: opts.timeoutMs ?? 60_000, max_retries: opts.maxRetries ?? 3 },
     clock,
     logger,
@@ -102,7 +111,7 @@ export function harness(
     limiters,
     random: opts.random ?? (() => 0.5),
     onRequest: (e) => events.push(e),
-    fetch: opts.fetch ?? tracker.fetch,
+    fetch: fetchImpl,
     ...(opts.policy ? { policy: opts.policy } : {}),
   });
   const idle = () => settle(tracker.pending);

@@ -12,11 +12,23 @@ describe('parseJson', () => {
     ['a negative large integer', '{"a":-9007199254740993}', { a: '-9007199254740993' }],
     ['a large integer in an array', '[1,12345678901234567890]', [1, '12345678901234567890']],
     ['a large integer at the top level', '98765432109876543210', '98765432109876543210'],
-    ['the largest safe integer stays a number', '{"a":9007199254740991,"b":12345678901234567}', { a: 9007199254740991, b: '12345678901234567' }],
-    ['decimals next to a large integer stay numbers', '{"id":4600000000123456789,"rate":12.5,"qty":3}', { id: '4600000000123456789', rate: 12.5, qty: 3 }],
+    [
+      'the largest safe integer stays a number',
+      '{"a":9007199254740991,"b":12345678901234567}',
+      { a: 9007199254740991, b: '12345678901234567' },
+    ],
+    [
+      'decimals next to a large integer stay numbers',
+      '{"id":4600000000123456789,"rate":12.5,"qty":3}',
+      { id: '4600000000123456789', rate: 12.5, qty: 3 },
+    ],
     ['digits inside strings are untouched', '{"ref":"x:1234567890123456789","n":1}', { ref: 'x:1234567890123456789', n: 1 }],
     ['ids sent as strings stay strings', '{"contact_id":"460000000012345"}', { contact_id: '460000000012345' }],
-    ['ordinary JSON', '{"code":0,"message":"success","page_context":{"has_more_page":false}}', { code: 0, message: 'success', page_context: { has_more_page: false } }],
+    [
+      'ordinary JSON',
+      '{"code":0,"message":"success","page_context":{"has_more_page":false}}',
+      { code: 0, message: 'success', page_context: { has_more_page: false } },
+    ],
   ])('%s', (_name, text, expected) => {
     expect(parseJson(text)).toEqual(expected);
   });
@@ -53,6 +65,12 @@ describe('quoteUnsafeIntegers', () => {
 
   it('leaves every other value as JSON.parse reads it', () => {
     const text = '{"id":4600000000123456789,"n":123,"f":-0.25,"s":"4600000000123456789 in text","arr":[{"x":9999999999999999999}]}';
-    expect(parseJson(text)).toEqual({ id: '4600000000123456789', n: 123, f: -0.25, s: '4600000000123456789 in text', arr: [{ x: '9999999999999999999' }] });
+    expect(parseJson(text)).toEqual({
+      id: '4600000000123456789',
+      n: 123,
+      f: -0.25,
+      s: '4600000000123456789 in text',
+      arr: [{ x: '9999999999999999999' }],
+    });
   });
 });

@@ -3,7 +3,7 @@ import type { Limits } from '../../src/config/plans.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { QuotaExhaustedError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { LimiterRegistry, MemoryUsageStore, OrgLimiter, type UsageRecord, type UsageStore } from '../../src/api/limiter.js';
+import { LimiterRegistry, MemoryUsageStore, OrgLimiter, type UsageStore } from '../../src/api/limiter.js';
 
 const limits = (over: Partial<Limits> = {}): Limits => ({
   per_minute: 100,
@@ -25,6 +25,14 @@ function limiter(opts: { clock: FakeClock; limits?: Limits; store?: UsageStore; 
   });
 }
 
+/** A request that does `effect` (if any) and resolves at once. */
+function instant(effect: () => unknown = () => undefined): () => Promise<void> {
+  return () => {
+    effect();
+    return Promise.resolve();
+  };
+}
+
 /** Most events in any window of `windowMs` (closed at both ends, the strict reading). */
 function maxInAnyWindow(times: number[], windowMs: number): number {
   const t = [...times].sort((a, b) => a - b);
@@ -39,7 +47,11 @@ function maxInAnyWindow(times: number[], windowMs: number): number {
 /** Runs until every promise settled, moving fake time in small steps. */
 async function runAll(clock: FakeClock, promises: Array<Promise<unknown>>, stepMs = 50): Promise<void> {
   let done = 0;
-  for (const p of promises) p.then(() => done++, () => done++);
+  for (const p of promises)
+    p.then(
+      () => done++,
+      () => done++,
+    );
   for (let i = 0; i < 1_000_000 && done < promises.length; i++) await clock.advance(stepMs);
 }
 
@@ -117,7 +129,7 @@ describe('OrgLimiter: window and concurrency', () => {
     const l = limiter({ clock });
     l.pause(30_000);
     const starts: number[] = [];
-    const job = l.schedule(async () => void starts.push(clock.now()));
+    const job = l.schedule(instant(() => starts.push(clock.now())));
     await runAll(clock, [job], 1_000);
     expect(starts).toEqual([30_000]);
   });
@@ -128,12 +140,91 @@ describe('OrgLimiter: window and concurrency', () => {
     let ran = 0;
     const first = l.schedule(() => clock.sleep(1_000));
     const controller = new AbortController();
-    const second = l.schedule(async () => void ran++, controller.signal);
+    const second = l.schedule(
+      instant(() => ran++),
+      controller.signal,
+    );
     controller.abort(new Error('stop'));
     await expect(second).rejects.toThrow('stop');
     await runAll(clock, [first]);
     expect(ran).toBe(0);
     expect(l.usedToday()).toBe(1);
+  });
+});
+
+describe('OrgLimiter: handing the window to the next owner', () => {
+  const small = limits({ per_minute: 5, concurrency: 5, window_ms: 1_000 });
+
+  it('a seeded window keeps the per-minute limit across the handover', async () => {
+    const clock = new FakeClock(0);
+    const a = limiter({ clock, limits: small });
+    const starts: number[] = [];
+    const job = (l: OrgLimiter) => l.schedule(instant(() => starts.push(clock.now())));
+    // The old owner sends 3 at 0 and 2 at 200, then releases at 300.
+    await runAll(clock, [job(a), job(a), job(a)], 1);
+    await clock.advance(199);
+    await runAll(clock, [job(a), job(a)], 1);
+    await clock.advance(100);
+    const state = JSON.parse(JSON.stringify(a.windowState())) as ReturnType<OrgLimiter['windowState']>;
+    expect(state).toEqual({ freeAt: [1_000, 1_000, 1_000, 1_200, 1_200], notBefore: null });
+
+    const b = limiter({ clock, limits: small });
+    b.seedWindow(state);
+    expect(b.windowHeld()).toBe(5);
+    const before = starts.length;
+    await runAll(
+      clock,
+      Array.from({ length: 8 }, () => job(b)),
+      1,
+    );
+    // Nothing until the old owner's slots free: 3 at 1000, 2 at 1200, the rest a window after the new starts.
+    expect(starts.slice(before)).toEqual([1_000, 1_000, 1_000, 1_200, 1_200, 2_000, 2_000, 2_000]);
+    // Instant requests: a slot frees exactly window_ms after a start, so count in any half-open window.
+    expect(maxInAnyWindow(starts, 999)).toBe(5);
+  });
+
+  it('ignores instants already past and a seed larger than the limit', () => {
+    const clock = new FakeClock(5_000);
+    const b = limiter({ clock, limits: small });
+    b.seedWindow({ freeAt: [1_000, 4_999, 5_000, ...Array.from({ length: 9 }, (_, i) => 5_100 + i)], notBefore: 4_000 });
+    expect(b.windowHeld()).toBe(5);
+    expect(b.windowState()).toEqual({ freeAt: [5_104, 5_105, 5_106, 5_107, 5_108], notBefore: null });
+  });
+
+  it('does not take twice a slot it holds already (its own window handed back)', async () => {
+    const clock = new FakeClock(0);
+    const a = limiter({ clock, limits: small });
+    await runAll(clock, [a.schedule(instant()), a.schedule(instant())], 1);
+    const state = a.windowState();
+    a.seedWindow(state);
+    expect(a.windowHeld()).toBe(2);
+    a.seedWindow({ freeAt: [...state.freeAt, 900], notBefore: null });
+    expect(a.windowState().freeAt).toEqual([900, ...state.freeAt]);
+  });
+
+  it('a hold after an unclean takeover delays the first request exactly window_ms', async () => {
+    const clock = new FakeClock(10_000);
+    const b = limiter({ clock, limits: small });
+    b.holdUntil(clock.now() + small.window_ms);
+    expect(b.windowState().notBefore).toBe(11_000);
+    const starts: number[] = [];
+    const jobs = Array.from({ length: 6 }, () => b.schedule(instant(() => starts.push(clock.now()))));
+    await clock.advance(999);
+    expect(starts).toEqual([]);
+    await runAll(clock, jobs, 1);
+    expect(starts).toEqual([11_000, 11_000, 11_000, 11_000, 11_000, 12_000]);
+  });
+
+  it('counts a request in flight as freeing window_ms from now at the earliest', async () => {
+    const clock = new FakeClock(0);
+    const a = limiter({ clock, limits: small });
+    let finish!: () => void;
+    const job = a.schedule(() => new Promise<void>((resolve) => (finish = resolve)));
+    await clock.advance(100);
+    expect(a.windowState().freeAt).toEqual([1_100]);
+    finish();
+    await job;
+    expect(a.windowState().freeAt).toEqual([1_100]);
   });
 });
 
@@ -143,10 +234,10 @@ describe('OrgLimiter: daily budget', () => {
     const l = limiter({ clock, limits: limits({ per_day: 20, reserve: 0.1 }) });
     expect(l.budget()).toBe(18);
     let ran = 0;
-    const jobs = Array.from({ length: 25 }, () => l.schedule(async () => void ran++));
+    const jobs = Array.from({ length: 25 }, () => l.schedule(instant(() => ran++)));
     const results = await Promise.allSettled(jobs);
     expect(ran).toBe(18);
-    const rejected = results.filter((r) => r.status === 'rejected') as PromiseRejectedResult[];
+    const rejected = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(rejected).toHaveLength(7);
     const e = rejected[0]!.reason as QuotaExhaustedError;
     expect(e).toBeInstanceOf(QuotaExhaustedError);
@@ -165,15 +256,15 @@ describe('OrgLimiter: daily budget', () => {
     const cfg = { limits: limits({ per_day: 20, reserve: 0.1 }), timeZone: 'UTC' };
     const before = new LimiterRegistry({ clock, store, logger });
     const a = await before.get('1', cfg);
-    for (let i = 0; i < 15; i++) await a.schedule(async () => undefined);
+    for (let i = 0; i < 15; i++) await a.schedule(instant());
     await before.flush();
 
     const after = new LimiterRegistry({ clock, store, logger });
     const b = await after.get('1', cfg);
     expect(b.usedToday()).toBe(15);
     expect(b.remainingToday()).toBe(3);
-    for (let i = 0; i < 3; i++) await b.schedule(async () => undefined);
-    await expect(b.schedule(async () => undefined)).rejects.toBeInstanceOf(QuotaExhaustedError);
+    for (let i = 0; i < 3; i++) await b.schedule(instant());
+    await expect(b.schedule(instant())).rejects.toBeInstanceOf(QuotaExhaustedError);
   });
 
   it('starts a new day at midnight in the configured zone, not UTC', async () => {
@@ -181,12 +272,12 @@ describe('OrgLimiter: daily budget', () => {
     const clock = new FakeClock(Date.UTC(2026, 0, 15, 14, 59, 59));
     const store = new MemoryUsageStore();
     const l = limiter({ clock, store, timeZone: 'Asia/Tokyo', limits: limits({ per_day: 5, reserve: 0 }) });
-    for (let i = 0; i < 5; i++) await l.schedule(async () => undefined);
-    await expect(l.schedule(async () => undefined)).rejects.toBeInstanceOf(QuotaExhaustedError);
+    for (let i = 0; i < 5; i++) await l.schedule(instant());
+    await expect(l.schedule(instant())).rejects.toBeInstanceOf(QuotaExhaustedError);
     expect(l.nextReset().toISOString()).toBe('2026-01-15T15:00:00.000Z');
     await clock.advance(2_000);
     expect(l.usedToday()).toBe(0);
-    await l.schedule(async () => undefined);
+    await l.schedule(instant());
     await l.flush();
     expect(await store.load('1')).toEqual({ organizationId: '1', day: '2026-01-16', count: 1, blockedUntil: null });
   });
@@ -215,11 +306,11 @@ describe('OrgLimiter: block after 429 code 45', () => {
     const l = limiter({ clock, store, limits: limits({ concurrency: 1 }) });
     let ran = 0;
     const running = l.schedule(() => clock.sleep(100));
-    const waiting = l.schedule(async () => void ran++);
+    const waiting = l.schedule(instant(() => ran++));
     const until = new Date(Date.UTC(2026, 0, 16));
     l.block(until);
     await expect(waiting).rejects.toBeInstanceOf(QuotaExhaustedError);
-    await expect(l.schedule(async () => void ran++)).rejects.toThrow(/continue at 2026-01-16T00:00:00.000Z/);
+    await expect(l.schedule(instant(() => ran++))).rejects.toThrow(/continue at 2026-01-16T00:00:00.000Z/);
     expect(l.blockedUntil()?.toISOString()).toBe('2026-01-16T00:00:00.000Z');
     await runAll(clock, [running]);
     await l.flush();
@@ -227,34 +318,91 @@ describe('OrgLimiter: block after 429 code 45', () => {
 
     await clock.advanceTo(until.getTime() + 1);
     expect(l.blockedUntil()).toBeNull();
-    await l.schedule(async () => void ran++);
+    await l.schedule(instant(() => ran++));
     expect(ran).toBe(1);
   });
 });
 
-describe('usage persistence', () => {
-  it('keeps saves ordered, coalesced and off the hot path', async () => {
+describe('usage in the store', () => {
+  it('reserves the budget in chunks, one store call per chunk, and returns the unsent part on flush', async () => {
     const clock = new FakeClock(0);
-    const saved: UsageRecord[] = [];
-    let release: () => void = () => undefined;
-    let gate = new Promise<void>((r) => (release = r));
-    const slowStore: UsageStore = {
-      load: async () => null,
-      save: async (r) => {
-        await gate;
-        saved.push({ ...r });
-      },
-    };
-    const l = limiter({ clock, store: slowStore, limits: limits({ concurrency: 10 }) });
-    // Fifty requests finish while the first save is still stuck: saving must not hold them up.
-    for (let i = 0; i < 50; i++) await l.schedule(async () => undefined);
-    expect(l.usedToday()).toBe(50);
-    release();
-    gate = Promise.resolve();
+    const store = new MemoryUsageStore();
+    const l = limiter({ clock, store, limits: limits({ concurrency: 10 }) });
+    for (let i = 0; i < 50; i++) await l.schedule(instant());
+    expect(store.reserves).toBe(5);
+    expect(l.heldToday()).toBe(0);
+    for (let i = 0; i < 3; i++) await l.schedule(instant());
+    expect(store.reserves).toBe(6);
+    // The store counts the whole chunk until it comes back; the limiter counts what was sent.
+    expect((await store.load('1'))?.count).toBe(60);
+    expect(l.heldToday()).toBe(7);
+    expect(l.usedToday()).toBe(53);
     await l.flush();
-    expect(saved.length).toBeLessThan(50);
-    expect(saved.map((r) => r.count)).toEqual([...saved.map((r) => r.count)].sort((a, b) => a - b));
-    expect(saved.at(-1)?.count).toBe(50);
+    expect(store.releases).toBe(1);
+    expect((await store.load('1'))?.count).toBe(53);
+    expect(l.usedToday()).toBe(53);
+    expect(l.heldToday()).toBe(0);
+  });
+
+  it('keeps store calls in order while a slow store holds them, and takes a chunk of the configured size', async () => {
+    const clock = new FakeClock(0);
+    const calls: string[] = [];
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (open = r));
+    const inner = new MemoryUsageStore();
+    const slowStore: UsageStore = {
+      load: (org) => inner.load(org),
+      reserve: async (org, day, n, budget) => {
+        await gate;
+        calls.push(`reserve ${n}`);
+        return inner.reserve(org, day, n, budget);
+      },
+      release: async (org, day, n) => {
+        calls.push(`release ${n}`);
+        return inner.release(org, day, n);
+      },
+      raise: (org, day, n) => inner.raise(org, day, n),
+      block: (org, day, until) => inner.block(org, day, until),
+    };
+    const l = new OrgLimiter({
+      organizationId: '1',
+      limits: limits(),
+      timeZone: 'UTC',
+      clock,
+      store: slowStore,
+      logger: silentLogger(),
+      budgetChunk: 4,
+    });
+    const jobs = Array.from({ length: 6 }, () => l.schedule(instant()));
+    // Nothing starts before the store granted requests.
+    await Promise.resolve();
+    expect(l.inFlight()).toBe(0);
+    open();
+    await Promise.all(jobs);
+    await l.flush();
+    expect(calls).toEqual(['reserve 4', 'reserve 4', 'release 2']);
+    expect((await inner.load('1'))?.count).toBe(6);
+  });
+
+  it('fails the waiting requests when the store cannot reserve, and recovers on the next request', async () => {
+    const clock = new FakeClock(0);
+    const inner = new MemoryUsageStore();
+    let broken = true;
+    const flaky: UsageStore = {
+      load: (org) => inner.load(org),
+      reserve: (org, day, n, budget) => (broken ? Promise.reject(new Error('warehouse down')) : inner.reserve(org, day, n, budget)),
+      release: (org, day, n) => inner.release(org, day, n),
+      raise: (org, day, n) => inner.raise(org, day, n),
+      block: (org, day, until) => inner.block(org, day, until),
+    };
+    const l = limiter({ clock, store: flaky });
+    let ran = 0;
+    const results = await Promise.allSettled([l.schedule(instant(() => ran++)), l.schedule(instant(() => ran++))]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(ran).toBe(0);
+    broken = false;
+    await l.schedule(instant(() => ran++));
+    expect(ran).toBe(1);
   });
 
   it('shares one limiter per organization across callers of the registry', async () => {

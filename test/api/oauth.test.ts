@@ -5,7 +5,12 @@ import { AuthorizationError, ConfigError, exitCodeFor, ExitCode, RetriableError 
 import { SecretRegistry } from '../../src/core/secrets.js';
 import { ACCOUNTS, API, SECRETS, harness, setupNock, teardownNock, tokenReply } from './helpers.js';
 
-const refreshReq = { accountsUrl: ACCOUNTS, clientId: SECRETS.clientId, clientSecret: SECRETS.clientSecret, refreshToken: SECRETS.refreshToken };
+const refreshReq = {
+  accountsUrl: ACCOUNTS,
+  clientId: SECRETS.clientId,
+  clientSecret: SECRETS.clientSecret,
+  refreshToken: SECRETS.refreshToken,
+};
 const exchangeReq = { accountsUrl: ACCOUNTS, clientId: SECRETS.clientId, clientSecret: SECRETS.clientSecret, code: SECRETS.grantCode };
 
 function leaks(text: string): string[] {
@@ -70,7 +75,13 @@ describe('authorization server', () => {
       client_secret: SECRETS.clientSecret,
       redirect_uri: 'https://example.test/cb',
     });
-    expect(out).toEqual({ refresh_token: SECRETS.refreshToken, access_token: SECRETS.accessToken, api_domain: API, expires_in: 3600, scope: 'SvcBooks.settings.READ' });
+    expect(out).toEqual({
+      refresh_token: SECRETS.refreshToken,
+      access_token: SECRETS.accessToken,
+      api_domain: API,
+      expires_in: 3600,
+      scope: 'SvcBooks.settings.READ',
+    });
     const scrubbed = secrets.scrub(`${SECRETS.grantCode} ${SECRETS.clientSecret} ${SECRETS.refreshToken} ${SECRETS.accessToken}`);
     expect(leaks(scrubbed)).toEqual([]);
   });

@@ -24,13 +24,25 @@ describe('secrets never reach a log line or an error message', () => {
     nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken));
     nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken2));
     nock(API)
-      .get('/books/v3/users').query(true).reply(401, { code: 57, message: 'not authorized' })
-      .get('/books/v3/users').query(true).reply(500, { code: 1000, message: `internal error for Svc-oauthtoken ${SECRETS.accessToken2}` })
-      .get('/books/v3/users').query(true).replyWithError({ code: 'ECONNRESET', message: 'socket hang up' })
-      .get('/books/v3/users').query(true).reply(200, { code: 0, users: [] })
-      .get('/inventory/v1/salesorders/1').query(true).reply(404, { code: 1002, message: 'Sales order does not exist' })
-      .get('/invoice/v3/projects').reply(400, { code: 2, message: `bad value ${SECRETS.refreshToken}` })
-      .get('/billing/v1/plans').reply(429, { code: 45, message: 'daily limit exceeded' });
+      .get('/books/v3/users')
+      .query(true)
+      .reply(401, { code: 57, message: 'not authorized' })
+      .get('/books/v3/users')
+      .query(true)
+      .reply(500, { code: 1000, message: `internal error for Svc-oauthtoken ${SECRETS.accessToken2}` })
+      .get('/books/v3/users')
+      .query(true)
+      .replyWithError({ code: 'ECONNRESET', message: 'socket hang up' })
+      .get('/books/v3/users')
+      .query(true)
+      .reply(200, { code: 0, users: [] })
+      .get('/inventory/v1/salesorders/1')
+      .query(true)
+      .reply(404, { code: 1002, message: 'Sales order does not exist' })
+      .get('/invoice/v3/projects')
+      .reply(400, { code: 2, message: `bad value ${SECRETS.refreshToken}` })
+      .get('/billing/v1/plans')
+      .reply(429, { code: 45, message: 'daily limit exceeded' });
     await call('books', '1', '/users');
     await call('inventory', '1', '/salesorders/1');
     await call('invoice', '2', '/projects');
@@ -41,9 +53,12 @@ describe('secrets never reach a log line or an error message', () => {
     nock(ACCOUNTS).post('/oauth/v2/token').reply(400, { error: 'invalid_client_secret' });
     await bad.run(bad.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((e: unknown) => void errors.push(e));
     nock(ACCOUNTS).post('/oauth/v2/token').reply(200, { error: 'invalid_code' });
-    await exchangeGrantCode({ accountsUrl: ACCOUNTS, clientId: SECRETS.clientId, clientSecret: SECRETS.clientSecret, code: SECRETS.grantCode }).catch(
-      (e: unknown) => void errors.push(e),
-    );
+    await exchangeGrantCode({
+      accountsUrl: ACCOUNTS,
+      clientId: SECRETS.clientId,
+      clientSecret: SECRETS.clientSecret,
+      code: SECRETS.grantCode,
+    }).catch((e: unknown) => void errors.push(e));
 
     expect(errors).toHaveLength(5);
     for (const e of errors) {

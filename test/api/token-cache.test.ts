@@ -1,7 +1,7 @@
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AuthorizationError, exitCodeFor, ExitCode } from '../../src/core/errors.js';
-import { ACCOUNTS, API, SECRETS, drive, harness, setupNock, teardownNock, tokenReply } from './helpers.js';
+import { ACCOUNTS, API, SECRETS, harness, setupNock, teardownNock, tokenReply } from './helpers.js';
 
 const ok = { code: 0, message: 'success', users: [] };
 
@@ -85,7 +85,9 @@ describe('access token', () => {
 
   it('takes the API host from api_domain', async () => {
     const h = harness();
-    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken, 3600, 'https://eu-api.example.test'));
+    nock(ACCOUNTS)
+      .post('/oauth/v2/token')
+      .reply(200, tokenReply(SECRETS.accessToken, 3600, 'https://eu-api.example.test'));
     const api = nock('https://eu-api.example.test').get('/inventory/v1/salesorders').query({ organization_id: '7' }).reply(200, ok);
     await h.run(h.client.get({ family: 'inventory', organizationId: '7', path: '/salesorders' }));
     expect(api.isDone()).toBe(true);
@@ -108,11 +110,7 @@ describe('access token', () => {
       .query(true)
       .matchHeader('authorization', `Svc-oauthtoken ${SECRETS.accessToken}`)
       .reply(401, { code: 57, message: 'You are not authorized to perform this operation' });
-    nock(API)
-      .get('/books/v3/users')
-      .query(true)
-      .matchHeader('authorization', `Svc-oauthtoken ${SECRETS.accessToken2}`)
-      .reply(200, ok);
+    nock(API).get('/books/v3/users').query(true).matchHeader('authorization', `Svc-oauthtoken ${SECRETS.accessToken2}`).reply(200, ok);
     const body = await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     expect(body['code']).toBe(0);
     expect(h.events.map((e) => e.outcome)).toEqual(['retried', 'ok']);
@@ -210,10 +208,14 @@ describe('401s for a valid token (rule: transient after a refresh that succeeded
     nock.cleanAll();
   });
 
-  it('treats a missing scope (401 code 57) as the family\'s problem after one fresh token', async () => {
+  it("treats a missing scope (401 code 57) as the family's problem after one fresh token", async () => {
     const h = harness();
     nock(ACCOUNTS).post('/oauth/v2/token').times(2).reply(200, tokenReply());
-    nock(API).get('/books/v3/users').query(true).times(2).reply(401, { code: 57, message: 'You are not authorized to perform this operation' });
+    nock(API)
+      .get('/books/v3/users')
+      .query(true)
+      .times(2)
+      .reply(401, { code: 57, message: 'You are not authorized to perform this operation' });
     const err = await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((e: unknown) => e);
     expect((err as AuthorizationError).reach).toBe('family');
   });

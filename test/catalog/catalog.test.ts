@@ -1,11 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { CATALOG, childStreamsOf, findStream, streamsOf, tableDefinitions, validateCatalog } from '../../src/catalog/index.js';
-import type { StreamSpec } from '../../src/catalog/types.js';
+import { isOrganizationList, type StreamSpec } from '../../src/catalog/types.js';
 
 /** The table of issue 4, "Streams (the catalog)". */
 const ISSUE_STREAMS: Record<string, string[]> = {
   books: ['organizations', 'users', 'vendor_credits', 'vendor_credit_refunds', 'vendor_credit_bills', 'webhooks'],
-  inventory: ['organizations', 'currencies', 'contacts', 'contact_persons', 'contact_comments', 'sales_orders', 'vendor_credits', 'vendor_credit_refunds'],
+  inventory: [
+    'organizations',
+    'currencies',
+    'contacts',
+    'contact_persons',
+    'contact_comments',
+    'sales_orders',
+    'vendor_credits',
+    'vendor_credit_refunds',
+  ],
   invoice: ['organizations', 'projects', 'tasks'],
   billing: ['organizations', 'plans', 'recurring_expenses', 'events'],
 };
@@ -78,6 +87,11 @@ describe('CATALOG', () => {
     expect(findStream(name)?.paginated).toBe(paginated);
   });
 
+  it('marks exactly each family\u2019s organizations stream as its organization list', () => {
+    const lists = CATALOG.filter((s) => isOrganizationList(s)).map((s) => `${s.family}.${s.name}`);
+    expect(lists.sort()).toEqual(['billing.organizations', 'books.organizations', 'inventory.organizations', 'invoice.organizations']);
+  });
+
   it('marks settings streams and transactions', () => {
     const settings = CATALOG.filter((s) => s.kind === 'settings').map((s) => `${s.family}.${s.name}`);
     expect(settings.sort()).toEqual(
@@ -101,7 +115,12 @@ describe('CATALOG', () => {
       defaultEnabled: true,
     });
     expect(findStream('inventory.vendor_credits')?.detail?.recordKeys).toEqual(['vendor_credit']);
-    expect(findStream('billing.events')?.detail).toEqual({ path: '/events/{event_id}', recordKeys: ['event'], defaultEnabled: false, setting: 'event_details' });
+    expect(findStream('billing.events')?.detail).toEqual({
+      path: '/events/{event_id}',
+      recordKeys: ['event'],
+      defaultEnabled: false,
+      setting: 'event_details',
+    });
   });
 
   it('finds streams by family and children by parent', () => {
@@ -109,7 +128,10 @@ describe('CATALOG', () => {
     const credits = findStream('books.vendor_credits');
     expect(credits).toBeDefined();
     expect(childStreamsOf(credits as StreamSpec).map((s) => s.name)).toEqual(['vendor_credit_refunds', 'vendor_credit_bills']);
-    expect(childStreamsOf(findStream('inventory.contacts') as StreamSpec).map((s) => s.name)).toEqual(['contact_persons', 'contact_comments']);
+    expect(childStreamsOf(findStream('inventory.contacts') as StreamSpec).map((s) => s.name)).toEqual([
+      'contact_persons',
+      'contact_comments',
+    ]);
     expect(childStreamsOf(findStream('billing.plans') as StreamSpec)).toEqual([]);
     expect(findStream('inventory.nope')).toBeUndefined();
   });
@@ -182,40 +204,193 @@ function base(): StreamSpec[] {
   ];
 }
 
+// An organization list (each family's GET /organizations), for the cases about organizationList.
+const organizations: StreamSpec = {
+  name: 'organizations',
+  family: 'books',
+  path: '/organizations',
+  recordsKey: ['organizations'],
+  primaryKey: 'organization_id',
+  organizationList: true,
+  paginated: false,
+  kind: 'settings',
+  columns: [{ name: 'organization_id', type: 'id' }],
+  children: [],
+  spec: 'test',
+  description: 'Organizations.',
+};
+
 type Mutation = (c: StreamSpec[]) => StreamSpec[];
 const parents = (c: StreamSpec[]): StreamSpec => c[0] as StreamSpec;
 const kids = (c: StreamSpec[]): StreamSpec => c[1] as StreamSpec;
-const edit = (pick: (c: StreamSpec[]) => StreamSpec, change: Partial<StreamSpec>): Mutation => (c) =>
-  c.map((s) => (s === pick(c) ? { ...s, ...change } : s));
+const edit =
+  (pick: (c: StreamSpec[]) => StreamSpec, change: Partial<StreamSpec>): Mutation =>
+  (c) =>
+    c.map((s) => (s === pick(c) ? { ...s, ...change } : s));
 
 describe('validateCatalog', () => {
   it('accepts the sound fixture', () => {
     expect(validateCatalog(base())).toEqual([]);
+    expect(validateCatalog([organizations, ...base()])).toEqual([]);
   });
 
   const cases: [string, Mutation, RegExp][] = [
     ['a stream declared twice', (c) => [...c, parents(c)], /declared twice/],
-    ['two tables with one name', (c) => [...c, { ...kids(c), name: 'parents__items', parent: undefined, path: '/x', family: 'books' }], /table books_parents__items is also produced/],
-    ['a parent that does not exist', edit(kids, { parent: { stream: 'ghosts', key: 'parent_id' } }), /parent ghosts is not a stream of the books family/],
-    ['a parent in another family', (c) => c.map((s) => (s === parents(c) ? { ...s, family: 'inventory' as const } : s)), /parent parents is not a stream of the books family/],
-    ['a parent key that is not the parent\'s primary key', edit(kids, { parent: { stream: 'parents', key: 'kid_id' }, path: '/parents/{kid_id}/kids' }), /not books\.parents's primary key/],
+    [
+      'two tables with one name',
+      (c) => [...c, { ...kids(c), name: 'parents__items', parent: undefined, path: '/x', family: 'books' }],
+      /table books_parents__items is also produced/,
+    ],
+    [
+      'a parent that does not exist',
+      edit(kids, { parent: { stream: 'ghosts', key: 'parent_id' } }),
+      /parent ghosts is not a stream of the books family/,
+    ],
+    [
+      'a parent in another family',
+      (c) => c.map((s) => (s === parents(c) ? { ...s, family: 'inventory' as const } : s)),
+      /parent parents is not a stream of the books family/,
+    ],
+    [
+      "a parent key that is not the parent's primary key",
+      edit(kids, { parent: { stream: 'parents', key: 'kid_id' }, path: '/parents/{kid_id}/kids' }),
+      /not books\.parents's primary key/,
+    ],
     ['a primary key that is not a column', edit(kids, { primaryKey: 'missing_id' }), /primary key missing_id is not a column/],
-    ['a primary key that is not an id', edit(kids, { columns: [{ name: 'kid_id', type: 'integer' }, { name: 'parent_id', type: 'id' }] }), /kid_id is integer, not an id column/],
-    ['a path placeholder that does not match the parent key', edit(kids, { path: '/parents/{id}/kids' }), /exactly the placeholder \{parent_id\}/],
+    [
+      'a primary key that is not an id',
+      edit(kids, {
+        columns: [
+          { name: 'kid_id', type: 'integer' },
+          { name: 'parent_id', type: 'id' },
+        ],
+      }),
+      /kid_id is integer, not an id column/,
+    ],
+    [
+      'a path placeholder that does not match the parent key',
+      edit(kids, { path: '/parents/{id}/kids' }),
+      /exactly the placeholder \{parent_id\}/,
+    ],
     ['a placeholder without a parent', edit(parents, { path: '/parents/{x}' }), /has placeholders but the stream has no parent/],
-    ['a detail path without the primary key', edit(parents, { detail: { path: '/parents/{id}', recordKeys: ['parent'], defaultEnabled: true } }), /detail path/],
-    ['a child key that is not a column of the child', edit(parents, { children: [{ field: 'items', key: 'line_id', columns: [{ name: 'item_id', type: 'id' }] }] }), /key line_id is not a column of the child/],
-    ['a child key that repeats the parent key', edit(parents, { children: [{ field: 'items', key: 'parent_id', columns: [{ name: 'parent_id', type: 'id' }] }] }), /key parent_id is also a key column of the parent/],
-    ['a duplicate column', edit(kids, { columns: [{ name: 'kid_id', type: 'id' }, { name: 'parent_id', type: 'id' }, { name: 'parent_id', type: 'text' }] }), /two columns named parent_id/],
-    ['a column named like a system column', edit(kids, { columns: [{ name: 'kid_id', type: 'id' }, { name: 'parent_id', type: 'id' }, { name: '_hash', type: 'text' }] }), /two columns named _hash/],
-    ['a column that repeats a discount part', edit(parents, { columns: [...base()[0]!.columns, { name: 'discount__amount', type: 'number', sources: ['detail'] }] }), /two columns named discount__amount/],
-    ['a child column named _position', edit(parents, { children: [{ field: 'items', columns: [{ name: '_position', type: 'integer' }] }] }), /two columns named _position/],
-    ['an organization_id column on a stream keyed otherwise', edit(kids, { columns: [{ name: 'kid_id', type: 'id' }, { name: 'parent_id', type: 'id' }, { name: 'organization_id', type: 'id' }] }), /organization_id/],
-    ['a detail-only column on a stream without detail', edit(kids, { columns: [{ name: 'kid_id', type: 'id' }, { name: 'parent_id', type: 'id' }, { name: 'x', type: 'text', sources: ['detail'] }] }), /detail response, which the stream does not read/],
-    ['a cursor that is not a timestamp', edit(parents, { cursor: { field: 'parent_id' } }), /cursor field parent_id is id, not a timestamp/],
+    [
+      'a detail path without the primary key',
+      edit(parents, { detail: { path: '/parents/{id}', recordKeys: ['parent'], defaultEnabled: true } }),
+      /detail path/,
+    ],
+    [
+      'a child key that is not a column of the child',
+      edit(parents, { children: [{ field: 'items', key: 'line_id', columns: [{ name: 'item_id', type: 'id' }] }] }),
+      /key line_id is not a column of the child/,
+    ],
+    [
+      'a child key that repeats the parent key',
+      edit(parents, { children: [{ field: 'items', key: 'parent_id', columns: [{ name: 'parent_id', type: 'id' }] }] }),
+      /key parent_id is also a key column of the parent/,
+    ],
+    [
+      'a duplicate column',
+      edit(kids, {
+        columns: [
+          { name: 'kid_id', type: 'id' },
+          { name: 'parent_id', type: 'id' },
+          { name: 'parent_id', type: 'text' },
+        ],
+      }),
+      /two columns named parent_id/,
+    ],
+    [
+      'a column named like a system column',
+      edit(kids, {
+        columns: [
+          { name: 'kid_id', type: 'id' },
+          { name: 'parent_id', type: 'id' },
+          { name: '_hash', type: 'text' },
+        ],
+      }),
+      /two columns named _hash/,
+    ],
+    [
+      'a column that repeats a discount part',
+      edit(parents, { columns: [...base()[0]!.columns, { name: 'discount__amount', type: 'number', sources: ['detail'] }] }),
+      /two columns named discount__amount/,
+    ],
+    [
+      'a child column named _position',
+      edit(parents, { children: [{ field: 'items', columns: [{ name: '_position', type: 'integer' }] }] }),
+      /two columns named _position/,
+    ],
+    [
+      'an organization_id column on a stream keyed otherwise',
+      edit(kids, {
+        columns: [
+          { name: 'kid_id', type: 'id' },
+          { name: 'parent_id', type: 'id' },
+          { name: 'organization_id', type: 'id' },
+        ],
+      }),
+      /organization_id/,
+    ],
+    [
+      'a detail-only column on a stream without detail',
+      edit(kids, {
+        columns: [
+          { name: 'kid_id', type: 'id' },
+          { name: 'parent_id', type: 'id' },
+          { name: 'x', type: 'text', sources: ['detail'] },
+        ],
+      }),
+      /detail response, which the stream does not read/,
+    ],
+    [
+      'a cursor that is not a timestamp',
+      edit(parents, { cursor: { field: 'parent_id' } }),
+      /cursor field parent_id is id, not a timestamp/,
+    ],
     ['a child stream without its parent column', edit(kids, { columns: [{ name: 'kid_id', type: 'id' }] }), /has no column parent_id/],
     ['a table name too long for Postgres', edit(kids, { name: 'k'.repeat(70) }), /longer than 63/],
-    ['an amount-or-percentage column that is not text', edit(kids, { columns: [{ name: 'kid_id', type: 'id' }, { name: 'parent_id', type: 'id' }, { name: 'd', type: 'number', amountOrPercentage: true }] }), /amountOrPercentage and must be text/],
+    [
+      'an amount-or-percentage column that is not text',
+      edit(kids, {
+        columns: [
+          { name: 'kid_id', type: 'id' },
+          { name: 'parent_id', type: 'id' },
+          { name: 'd', type: 'number', amountOrPercentage: true },
+        ],
+      }),
+      /amountOrPercentage and must be text/,
+    ],
+    [
+      'an organization list keyed otherwise',
+      (c) => [...c, { ...organizations, primaryKey: 'org_id', columns: [{ name: 'org_id', type: 'id' }] }],
+      /organization list, so its primary key must be organization_id, not org_id/,
+    ],
+    [
+      'an organization list with a parent',
+      (c) => [
+        ...c,
+        {
+          ...organizations,
+          path: '/parents/{parent_id}/organizations',
+          parent: { stream: 'parents', key: 'parent_id' },
+          columns: [
+            { name: 'organization_id', type: 'id' },
+            { name: 'parent_id', type: 'id' },
+          ],
+        },
+      ],
+      /organization list and cannot have a parent/,
+    ],
+    [
+      'two organization lists in one family',
+      (c) => [...c, organizations, { ...organizations, name: 'orgs' }],
+      /books\.orgs: is a second organization list of the books family \(books\.organizations is one\)/,
+    ],
+    [
+      'a stream keyed by organization_id that is not marked an organization list',
+      (c) => [...c, { ...organizations, organizationList: undefined }],
+      /keyed by organization_id: if its records are organizations, set organizationList: true/,
+    ],
   ];
 
   it.each(cases)('catches %s', (_what, mutate, message) => {

@@ -43,9 +43,15 @@ describe('tableDefinitions', () => {
     expect(t.primaryKey).toEqual(['organization_id', 'salesorder_id']);
     const cols = names(t);
     expect(cols.slice(0, 2)).toEqual(['organization_id', 'salesorder_id']);
-    expect(cols.slice(-5)).toEqual(['_raw', '_raw_detail', '_hash', '_synced_at', '_deleted_at']);
-    expect(cols.slice(cols.indexOf('discount'), cols.indexOf('discount') + 3)).toEqual(['discount', 'discount__amount', 'discount__percentage']);
-    expect(cols).toEqual(expect.arrayContaining(['billing_address__city', 'shipping_address__fax', 'last_modified_time', 'shipment_days', 'bcy_total']));
+    expect(cols.slice(-6)).toEqual(['_raw', '_raw_detail', '_hash', '_synced_at', '_run_id', '_deleted_at']);
+    expect(cols.slice(cols.indexOf('discount'), cols.indexOf('discount') + 3)).toEqual([
+      'discount',
+      'discount__amount',
+      'discount__percentage',
+    ]);
+    expect(cols).toEqual(
+      expect.arrayContaining(['billing_address__city', 'shipping_address__fax', 'last_modified_time', 'shipment_days', 'bcy_total']),
+    );
     expect(cols).not.toContain('line_items');
     expect(column(t, 'discount__percentage')).toMatchObject({ type: 'number', nullable: true, source: 'discount' });
     expect(column(t, 'billing_address__city')).toMatchObject({ type: 'text', source: 'billing_address.city' });
@@ -65,8 +71,10 @@ describe('tableDefinitions', () => {
     expect(t.primaryKey).toEqual(['organization_id', 'salesorder_id', 'line_item_id']);
     const cols = names(t);
     expect(cols.slice(0, 4)).toEqual(['organization_id', 'salesorder_id', 'line_item_id', '_position']);
-    expect(cols.slice(-2)).toEqual(['_synced_at', '_deleted_at']);
-    expect(cols).toEqual(expect.arrayContaining(['item_id', 'rate', 'quantity', 'item_total', 'discount', 'discount__amount', 'discount__percentage']));
+    expect(cols.slice(-3)).toEqual(['_synced_at', '_run_id', '_deleted_at']);
+    expect(cols).toEqual(
+      expect.arrayContaining(['item_id', 'rate', 'quantity', 'item_total', 'discount', 'discount__amount', 'discount__percentage']),
+    );
     expect(column(t, 'rate')).toMatchObject({ type: 'number', nullable: true, source: 'line_items[].rate' });
     expect(column(t, '_position')).toMatchObject({ type: 'integer', nullable: false });
     expect(column(t, 'salesorder_id')).toMatchObject({ nullable: false, source: 'salesorder_id' });
@@ -81,6 +89,7 @@ describe('tableDefinitions', () => {
       'tax__tax_name',
       'tax__tax_amount',
       '_synced_at',
+      '_run_id',
       '_deleted_at',
     ]);
   });
@@ -89,19 +98,42 @@ describe('tableDefinitions', () => {
     const plans = table('billing_plans');
     expect(plans.primaryKey).toEqual(['organization_id', 'plan_code']);
     expect(names(plans)).not.toContain('_raw_detail');
-    expect(names(plans).slice(-4)).toEqual(['_raw', '_hash', '_synced_at', '_deleted_at']);
+    expect(names(plans).slice(-5)).toEqual(['_raw', '_hash', '_synced_at', '_run_id', '_deleted_at']);
     expect(column(plans, 'updated_time')?.type).toBe('timestamp');
     expect(column(plans, 'billing_cycles')?.type).toBe('integer');
     expect(column(plans, 'recurring_price')?.type).toBe('number');
 
     const addons = table('billing_plans__addons');
     expect(addons.primaryKey).toEqual(['organization_id', 'plan_code', 'addon_code']);
-    expect(names(addons)).toEqual(['organization_id', 'plan_code', 'addon_code', '_position', 'name', 'status', 'pricing_scheme', 'unit_name', '_synced_at', '_deleted_at']);
+    expect(names(addons)).toEqual([
+      'organization_id',
+      'plan_code',
+      'addon_code',
+      '_position',
+      'name',
+      'status',
+      'pricing_scheme',
+      'unit_name',
+      '_synced_at',
+      '_run_id',
+      '_deleted_at',
+    ]);
 
     const brackets = table('billing_plans__addons__price_brackets');
     expect(brackets.parentTable).toBe('billing_plans__addons');
     expect(brackets.primaryKey).toEqual(['organization_id', 'plan_code', 'addon_code', '_position']);
-    expect(names(brackets)).toEqual(['organization_id', 'plan_code', 'addon_code', '_position', 'start_quantity', 'end_quantity', 'price', '_synced_at', '_deleted_at']);
+    expect(names(brackets)).toEqual([
+      'organization_id',
+      'plan_code',
+      'addon_code',
+      '_position',
+      'start_quantity',
+      'end_quantity',
+      'price',
+      '_synced_at',
+      '_run_id',
+      '_deleted_at',
+    ]);
     expect(column(brackets, 'price')).toMatchObject({ type: 'number', source: 'addons[].price_brackets[].price' });
     expect(column(brackets, 'addon_code')).toMatchObject({ nullable: false, source: 'addons[].addon_code' });
   });
@@ -128,6 +160,7 @@ describe('tableDefinitions', () => {
       '_raw',
       '_hash',
       '_synced_at',
+      '_run_id',
       '_deleted_at',
     ]);
     for (const h of ['billed_hours', 'log_time', 'un_billed_hours']) expect(column(t, h)?.type).toBe('hours');
@@ -146,14 +179,20 @@ describe('tableDefinitions', () => {
     const comments = table('inventory_vendor_credits__comments');
     expect(names(comments).filter((n) => n === 'vendor_credit_id')).toHaveLength(1);
     expect(column(comments, 'vendor_credit_id')?.source).toBe('vendor_credit_id');
-    expect(table('inventory_vendor_credits__bills_credited').primaryKey).toEqual(['organization_id', 'vendor_credit_id', 'vendor_credit_bill_id']);
+    expect(table('inventory_vendor_credits__bills_credited').primaryKey).toEqual([
+      'organization_id',
+      'vendor_credit_id',
+      'vendor_credit_bill_id',
+    ]);
   });
 
   it('flattens nested objects with __', () => {
     expect(names(table('inventory_contact_persons'))).toEqual(
       expect.arrayContaining(['communication_preference__is_sms_enabled', 'communication_preference__is_whatsapp_enabled']),
     );
-    expect(names(table('inventory_contacts'))).toEqual(expect.arrayContaining(['default_templates__invoice_template_id', 'billing_address__street2']));
+    expect(names(table('inventory_contacts'))).toEqual(
+      expect.arrayContaining(['default_templates__invoice_template_id', 'billing_address__street2']),
+    );
     const expenses = table('billing_recurring_expenses');
     expect(column(expenses, 'line_item__tax_amount')).toMatchObject({ type: 'number', source: 'line_item.tax_amount' });
     expect(names(expenses)).not.toContain('line_item');
@@ -174,14 +213,29 @@ describe('tableDefinitions', () => {
       paginated: true,
       kind: 'transaction',
       columns: [{ name: 'doc_id', type: 'id' }],
-      children: [{ field: 'sections', columns: [{ name: 'title', type: 'text' }], children: [{ field: 'notes', key: 'note_id', columns: [{ name: 'note_id', type: 'id' }] }] }],
+      children: [
+        {
+          field: 'sections',
+          columns: [{ name: 'title', type: 'text' }],
+          children: [{ field: 'notes', key: 'note_id', columns: [{ name: 'note_id', type: 'id' }] }],
+        },
+      ],
       spec: 'test',
       description: 'Docs.',
     };
     const defs = tableDefinitions([stream]);
     const notes = defs.find((d) => d.name === 'books_docs__sections__notes');
     expect(notes?.primaryKey).toEqual(['organization_id', 'doc_id', 'sections__position', 'note_id']);
-    expect(notes?.columns.map((c) => c.name)).toEqual(['organization_id', 'doc_id', 'sections__position', 'note_id', '_position', '_synced_at', '_deleted_at']);
+    expect(notes?.columns.map((c) => c.name)).toEqual([
+      'organization_id',
+      'doc_id',
+      'sections__position',
+      'note_id',
+      '_position',
+      '_synced_at',
+      '_run_id',
+      '_deleted_at',
+    ]);
     expect(notes?.columns.find((c) => c.name === 'sections__position')).toMatchObject({ type: 'integer', nullable: false });
   });
 

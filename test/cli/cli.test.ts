@@ -10,7 +10,10 @@ const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVCSYNC_LOG_LEVEL: 'warn', ...env } });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SVCSYNC_LOG_LEVEL: 'warn', ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += String(d)));
@@ -48,11 +51,15 @@ describe('the command line', () => {
   it('--help lists the commands, each with a line of description', async () => {
     const r = await cli(['--help']);
     expect(r.code).toBe(0);
-    for (const c of ['demo', 'sync', 'backfill', 'verify', 'status', 'check', 'auth', 'schema', 'migrate', 'daemon', 'plan', 'sandbox']) expect(r.stdout).toMatch(new RegExp(`\\n  ${c}\\b[^\\n]* {2,}\\S`));
+    for (const c of ['demo', 'sync', 'backfill', 'verify', 'status', 'check', 'auth', 'schema', 'migrate', 'daemon', 'plan', 'sandbox'])
+      expect(r.stdout).toMatch(new RegExp(`\\n  ${c}\\b[^\\n]* {2,}\\S`));
   });
 
   it('a bad configuration file exits 2, names the key, and never echoes the secret', async () => {
-    const path = write('bad.yaml', [...connection('sekret-must-not-show'), '    plan: gold'].filter((l) => !l.includes('plan: enterprise')));
+    const path = write(
+      'bad.yaml',
+      [...connection('sekret-must-not-show'), '    plan: gold'].filter((l) => !l.includes('plan: enterprise')),
+    );
     const r = await cli(['sync', '--config', path], { SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('connections[0].plan: expected one of free, standard');
@@ -61,7 +68,9 @@ describe('the command line', () => {
 
   it('an unknown --stream is a configuration error naming it', async () => {
     const path = write('ok.yaml', connection(sandbox.credentials.client_secret));
-    const r = await cli(['sync', '--config', path, '--stream', 'inventory.salesorderz'], { SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token });
+    const r = await cli(['sync', '--config', path, '--stream', 'inventory.salesorderz'], {
+      SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token,
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('"inventory.salesorderz"');
   });
@@ -80,12 +89,18 @@ describe('the command line', () => {
     const code = sandbox.issueGrantCode();
     const env = { SVC_CLIENT_ID: sandbox.credentials.client_id, SVC_CLIENT_SECRET: sandbox.credentials.client_secret };
     const redirect = ['--redirect-uri', sandbox.credentials.redirect_uri];
-    const r = await cli(['auth', 'exchange', '--code', code, '--accounts-url', sandbox.url, ...redirect, '--config', join(dir, 'none.yaml')], env);
+    const r = await cli(
+      ['auth', 'exchange', '--code', code, '--accounts-url', sandbox.url, ...redirect, '--config', join(dir, 'none.yaml')],
+      env,
+    );
     expect(r.code, r.stderr).toBe(0);
     const token = /export SVC_REFRESH_TOKEN='([^']+)'/.exec(r.stdout)?.[1];
     expect(token).toBeTruthy();
     expect(r.stdout).toContain('refresh_token: ${SVC_REFRESH_TOKEN}');
-    const again = await cli(['auth', 'exchange', '--code', code, '--accounts-url', sandbox.url, ...redirect, '--config', join(dir, 'none.yaml')], env);
+    const again = await cli(
+      ['auth', 'exchange', '--code', code, '--accounts-url', sandbox.url, ...redirect, '--config', join(dir, 'none.yaml')],
+      env,
+    );
     expect(again.code).toBe(3);
     expect(again.stderr).toMatch(/invalid_code/);
     expect(again.stderr).not.toContain(code);
@@ -117,7 +132,7 @@ describe('the command line', () => {
     const text = schema.stdout;
     expect(text.length).toBeGreaterThan(250_000);
     expect(text).toContain('inventory_sales_orders__line_items');
-    expect(() => JSON.parse(text)).not.toThrow();
+    expect((): unknown => JSON.parse(text)).not.toThrow();
     const plan = await cli(['plan', '--config', path], env);
     expect(plan.code, plan.stderr).toBe(0);
     expect(plan.stdout).toContain(orgId);

@@ -12,7 +12,10 @@ const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVCSYNC_LOG_LEVEL: 'warn', ...env } });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SVCSYNC_LOG_LEVEL: 'warn', ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += String(d)));
@@ -62,15 +65,22 @@ describe('svcsync verify on the command line', () => {
 
     const orgId = sandbox.organizations()[0]!.organization_id;
     const db = new Database(join(dir, 'w.db'));
-    const victim = db.prepare('SELECT salesorder_id AS id FROM inventory_sales_orders WHERE organization_id = ? ORDER BY salesorder_id LIMIT 1').get(orgId) as { id: string };
+    const victim = db
+      .prepare('SELECT salesorder_id AS id FROM inventory_sales_orders WHERE organization_id = ? ORDER BY salesorder_id LIMIT 1')
+      .get(orgId) as { id: string };
     db.prepare('DELETE FROM inventory_sales_orders WHERE organization_id = ? AND salesorder_id = ?').run(orgId, victim.id);
     db.close();
 
     const json = await cli(['verify', '--config', config, '--stream', 'inventory.sales_orders', '--json'], env);
     expect(json.code, json.stderr).toBe(4);
-    const report = JSON.parse(json.stdout) as { exitCode: number; streams: Array<{ stream: string; status: string; missing: string[]; missingCount: number }> };
+    const report = JSON.parse(json.stdout) as {
+      exitCode: number;
+      streams: Array<{ stream: string; status: string; missing: string[]; missingCount: number }>;
+    };
     expect(report.exitCode).toBe(4);
-    expect(report.streams).toEqual([expect.objectContaining({ stream: 'inventory.sales_orders', status: 'differ', missing: [victim.id], missingCount: 1 })]);
+    expect(report.streams).toEqual([
+      expect.objectContaining({ stream: 'inventory.sales_orders', status: 'differ', missing: [victim.id], missingCount: 1 }),
+    ]);
 
     const text = await cli(['verify', '--config', config, '--stream', 'sales_orders'], env);
     expect(text.code).toBe(4);

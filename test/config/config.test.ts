@@ -28,7 +28,12 @@ describe('parseConfig', () => {
   it('fills defaults from the plan and region', () => {
     const config = parseConfig({ connections: [base] }, { env: {} });
     expect(config.warehouse).toBe('sqlite:./warehouse.db');
-    expect(config.connections[0]).toMatchObject({ region: 'us', plan: 'free', families: ['books', 'inventory', 'invoice', 'billing'], quota_reset_time_zone: 'UTC' });
+    expect(config.connections[0]).toMatchObject({
+      region: 'us',
+      plan: 'free',
+      families: ['books', 'inventory', 'invoice', 'billing'],
+      quota_reset_time_zone: 'UTC',
+    });
     expect(config.sync).toMatchObject({ per_page: 200, lookback_seconds: 300 });
   });
 
@@ -50,20 +55,66 @@ describe('parseConfig', () => {
   });
 
   const table: Array<[string, unknown, string[], Record<string, string>?]> = [
-    ['unknown plan', { connections: [{ ...base, plan: 'gold' }] }, ['connections[0].plan: expected one of free, standard, professional, premium, elite, ultimate, enterprise']],
-    ['unknown region', { connections: [{ ...base, region: 'mars' }] }, ['connections[0].region: expected one of us, eu, in, au, jp, ca, cn, sa']],
+    [
+      'unknown plan',
+      { connections: [{ ...base, plan: 'gold' }] },
+      ['connections[0].plan: expected one of free, standard, professional, premium, elite, ultimate, enterprise'],
+    ],
+    [
+      'unknown region',
+      { connections: [{ ...base, region: 'mars' }] },
+      ['connections[0].region: expected one of us, eu, in, au, jp, ca, cn, sa'],
+    ],
     ['no connections', { connections: [] }, ['connections: expected at least one connection']],
     ['connections missing', {}, ['connections: is required (expected array)']],
-    ['secret missing', { connections: [{ ...base, client_secret: undefined }] }, ['connections[0].client_secret: is required (expected string)']],
+    [
+      'secret missing',
+      { connections: [{ ...base, client_secret: undefined }] },
+      ['connections[0].client_secret: is required (expected string)'],
+    ],
     ['secret of the wrong type', { connections: [{ ...base, client_secret: 42 }] }, ['connections[0].client_secret: expected string']],
-    ['bad limits', { connections: [{ ...base, limits: { per_minute: -1, burst: 3 } }] }, ['connections[0].limits.per_minute: expected a number > 0', 'connections[0].limits: unknown key "burst" (see config/svcsync.example.yaml for the keys)']],
+    [
+      'bad limits',
+      { connections: [{ ...base, limits: { per_minute: -1, burst: 3 } }] },
+      [
+        'connections[0].limits.per_minute: expected a number > 0',
+        'connections[0].limits: unknown key "burst" (see config/svcsync.example.yaml for the keys)',
+      ],
+    ],
     ['duplicate names', { connections: [base, base] }, ['connections[1].name: "acme" is used by another connection; names must be unique']],
-    ['unsupported warehouse', { warehouse: 'mysql://x', connections: [base] }, ['warehouse: expected sqlite:PATH or postgres://USER@HOST:PORT/DB']],
-    ['bad url and family', { connections: [{ ...base, accounts_url: 'not a url', families: ['books', 'crm'] }] }, ['connections[0].accounts_url: expected a URL such as https://accounts.example.com', 'connections[0].families[1]: expected one of books, inventory, invoice, billing']],
-    ['missing env var', { connections: [{ ...base, client_secret: '${NOPE_SECRET}' }] }, ['connections[0].client_secret: environment variable NOPE_SECRET is not set (export it, or put the value in the file)']],
-    ['bad name', { connections: [{ ...base, name: 'bad name!' }] }, ['connections[0].name: expected a label of letters, digits, ".", "_" or "-"']],
-    ['reserve out of range', { connections: [{ ...base, limits: { reserve: 2 } }] }, ['connections[0].limits.reserve: expected a number <= 0.95']],
-    ['unknown top-level key', { connection: [], connections: [base] }, ['(top level): unknown key "connection" (see config/svcsync.example.yaml for the keys)']],
+    [
+      'unsupported warehouse',
+      { warehouse: 'mysql://x', connections: [base] },
+      ['warehouse: expected sqlite:PATH or postgres://USER@HOST:PORT/DB'],
+    ],
+    [
+      'bad url and family',
+      { connections: [{ ...base, accounts_url: 'not a url', families: ['books', 'crm'] }] },
+      [
+        'connections[0].accounts_url: expected a URL such as https://accounts.example.com',
+        'connections[0].families[1]: expected one of books, inventory, invoice, billing',
+      ],
+    ],
+    [
+      'missing env var',
+      { connections: [{ ...base, client_secret: '${NOPE_SECRET}' }] },
+      ['connections[0].client_secret: environment variable NOPE_SECRET is not set (export it, or put the value in the file)'],
+    ],
+    [
+      'bad name',
+      { connections: [{ ...base, name: 'bad name!' }] },
+      ['connections[0].name: expected a label of letters, digits, ".", "_" or "-"'],
+    ],
+    [
+      'reserve out of range',
+      { connections: [{ ...base, limits: { reserve: 2 } }] },
+      ['connections[0].limits.reserve: expected a number <= 0.95'],
+    ],
+    [
+      'unknown top-level key',
+      { connection: [], connections: [base] },
+      ['(top level): unknown key "connection" (see config/svcsync.example.yaml for the keys)'],
+    ],
   ];
   it.each(table)('%s', (_name, document, expected, env) => {
     expect(problemsOf(document, env)).toEqual(expected);
@@ -75,7 +126,19 @@ describe('loadConfig', () => {
 
   it('reads YAML', () => {
     const path = join(dir, 'a.yaml');
-    writeFileSync(path, `warehouse: sqlite:./w.db\nconnections:\n  - name: acme\n    client_id: id\n    client_secret: \${S}\n    refresh_token: rt-token-1\n    plan: standard\n`);
+    writeFileSync(
+      path,
+      [
+        'warehouse: sqlite:./w.db',
+        'connections:',
+        '  - name: acme',
+        '    client_id: id',
+        '    client_secret: ${S}',
+        '    refresh_token: rt-token-1',
+        '    plan: standard',
+        '',
+      ].join('\n'),
+    );
     const config = loadConfig(path, { env: { S: SECRET } });
     expect(config.connections[0]).toMatchObject({ plan: 'standard', client_secret: SECRET });
   });

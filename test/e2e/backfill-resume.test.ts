@@ -11,13 +11,19 @@ describe.each(DIALECTS)('backfill on %s', (dialect) => {
 
   it('stopped by the daily quota, continues on the next call where it stopped, re-reading at most one page', async () => {
     // 50 plans at 5 a page are 10 pages; the sandbox allows 6 requests a day.
-    e = await startE2E(dialect, { scale: 50, organizations: 1, limits: { per_day: 6 } }, { sync: { per_page: 5 }, connection: { families: ['billing'], streams: ['billing.plans'], limits: { per_day: 1000, reserve: 0 } } });
+    e = await startE2E(
+      dialect,
+      { scale: 50, organizations: 1, limits: { per_day: 6 } },
+      { sync: { per_page: 5 }, connection: { families: ['billing'], streams: ['billing.plans'], limits: { per_day: 1000, reserve: 0 } } },
+    );
     const org = e.sandbox.organizations()[0]!.organization_id;
     const endpoint = 'GET /billing/v1/plans';
     const first = await e.sync('backfill');
     expectExit(first, 4);
     const pagesFirst = e.sandbox.requestLog().byEndpoint[endpoint] ?? 0;
-    const state = await e.query<{ pass_kind: string; pass_next_page: number | string }>("SELECT pass_kind, pass_next_page FROM _svcsync_streams WHERE stream = 'billing.plans'");
+    const state = await e.query<{ pass_kind: string; pass_next_page: number | string }>(
+      "SELECT pass_kind, pass_next_page FROM _svcsync_streams WHERE stream = 'billing.plans'",
+    );
     expect(state[0]!.pass_kind).toBe('backfill');
     const nextPage = Number(state[0]!.pass_next_page);
     expect(nextPage).toBeGreaterThan(1);

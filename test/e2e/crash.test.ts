@@ -24,7 +24,10 @@ interface CliRun {
  */
 function runCli(args: string[], killAfterPages?: number): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVCSYNC_LOG_LEVEL: killAfterPages === undefined ? 'warn' : 'debug' } });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SVCSYNC_LOG_LEVEL: killAfterPages === undefined ? 'warn' : 'debug' },
+    });
     let stdout = '';
     let stderr = '';
     let pages = 0;
@@ -50,7 +53,15 @@ describe.each(CASES)('a sync killed with SIGKILL on $dialect against the $preset
     // Added latency makes a run last long enough to be killed at several points of it.
     // Under hostile, records do not change mid-walk here: the last run's result is compared
     // with the truth, and changes during that run are the next run's to catch.
-    sandbox = await startSandbox({ seed: 11, scale: 60, organizations: 2, unlimited: true, faults: { latencyMs: 8 }, preset, variants: { changeWhilePagingEvery: 0 } });
+    sandbox = await startSandbox({
+      seed: 11,
+      scale: 60,
+      organizations: 2,
+      unlimited: true,
+      faults: { latencyMs: 8 },
+      preset,
+      variants: { changeWhilePagingEvery: 0 },
+    });
     tw = await freshWarehouse(dialect);
     configPath = join(mkdtempSync(join(tmpdir(), 'svcsync-crash-')), 'svcsync.yaml');
     writeFileSync(
@@ -65,8 +76,9 @@ describe.each(CASES)('a sync killed with SIGKILL on $dialect against the $preset
         '    client_secret: ${CRASH_SECRET}',
         `    refresh_token: ${sandbox.credentials.refresh_token}`,
         '    plan: enterprise',
-        // The sandbox is unlimited and the CLI runs on real time: lift the client's limits too.
-        '    limits: { per_minute: 1000000, per_day: 100000000, concurrency: 10 }',
+        // The sandbox is unlimited and the CLI runs on real time: lift the client's limits too. A
+        // one-second window keeps the wait after each takeover from a killed run (one window) short.
+        '    limits: { per_minute: 1000000, per_day: 100000000, concurrency: 10, window_ms: 1000 }',
         '',
       ].join('\n'),
     );
@@ -85,8 +97,17 @@ describe.each(CASES)('a sync killed with SIGKILL on $dialect against the $preset
       // Did this kill leave a pass half-walked or child/detail work queued?
       const w = await openWarehouse(tw.url);
       try {
-        const open = await w.db.selectFrom('_svcsync_streams').select('stream').where('pass_kind', 'is not', null).execute().catch(() => []);
-        const queued = await w.db.selectFrom('_svcsync_pending').select('item_id').execute().catch(() => []);
+        const open = await w.db
+          .selectFrom('_svcsync_streams')
+          .select('stream')
+          .where('pass_kind', 'is not', null)
+          .execute()
+          .catch(() => []);
+        const queued = await w.db
+          .selectFrom('_svcsync_pending')
+          .select('item_id')
+          .execute()
+          .catch(() => []);
         if (open.length + queued.length > 0) leftMidWork++;
       } finally {
         await w.close();
@@ -111,7 +132,9 @@ describe.each(CASES)('a sync killed with SIGKILL on $dialect against the $preset
               .where('organization_id', '=', org.ids[family])
               .where('_deleted_at', 'is', null)
               .execute();
-            expect(rows.map((r) => String(r[id])).sort(), `${family}.${stream}`).toEqual(truthIds(sandbox, org.ids[family], family, stream));
+            expect(rows.map((r) => String(r[id])).sort(), `${family}.${stream}`).toEqual(
+              truthIds(sandbox, org.ids[family], family, stream),
+            );
           }
         }
       }

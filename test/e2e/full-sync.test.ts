@@ -31,7 +31,8 @@ describe.each(DIALECTS)('a full sync on %s', (dialect) => {
           expect(actual, `${family}.${stream} of ${org.organization_id}`).toEqual(expected);
           seen.set(`${family}.${stream}`, (seen.get(`${family}.${stream}`) ?? 0) + actual.length);
           const dupes = await e.query<{ n: number | string }>(
-            `SELECT COUNT(*) - COUNT(DISTINCT "${ID_FIELDS[family][stream]}") AS n FROM "${family}_${stream}" WHERE organization_id = ${ph(dialect, 1)}`,
+            `SELECT COUNT(*) - COUNT(DISTINCT "${ID_FIELDS[family][stream]}") AS n ` +
+              `FROM "${family}_${stream}" WHERE organization_id = ${ph(dialect, 1)}`,
             [org.organization_id],
           );
           expect(Number(dupes[0]!.n)).toBe(0);
@@ -44,7 +45,10 @@ describe.each(DIALECTS)('a full sync on %s', (dialect) => {
   });
 
   it('lists every organization in each family', async () => {
-    const ids = e.sandbox.organizations().map((o) => o.organization_id).sort();
+    const ids = e.sandbox
+      .organizations()
+      .map((o) => o.organization_id)
+      .sort();
     for (const family of Object.keys(ID_FIELDS) as Family[]) {
       const rows = await e.query<{ id: string }>(`SELECT organization_id AS id FROM "${family}_organizations" ORDER BY organization_id`);
       expect(rows.map((r) => r.id).sort()).toEqual(ids);
@@ -63,7 +67,8 @@ describe.each(DIALECTS)('a full sync on %s', (dialect) => {
     for (const org of e.sandbox.organizations()) {
       const truth = e.sandbox.truth(org.organization_id, 'inventory', 'sales_orders');
       const rows = await e.query<{ id: string; total: unknown; last_modified_time: unknown; created_time: unknown }>(
-        `SELECT salesorder_id AS id, total, last_modified_time, created_time FROM inventory_sales_orders WHERE organization_id = ${ph(dialect, 1)}`,
+        'SELECT salesorder_id AS id, total, last_modified_time, created_time ' +
+          `FROM inventory_sales_orders WHERE organization_id = ${ph(dialect, 1)}`,
         [org.organization_id],
       );
       const byId = new Map(rows.map((r) => [String(r.id), r]));
@@ -86,7 +91,8 @@ describe.each(DIALECTS)('a full sync on %s', (dialect) => {
       ] as const) {
         const truth = e.sandbox.truth(org.organization_id, family, stream);
         const rows = await e.query<{ id: string; n: number | string; total: unknown }>(
-          `SELECT "${key}" AS id, COUNT(*) AS n, SUM(item_total) AS total FROM "${family}_${stream}__line_items" WHERE organization_id = ${ph(dialect, 1)} AND _deleted_at IS NULL GROUP BY "${key}"`,
+          `SELECT "${key}" AS id, COUNT(*) AS n, SUM(item_total) AS total FROM "${family}_${stream}__line_items" ` +
+            `WHERE organization_id = ${ph(dialect, 1)} AND _deleted_at IS NULL GROUP BY "${key}"`,
           [org.organization_id],
         );
         const byId = new Map(rows.map((r) => [String(r.id), r]));
@@ -104,7 +110,10 @@ describe.each(DIALECTS)('a full sync on %s', (dialect) => {
   it('turns "hh:mm" task hours into numbers', async () => {
     const org = e.sandbox.organizations()[0]!.organization_id;
     const truth = e.sandbox.truth(org, 'invoice', 'tasks');
-    const rows = await e.query<{ id: string; log_time: unknown }>(`SELECT task_id AS id, log_time FROM invoice_tasks WHERE organization_id = ${ph(dialect, 1)}`, [org]);
+    const rows = await e.query<{ id: string; log_time: unknown }>(
+      `SELECT task_id AS id, log_time FROM invoice_tasks WHERE organization_id = ${ph(dialect, 1)}`,
+      [org],
+    );
     const byId = new Map(rows.map((r) => [String(r.id), r]));
     let checked = 0;
     for (const t of truth) {

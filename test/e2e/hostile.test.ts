@@ -30,7 +30,9 @@ function refusedAnswers(e: E2E): number {
 }
 
 function streamFailures(summary: SyncSummary): string[] {
-  return summary.organizations.flatMap((o) => o.streams.filter((s) => s.status !== 'ok').map((s) => `${o.organizationId} ${s.stream}: ${s.status} ${s.error ?? ''}`));
+  return summary.organizations.flatMap((o) =>
+    o.streams.filter((s) => s.status !== 'ok').map((s) => `${o.organizationId} ${s.stream}: ${s.status} ${s.error ?? ''}`),
+  );
 }
 
 describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s', (dialect) => {
@@ -51,7 +53,11 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
   }, 120_000);
 
   it('rule 2: rate-limit headers on every answer never turn a transient error into a long wait', async () => {
-    e = await startE2E(dialect, { scale: 10, variants: { rateLimitHeaders: true, noRetryAfter: true }, faults: { rate5xx: 0.05, rateTruncated: 0.03 } }, { sync: { per_page: PER_PAGE, max_retries: 8 } });
+    e = await startE2E(
+      dialect,
+      { scale: 10, variants: { rateLimitHeaders: true, noRetryAfter: true }, faults: { rate5xx: 0.05, rateTruncated: 0.03 } },
+      { sync: { per_page: PER_PAGE, max_retries: 8 } },
+    );
     expectExit(await e.sync(), 0);
     await expectEqualsTruth(e);
     const waits = e.log.records.filter((r) => r['msg'] === 'request failed; retrying').map((r) => Number(r['wait_ms']));
@@ -61,7 +67,13 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
   }, 120_000);
 
   it('rule 5: occasional 401s for valid, short-lived tokens fail no stream', async () => {
-    e = await startE2E(dialect, { scale: 10, tokenExpiresIn: 3, timeScale: 60, variants: { spurious401Rate: 0.05 } }, { sync: { per_page: PER_PAGE } });
+    // 30 sandbox seconds are half a real second at timeScale 60: tokens expire several times per
+    // sync, yet a loaded machine can still use one before it expires (3 s was 50 ms of real time).
+    e = await startE2E(
+      dialect,
+      { scale: 10, tokenExpiresIn: 30, timeScale: 60, variants: { spurious401Rate: 0.05 } },
+      { sync: { per_page: PER_PAGE } },
+    );
     const summary = await e.sync();
     expect(streamFailures(summary)).toEqual([]);
     expectExit(summary, 0);
@@ -69,7 +81,7 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     await expectEqualsTruth(e);
   }, 120_000);
 
-  it('rule 6: a single object where an array is usual is kept as one row; string arrays are skipped and the record is still written', async () => {
+  it('rule 6: a lone object where an array is usual is kept as one row; string arrays are skipped, the record still written', async () => {
     e = await startE2E(dialect, { scale: 20, organizations: 1, variants: { arrayQuirks: true } }, { sync: { per_page: PER_PAGE } });
     expectExit(await e.sync(), 0);
     await expectEqualsTruth(e);
@@ -88,8 +100,12 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     }
   }, 120_000);
 
-  it('rule 7: data-shape warnings come as one line per stream, field and kind, with counts in the summary and _svcsync_run_streams', async () => {
-    e = await startE2E(dialect, { scale: 30, organizations: 1, variants: { arrayQuirks: true, sparseFields: 0.2, extraFields: true } }, { sync: { per_page: PER_PAGE } });
+  it('rule 7: data-shape warnings: one line per stream, field and kind, with counts in the summary and _svcsync_run_streams', async () => {
+    e = await startE2E(
+      dialect,
+      { scale: 30, organizations: 1, variants: { arrayQuirks: true, sparseFields: 0.2, extraFields: true } },
+      { sync: { per_page: PER_PAGE } },
+    );
     const summary = await e.sync();
     expectExit(summary, 0);
     const lines = warningLines(e).filter((r) => r['kind'] !== undefined);
@@ -124,7 +140,11 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
   }, 180_000);
 
   it('hostile: modify, create and delete, then an incremental run and a reconcile', async () => {
-    e = await startE2E(dialect, { scale: 20, preset: 'hostile', variants: { changeWhilePagingEvery: 0 } }, { sync: { per_page: PER_PAGE } });
+    e = await startE2E(
+      dialect,
+      { scale: 20, preset: 'hostile', variants: { changeWhilePagingEvery: 0 } },
+      { sync: { per_page: PER_PAGE } },
+    );
     expectExit(await e.sync(), 0);
     await expectEqualsTruth(e);
     e.sandbox.advanceClock(10 * 60_000);
@@ -137,10 +157,17 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     await expectEqualsTruth(e);
   }, 180_000);
 
-  it('hostile plus faults: 5% 5xx, cut-short bodies, extra 429s and 2% spurious 401s with 3-second tokens', async () => {
+  it('hostile plus faults: 5% 5xx, cut-short bodies, extra 429s and 2% spurious 401s with 30-second tokens', async () => {
     e = await startE2E(
       dialect,
-      { scale: 12, preset: 'hostile', timeScale: 60, tokenExpiresIn: 3, variants: { changeWhilePagingEvery: 0 }, faults: { rate5xx: 0.05, rateTruncated: 0.03, rate429: 0.03 } },
+      {
+        scale: 12,
+        preset: 'hostile',
+        timeScale: 60,
+        tokenExpiresIn: 30,
+        variants: { changeWhilePagingEvery: 0 },
+        faults: { rate5xx: 0.05, rateTruncated: 0.03, rate429: 0.03 },
+      },
       { sync: { per_page: PER_PAGE, max_retries: 8 } },
     );
     const { minimum, exactMultiples } = minimumRequests(e.sandbox, PER_PAGE);

@@ -3,7 +3,13 @@ import { DIALECTS } from '../helpers/dialects.js';
 import { expectEqualsTruth, expectExit, startE2E, type E2E } from '../helpers/e2e.js';
 
 /** Sandbox endpoints of the lists svcsync asks to sort newest first. */
-const SORTED_LISTS = ['GET /inventory/v1/salesorders', 'GET /inventory/v1/contacts', 'GET /inventory/v1/vendorcredits', 'GET /books/v3/vendorcredits', 'GET /billing/v1/events'];
+const SORTED_LISTS = [
+  'GET /inventory/v1/salesorders',
+  'GET /inventory/v1/contacts',
+  'GET /inventory/v1/vendorcredits',
+  'GET /books/v3/vendorcredits',
+  'GET /billing/v1/events',
+];
 
 describe.each(DIALECTS)('incremental sync on %s', (dialect) => {
   let e: E2E;
@@ -28,7 +34,15 @@ describe.each(DIALECTS)('incremental sync on %s', (dialect) => {
     const projects = e.sandbox.organizations().reduce((a, o) => a + e.sandbox.count(o.organization_id, 'invoice', 'projects'), 0);
     expect(log.byEndpoint['GET /invoice/v3/projects/{id}/tasks']).toBe(projects);
     // Incremental streams write nothing when nothing changed (full-refresh ones rewrite to detect deletions).
-    const incremental = ['inventory.sales_orders', 'inventory.contacts', 'inventory.vendor_credits', 'books.vendor_credits', 'billing.events', 'billing.plans', 'billing.recurring_expenses'];
+    const incremental = [
+      'inventory.sales_orders',
+      'inventory.contacts',
+      'inventory.vendor_credits',
+      'books.vendor_credits',
+      'billing.events',
+      'billing.plans',
+      'billing.recurring_expenses',
+    ];
     const written = summary.organizations.flatMap((o) => o.streams).filter((s) => incremental.includes(s.stream));
     expect(written.length).toBe(incremental.length * orgs);
     expect(written.reduce((a, s) => a + s.written, 0)).toBe(0);
@@ -44,7 +58,8 @@ describe.each(DIALECTS)('incremental sync on %s', (dialect) => {
     await expectEqualsTruth(e, { ignoreDeletes: true });
     // Sales orders: every changed one had its single record read again, no more.
     const log = e.sandbox.requestLog();
-    const changedOrders = (mutation.streams['inventory.sales_orders']?.modified ?? 0) + (mutation.streams['inventory.sales_orders']?.created ?? 0);
+    const changedOrders =
+      (mutation.streams['inventory.sales_orders']?.modified ?? 0) + (mutation.streams['inventory.sales_orders']?.created ?? 0);
     expect(log.byEndpoint['GET /inventory/v1/salesorders/{id}'] ?? 0).toBe(changedOrders);
   });
 

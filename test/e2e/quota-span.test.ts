@@ -23,7 +23,11 @@ function charged(e: E2E): number {
  * with nothing changed: one page per sorted list, full-refresh lists and their children).
  * Measured on a sandbox without limits, so the figures are svcsync's own, not assumed.
  */
-async function measure(dialect: (typeof DIALECTS)[number], sandbox: SandboxOptions, connection: Record<string, unknown>): Promise<{ M: number; R: number }> {
+async function measure(
+  dialect: (typeof DIALECTS)[number],
+  sandbox: SandboxOptions,
+  connection: Record<string, unknown>,
+): Promise<{ M: number; R: number }> {
   const e = await startE2E(dialect, { ...sandbox, unlimited: true }, { connection });
   try {
     const org = e.sandbox.organizations()[0]!.organization_id;
@@ -81,7 +85,10 @@ describe.each(CASES)('a sync larger than the daily budget on $dialect against th
       const outcomes = summary.organizations.filter((o) => ids.has(o.organizationId));
       const reported = outcomes.flatMap((o) => o.streams).reduce((a, s) => a + s.requests, 0);
       expect(reported, `day ${day}: requests reported by streams`).toBe(usedToday);
-      const rows = await e.query<{ n: number | string }>('SELECT COALESCE(SUM(requests), 0) AS n FROM _svcsync_run_streams WHERE run_id = ' + (dialect === 'postgres' ? '$1' : '?'), [summary.runId]);
+      const rows = await e.query<{ n: number | string }>(
+        'SELECT COALESCE(SUM(requests), 0) AS n FROM _svcsync_run_streams WHERE run_id = ' + (dialect === 'postgres' ? '$1' : '?'),
+        [summary.runId],
+      );
       expect(Number(rows[0]!.n), `day ${day}: requests in _svcsync_run_streams`).toBe(usedToday);
       if (exit !== 0) {
         expectExit(summary, 4);

@@ -11,7 +11,11 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
   });
 
   it('equals the truth with 5xx answers, extra 429s, cut-short bodies and short-lived tokens injected', async () => {
-    e = await startE2E(dialect, { scale: 10, tokenExpiresIn: 120, faults: { rate5xx: 0.08, rate429: 0.05, rateTruncated: 0.05 } }, { sync: { max_retries: 12 } });
+    e = await startE2E(
+      dialect,
+      { scale: 10, tokenExpiresIn: 120, faults: { rate5xx: 0.08, rate429: 0.05, rateTruncated: 0.05 } },
+      { sync: { max_retries: 12 } },
+    );
     const summary = await e.sync();
     expectExit(summary, 0);
     const log = e.sandbox.requestLog();
@@ -49,10 +53,17 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
   }, 120_000);
 
   it('equals the truth on the next run when records change while the sync is paging', async () => {
-    e = await startE2E(dialect, { scale: 450, organizations: 1, faults: { latencyMs: 15 } }, { sync: { per_page: 50 }, connection: { streams: ['inventory.sales_orders', 'inventory.contacts', 'billing.recurring_expenses'] } });
+    e = await startE2E(
+      dialect,
+      { scale: 450, organizations: 1, faults: { latencyMs: 15 } },
+      { sync: { per_page: 50 }, connection: { streams: ['inventory.sales_orders', 'inventory.contacts', 'billing.recurring_expenses'] } },
+    );
     const sandbox = e.sandbox;
     let mutations = 0;
+    // A bounded number of changes, so a slow machine (a longer sync) does not turn them into more
+    // detail reads than the day's budget holds.
     const timer = setInterval(() => {
+      if (mutations >= 12) return;
       sandbox.mutate({ modify: 2, create: 1, streams: ['sales_orders', 'contacts', 'recurring_expenses'] });
       mutations++;
     }, 40);
@@ -67,13 +78,21 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
     e.sandbox.advanceClock(5 * 60_000);
     expectExit(await e.sync(), 0);
     const org = e.sandbox.organizations()[0]!.organization_id;
-    for (const [family, stream] of [['inventory', 'sales_orders'], ['inventory', 'contacts'], ['billing', 'recurring_expenses']] as const) {
+    for (const [family, stream] of [
+      ['inventory', 'sales_orders'],
+      ['inventory', 'contacts'],
+      ['billing', 'recurring_expenses'],
+    ] as const) {
       expect(await e.liveIds(org, family, stream), `${family}.${stream}`).toEqual(truthIds(e.sandbox, org, family, stream));
     }
   }, 120_000);
 
   it('a first sync that meets a record again on a later page (the list shifted) keeps only the later copy’s child rows', async () => {
-    e = await startE2E(dialect, { scale: 30, organizations: 1 }, { sync: { per_page: 10 }, connection: { families: ['books'], streams: ['books.webhooks'] } });
+    e = await startE2E(
+      dialect,
+      { scale: 30, organizations: 1 },
+      { sync: { per_page: 10 }, connection: { families: ['books'], streams: ['books.webhooks'] } },
+    );
     let repeated: Record<string, unknown> | null = null;
     // Page 1's last webhook comes back at the top of page 2 with its two headers gone, as a
     // list shifted by a new record, with that record edited in between, would return it.
@@ -84,7 +103,10 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
       const body = parseJson(await response.text()) as { webhooks: Array<Record<string, unknown>> };
       const page = Number(url.searchParams.get('page'));
       if (page === 1) {
-        body.webhooks[body.webhooks.length - 1]!['headers'] = [{ param_name: 'X-One', param_value: '1' }, { param_name: 'X-Two', param_value: '2' }];
+        body.webhooks[body.webhooks.length - 1]!['headers'] = [
+          { param_name: 'X-One', param_value: '1' },
+          { param_name: 'X-Two', param_value: '2' },
+        ];
         repeated = body.webhooks[body.webhooks.length - 1]!;
       } else if (page === 2 && repeated) {
         body.webhooks.unshift({ ...repeated, webhook_name: 'edited while paging', headers: [] });
@@ -93,7 +115,17 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
     };
     const { runSync } = await import('../../src/extractors/sync-run.js');
     const { createLogger } = await import('../../src/core/logger.js');
-    const summary = await runSync({ config: e.config, warehouse: e.warehouse, clock: e.sandbox.clock, logger: createLogger({ level: 'silent', secrets: e.secrets }), secrets: e.secrets, signal: new AbortController().signal, command: 'sync', mode: 'incremental', fetch: fetchShifted });
+    const summary = await runSync({
+      config: e.config,
+      warehouse: e.warehouse,
+      clock: e.sandbox.clock,
+      logger: createLogger({ level: 'silent', secrets: e.secrets }),
+      secrets: e.secrets,
+      signal: new AbortController().signal,
+      command: 'sync',
+      mode: 'incremental',
+      fetch: fetchShifted,
+    });
     expectExit(summary, 0);
     expect(repeated).not.toBeNull();
     const id = String(repeated!['webhook_id']);
@@ -101,7 +133,8 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
     const rows = await e.query<{ webhook_name: string }>(`SELECT webhook_name FROM books_webhooks WHERE webhook_id = ${p}`, [id]);
     expect(rows.map((r) => r.webhook_name)).toEqual(['edited while paging']);
     const headers = await e.query<{ param_name: string; live: number | boolean }>(
-      `SELECT param_name, CASE WHEN _deleted_at IS NULL THEN 1 ELSE 0 END AS live FROM books_webhooks__headers WHERE webhook_id = ${p} ORDER BY param_name`,
+      'SELECT param_name, CASE WHEN _deleted_at IS NULL THEN 1 ELSE 0 END AS live ' +
+        `FROM books_webhooks__headers WHERE webhook_id = ${p} ORDER BY param_name`,
       [id],
     );
     expect(headers.map((h) => [h.param_name, Number(h.live)])).toEqual([
@@ -115,7 +148,16 @@ describe.each(DIALECTS)('resilience on %s', (dialect) => {
     const controller = new AbortController();
     const { runSync } = await import('../../src/extractors/sync-run.js');
     const { createLogger } = await import('../../src/core/logger.js');
-    const run = runSync({ config: e.config, warehouse: e.warehouse, clock: e.sandbox.clock, logger: createLogger({ level: 'silent', secrets: e.secrets }), secrets: e.secrets, signal: controller.signal, command: 'sync', mode: 'incremental' });
+    const run = runSync({
+      config: e.config,
+      warehouse: e.warehouse,
+      clock: e.sandbox.clock,
+      logger: createLogger({ level: 'silent', secrets: e.secrets }),
+      secrets: e.secrets,
+      signal: controller.signal,
+      command: 'sync',
+      mode: 'incremental',
+    });
     setTimeout(() => controller.abort(new Error('stop requested')), 400);
     await expect(run).rejects.toThrow('stop requested');
     // Requests in flight at the abort reach the sandbox's log once its latency has passed.

@@ -13,8 +13,24 @@ describe('runs that share a TokenCacheRegistry', () => {
 
   it('refresh the access token once, not once per run', async () => {
     const logger = createLogger({ level: 'silent', secrets: e.secrets });
-    const tokens = new TokenCacheRegistry({ clock: e.sandbox.clock, secrets: e.secrets, logger, timeoutMs: e.config.sync.request_timeout_ms });
-    const run = () => runSync({ config: e.config, warehouse: e.warehouse, clock: e.sandbox.clock, logger, secrets: e.secrets, signal: new AbortController().signal, command: 'sync', mode: 'incremental', tokens });
+    const tokens = new TokenCacheRegistry({
+      clock: e.sandbox.clock,
+      secrets: e.secrets,
+      logger,
+      timeoutMs: e.config.sync.request_timeout_ms,
+    });
+    const run = () =>
+      runSync({
+        config: e.config,
+        warehouse: e.warehouse,
+        clock: e.sandbox.clock,
+        logger,
+        secrets: e.secrets,
+        signal: new AbortController().signal,
+        command: 'sync',
+        mode: 'incremental',
+        tokens,
+      });
     for (let i = 0; i < 3; i++) expectExit(await run(), 0);
     expect(e.sandbox.requestLog().token.refresh).toBe(1);
     // Without it, each run refreshes again.

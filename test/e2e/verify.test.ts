@@ -24,7 +24,14 @@ const TOP_LEVEL: Array<[Family, string]> = [
   ['billing', 'recurring_expenses'],
   ['billing', 'events'],
 ];
-const PER_PARENT = ['books.vendor_credit_refunds', 'books.vendor_credit_bills', 'inventory.contact_persons', 'inventory.contact_comments', 'inventory.vendor_credit_refunds', 'invoice.tasks'];
+const PER_PARENT = [
+  'books.vendor_credit_refunds',
+  'books.vendor_credit_bills',
+  'inventory.contact_persons',
+  'inventory.contact_comments',
+  'inventory.vendor_credit_refunds',
+  'invoice.tasks',
+];
 const FAMILIES = 4;
 
 describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
@@ -68,7 +75,14 @@ describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
     const before = await snapshot();
     e.sandbox.resetRequestLog();
     const s = await verify();
-    expect(s.exitCode, JSON.stringify(s.streams.filter((x) => x.status !== 'agree'), null, 2)).toBe(0);
+    expect(
+      s.exitCode,
+      JSON.stringify(
+        s.streams.filter((x) => x.status !== 'agree'),
+        null,
+        2,
+      ),
+    ).toBe(0);
     const orgs = e.sandbox.organizations();
     expect(s.streams.length).toBe(orgs.length * TOP_LEVEL.length);
     let pages = 0;
@@ -91,7 +105,9 @@ describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
     const gets = Object.entries(sent).filter(([k]) => k.startsWith('GET '));
     expect(gets.reduce((a, [, n]) => a + n, 0)).toBe(s.requests);
     expect(gets.filter(([k]) => k.includes('{'))).toEqual([]);
-    expect(sent['GET /inventory/v1/salesorders']).toBe(orgs.reduce((a, o) => a + Math.max(1, Math.ceil(e.sandbox.count(o.organization_id, 'inventory', 'sales_orders') / PER_PAGE)), 0));
+    expect(sent['GET /inventory/v1/salesorders']).toBe(
+      orgs.reduce((a, o) => a + Math.max(1, Math.ceil(e.sandbox.count(o.organization_id, 'inventory', 'sales_orders') / PER_PAGE)), 0),
+    );
     // Child streams read per parent are named as not checked.
     expect(s.skipped.map((x) => x.stream).sort()).toEqual([...PER_PARENT].sort());
     expect(await snapshot()).toEqual(before);
@@ -139,10 +155,15 @@ describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
 
   it('rows removed from the warehouse by hand are reported missing; sync --reconcile heals both and verify agrees again', async () => {
     const org = e.sandbox.organizations().find((o) => e.sandbox.count(o.organization_id, 'inventory', 'sales_orders') >= 2)!;
-    const ids = (await e.liveIds(org.organization_id, 'inventory', 'sales_orders')).filter((id) => truthIds(e.sandbox, org.organization_id, 'inventory', 'sales_orders').includes(id)).slice(0, 2);
+    const ids = (await e.liveIds(org.organization_id, 'inventory', 'sales_orders'))
+      .filter((id) => truthIds(e.sandbox, org.organization_id, 'inventory', 'sales_orders').includes(id))
+      .slice(0, 2);
     expect(ids.length).toBe(2);
     const ph = (i: number): string => (dialect === 'postgres' ? `$${i}` : '?');
-    await e.query(`DELETE FROM inventory_sales_orders WHERE organization_id = ${ph(1)} AND salesorder_id IN (${ph(2)}, ${ph(3)})`, [org.organization_id, ...ids]);
+    await e.query(`DELETE FROM inventory_sales_orders WHERE organization_id = ${ph(1)} AND salesorder_id IN (${ph(2)}, ${ph(3)})`, [
+      org.organization_id,
+      ...ids,
+    ]);
     const s = await verify({ streams: ['inventory.sales_orders'], organization: org.organization_id });
     expect(s.exitCode).toBe(4);
     expect(s.streams.length).toBe(1);
@@ -155,9 +176,18 @@ describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
 
     expectExit(await e.sync('reconcile'), 0);
     const healed = await verify();
-    expect(healed.exitCode, JSON.stringify(healed.streams.filter((x) => x.status !== 'agree'), null, 2)).toBe(0);
+    expect(
+      healed.exitCode,
+      JSON.stringify(
+        healed.streams.filter((x) => x.status !== 'agree'),
+        null,
+        2,
+      ),
+    ).toBe(0);
     expect(healed.streams.every((x) => x.status === 'agree')).toBe(true);
-    expect(find(healed, org.organization_id, 'inventory.sales_orders').apiCount).toBe(truthIds(e.sandbox, org.organization_id, 'inventory', 'sales_orders').length);
+    expect(find(healed, org.organization_id, 'inventory.sales_orders').apiCount).toBe(
+      truthIds(e.sandbox, org.organization_id, 'inventory', 'sales_orders').length,
+    );
   });
 
   it('--max-requests stops it: the lists not read to the end are incomplete, never agreeing (exit 4)', async () => {
@@ -166,7 +196,9 @@ describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
     const s = await verify({ maxRequests: max });
     expect(s.exitCode).toBe(4);
     expect(s.requests).toBeLessThanOrEqual(max);
-    const sent = Object.entries(e.sandbox.requestLog().byEndpoint).filter(([k]) => k.startsWith('GET ')).reduce((a, [, n]) => a + n, 0);
+    const sent = Object.entries(e.sandbox.requestLog().byEndpoint)
+      .filter(([k]) => k.startsWith('GET '))
+      .reduce((a, [, n]) => a + n, 0);
     expect(sent).toBe(s.requests);
     expect(s.streams.length).toBe(e.sandbox.organizations().length * TOP_LEVEL.length);
     const incomplete = s.streams.filter((x) => x.status === 'incomplete');
@@ -192,7 +224,10 @@ describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
 
   it('a daily budget spent mid-run leaves the rest of that organization incomplete (exit 4), and the budget is kept', async () => {
     const org = e.sandbox.organizations()[0]!.organization_id;
-    const usage = await e.query<{ count: number | string }>(`SELECT count FROM _svcsync_usage WHERE organization_id = ${dialect === 'postgres' ? '$1' : '?'} ORDER BY day DESC LIMIT 1`, [org]);
+    const usage = await e.query<{ count: number | string }>(
+      `SELECT count FROM _svcsync_usage WHERE organization_id = ${dialect === 'postgres' ? '$1' : '?'} ORDER BY day DESC LIMIT 1`,
+      [org],
+    );
     const used = Number(usage[0]!.count);
     const connection = { ...e.config.connections[0]!, limits: { ...e.config.connections[0]!.limits, per_day: used + 3, reserve: 0 } };
     const s = await runVerify({
@@ -215,7 +250,10 @@ describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
       expect(x.apiCount).toBeNull();
     }
     expect(s.streams.filter((x) => x.status === 'failed')).toEqual([]);
-    const after = await e.query<{ count: number | string }>(`SELECT count FROM _svcsync_usage WHERE organization_id = ${dialect === 'postgres' ? '$1' : '?'} ORDER BY day DESC LIMIT 1`, [org]);
+    const after = await e.query<{ count: number | string }>(
+      `SELECT count FROM _svcsync_usage WHERE organization_id = ${dialect === 'postgres' ? '$1' : '?'} ORDER BY day DESC LIMIT 1`,
+      [org],
+    );
     expect(Number(after[0]!.count)).toBe(used + 3);
   });
 });
@@ -228,7 +266,11 @@ describe('the stream lists of this test', () => {
       const [family, stream] = name.split('.') as [Family, string];
       expect(ID_FIELDS[family][stream], name).toBeDefined();
     }
-    const all = Object.entries(ID_FIELDS).flatMap(([f, streams]) => Object.keys(streams).filter((s) => s !== 'organizations').map((s) => `${f}.${s}`));
+    const all = Object.entries(ID_FIELDS).flatMap(([f, streams]) =>
+      Object.keys(streams)
+        .filter((s) => s !== 'organizations')
+        .map((s) => `${f}.${s}`),
+    );
     expect([...TOP_LEVEL.map(([f, s]) => `${f}.${s}`), ...PER_PARENT].sort()).toEqual(all.sort());
   });
 });

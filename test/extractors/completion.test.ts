@@ -10,6 +10,7 @@ import { createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
 import { completeDetails } from '../../src/extractors/completion.js';
 import { Stamp, silentProgress, type SyncContext } from '../../src/extractors/context.js';
+import { neverStop, StopFlag, StopRequested } from '../../src/extractors/stop.js';
 import { newTally } from '../../src/extractors/stream-tally.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { TableWriter } from '../../src/loaders/table-writer.js';
@@ -28,12 +29,19 @@ const IDS = ['S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8'];
 function scriptedClient(clock: FakeClock, spent: ReadonlySet<string>): { client: ApiClient; asked: string[] } {
   const asked: string[] = [];
   const client = {
-    get: async (req: GetRequest) => {
+    get: (req: GetRequest) => {
       const id = decodeURIComponent(req.path.split('/').pop()!);
       asked.push(id);
-      if (spent.has(id)) throw new QuotaExhaustedError(`organization ${ORG}: daily budget used`, { resumeAt: new Date(clock.now() + 3_600_000) });
+      if (spent.has(id)) {
+        const resumeAt = new Date(clock.now() + 3_600_000);
+        return Promise.reject(new QuotaExhaustedError(`organization ${ORG}: daily budget used`, { resumeAt }));
+      }
       if (req.meter) req.meter.requests++;
-      return { code: 0, message: 'success', salesorder: { salesorder_id: id, salesorder_number: `SO-${id}`, line_items: [{ line_item_id: `${id}-L1`, rate: 5 }] } };
+      return Promise.resolve({
+        code: 0,
+        message: 'success',
+        salesorder: { salesorder_id: id, salesorder_number: `SO-${id}`, line_items: [{ line_item_id: `${id}-L1`, rate: 5 }] },
+      });
     },
   } as unknown as ApiClient;
   return { client, asked };
@@ -52,12 +60,18 @@ describe('detail completion (rule: every fetched item commits)', () => {
     await migrateToLatest(warehouse);
     const secrets = new SecretRegistry();
     const logger = createLogger({ level: 'silent', secrets });
-    const config = parseConfig({ warehouse: tw.url, connections: [{ name: 'c', client_id: 'id', client_secret: 'secret', refresh_token: 'refresh', region: 'us', plan: 'free' }] }, { env: {}, secrets });
+    const config = parseConfig(
+      {
+        warehouse: tw.url,
+        connections: [{ name: 'c', client_id: 'id', client_secret: 'secret', refresh_token: 'refresh', region: 'us', plan: 'free' }],
+      },
+      { env: {}, secrets },
+    );
     return {
       config,
       connection: config.connections[0]!,
       warehouse,
-      writer: new TableWriter(warehouse.dialect),
+      writer: new TableWriter(warehouse.sql),
       client,
       limiters: new LimiterRegistry({ clock, store: new MemoryUsageStore(), logger }),
       catalog: CATALOG,
@@ -67,6 +81,7 @@ describe('detail completion (rule: every fetched item commits)', () => {
       signal: new AbortController().signal,
       progress: silentProgress,
       runId: 'r1',
+      stop: neverStop,
       halt: { authorization: null },
     };
   }
@@ -85,12 +100,12 @@ describe('detail completion (rule: every fetched item commits)', () => {
 
     const fetched = asked.filter((id) => !['S5', 'S6', 'S7', 'S8'].includes(id));
     const rows = await ctx.warehouse.db.selectFrom('inventory_sales_orders').select('salesorder_id').orderBy('salesorder_id').execute();
-    expect(rows.map((r) => r.salesorder_id)).toEqual(fetched.sort());
+    expect(rows.map((r): unknown => r.salesorder_id)).toEqual(fetched.sort());
     expect(fetched.length).toBe(4);
     const lines = await ctx.warehouse.db.selectFrom('inventory_sales_orders__line_items').select('line_item_id').execute();
     expect(lines).toHaveLength(4);
     const queued = await ctx.warehouse.db.selectFrom('_svcsync_pending').select('item_id').orderBy('item_id').execute();
-    expect(queued.map((q) => q.item_id)).toEqual(['S5', 'S6', 'S7', 'S8']);
+    expect(queued.map((q): unknown => q.item_id)).toEqual(['S5', 'S6', 'S7', 'S8']);
     // Rule 4: the stream's report counts what it fetched and committed, though it ended on the quota.
     expect(tally.meter.requests).toBe(4);
     expect(tally.records).toBe(4);
@@ -108,5 +123,30 @@ describe('detail completion (rule: every fetched item commits)', () => {
     expect(second.asked.sort()).toEqual(['S7', 'S8']);
     const rows = await ctx.warehouse.db.selectFrom('inventory_sales_orders').select('salesorder_id').execute();
     expect(rows).toHaveLength(8);
+  });
+
+  it('on a stop request fetches no further item: what was asked for commits, the rest stays queued', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 20, 8));
+    const { client: inner, asked } = scriptedClient(clock, new Set());
+    const stop = new StopFlag();
+    const client = {
+      get: async (req: GetRequest) => {
+        stop.request('shutdown');
+        return (inner as unknown as { get: (r: GetRequest) => Promise<unknown> }).get(req);
+      },
+    } as unknown as ApiClient;
+    const ctx = { ...(await context(client, clock)), stop };
+    const key = { connection: 'c', organizationId: ORG, stream: 'inventory.sales_orders' };
+    await enqueuePending(ctx.warehouse.db, key, 'detail', IDS, 'changed', new Date(clock.now()).toISOString());
+
+    const error = await completeDetails(ctx, ORG, stream).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StopRequested);
+    // The items already under way when the stop came (up to the fan-out) finish; no new one starts.
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.length).toBeLessThan(IDS.length);
+    const rows = await ctx.warehouse.db.selectFrom('inventory_sales_orders').select('salesorder_id').orderBy('salesorder_id').execute();
+    expect(rows.map((r): unknown => r.salesorder_id)).toEqual([...asked].sort());
+    const queued = await ctx.warehouse.db.selectFrom('_svcsync_pending').select('item_id').orderBy('item_id').execute();
+    expect(queued.map((q): unknown => q.item_id)).toEqual(IDS.filter((id) => !asked.includes(id)));
   });
 });

@@ -4,6 +4,7 @@ import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { FatalError } from '../../src/core/errors.js';
 import { advance, fillPath, pageSignal, pages, type Page } from '../../src/extractors/pager.js';
+import { StopFlag, StopRequested } from '../../src/extractors/stop.js';
 
 const stream = findStream('billing.plans') as StreamSpec;
 const unpaged = findStream('books.vendor_credit_refunds') as StreamSpec;
@@ -12,9 +13,9 @@ const unpaged = findStream('books.vendor_credit_refunds') as StreamSpec;
 function scripted(answer: (page: number) => Record<string, unknown>): { client: ApiClient; calls: Array<Record<string, unknown>> } {
   const calls: Array<Record<string, unknown>> = [];
   const client = {
-    get: async (req: { query?: Record<string, unknown> }) => {
+    get: (req: { query?: Record<string, unknown> }) => {
       calls.push({ ...(req.query ?? {}) });
-      return answer(Number(req.query?.['page'] ?? 1));
+      return Promise.resolve(answer(Number(req.query?.['page'] ?? 1)));
     },
   } as unknown as ApiClient;
   return { client, calls };
@@ -27,7 +28,7 @@ const body = (page: number, last: number, key = 'plans'): Record<string, unknown
   page_context: { page, per_page: 2, has_more_page: page < last },
 });
 
-async function collect(gen: AsyncGenerator<Page>, onPage?: (p: Page) => Promise<void>): Promise<Page[]> {
+async function collect(gen: AsyncGenerator<Page>, onPage?: (p: Page) => void | Promise<void>): Promise<Page[]> {
   const out: Page[] = [];
   for await (const p of gen) {
     out.push(p);
@@ -36,7 +37,15 @@ async function collect(gen: AsyncGenerator<Page>, onPage?: (p: Page) => Promise<
   return out;
 }
 
-const base = { organizationId: '1', path: '/plans', query: { filter_by: 'PlanStatus.All' }, perPage: 2, startPage: 1, signal: new AbortController().signal, maxPages: 100 };
+const base = {
+  organizationId: '1',
+  path: '/plans',
+  query: { filter_by: 'PlanStatus.All' },
+  perPage: 2,
+  startPage: 1,
+  signal: new AbortController().signal,
+  maxPages: 100,
+};
 
 describe('pages', () => {
   it('follows has_more_page with page and per_page and stops on the last page', async () => {
@@ -54,7 +63,10 @@ describe('pages', () => {
   });
 
   it('sends no paging parameters to a list that does not declare them, until the server says there is more', async () => {
-    const { client, calls } = scripted((p) => ({ ...body(p, 2, 'vendor_credit_refunds'), vendor_credit_refunds: [{ vendor_credit_refund_id: `r${p}` }] }));
+    const { client, calls } = scripted((p) => ({
+      ...body(p, 2, 'vendor_credit_refunds'),
+      vendor_credit_refunds: [{ vendor_credit_refund_id: `r${p}` }],
+    }));
     await collect(pages({ ...base, client, stream: unpaged, query: {} }));
     expect(calls).toEqual([{}, { page: 2, per_page: 2 }]);
   });
@@ -69,7 +81,7 @@ describe('pages', () => {
   it('stops with an error after maxPages so has_more_page cannot loop forever', async () => {
     const { client, calls } = scripted((p) => body(p, Number.MAX_SAFE_INTEGER));
     const seen: number[] = [];
-    const error = await collect(pages({ ...base, client, stream, maxPages: 5 }), async (p) => void seen.push(p.page)).catch((e: unknown) => e);
+    const error = await collect(pages({ ...base, client, stream, maxPages: 5 }), (p) => void seen.push(p.page)).catch((e: unknown) => e);
     expect((error as Error).message).toMatch(/after 5 pages/);
     expect(seen).toEqual([1, 2, 3, 4, 5]);
     expect(calls.length).toBe(5);
@@ -83,7 +95,7 @@ describe('pages', () => {
   it('with prefetch asks for the next page while the caller still holds this one, and never past the last', async () => {
     const { client, calls } = scripted((p) => body(p, 3));
     const requestedWhileHolding: number[] = [];
-    await collect(pages({ ...base, client, stream, prefetch: true }), async () => void requestedWhileHolding.push(calls.length));
+    await collect(pages({ ...base, client, stream, prefetch: true }), () => void requestedWhileHolding.push(calls.length));
     expect(requestedWhileHolding).toEqual([2, 3, 3]);
     expect(calls.length).toBe(3);
   });
@@ -91,8 +103,45 @@ describe('pages', () => {
   it('without prefetch asks for nothing until the caller is done with the page', async () => {
     const { client, calls } = scripted((p) => body(p, 3));
     const requestedWhileHolding: number[] = [];
-    await collect(pages({ ...base, client, stream }), async () => void requestedWhileHolding.push(calls.length));
+    await collect(pages({ ...base, client, stream }), () => void requestedWhileHolding.push(calls.length));
     expect(requestedWhileHolding).toEqual([1, 2, 3]);
+  });
+});
+
+describe('pages and a stop request', () => {
+  it('sends no request once a stop is asked for, and the walk ends with StopRequested after the page the caller holds', async () => {
+    const { client, calls } = scripted((p) => body(p, 5));
+    const stop = new StopFlag();
+    const seen: number[] = [];
+    const walk = collect(pages({ ...base, client, stream, stop }), (p) => {
+      seen.push(p.page);
+      if (p.page === 2) stop.request('shutdown');
+    });
+    await expect(walk).rejects.toBeInstanceOf(StopRequested);
+    expect(seen).toEqual([1, 2]);
+    expect(calls.map((c) => c['page'])).toEqual([1, 2]);
+  });
+
+  it('with prefetch, yields the page already asked for before honouring the stop, and asks for none after it', async () => {
+    const { client, calls } = scripted((p) => body(p, 5));
+    const stop = new StopFlag();
+    const seen: number[] = [];
+    const walk = collect(pages({ ...base, client, stream, stop, prefetch: true }), (p) => {
+      seen.push(p.page);
+      // Page 3 was requested while the caller held page 2.
+      if (p.page === 2) stop.request('budget');
+    });
+    await expect(walk).rejects.toThrow(/stopped between pages: budget/);
+    expect(seen).toEqual([1, 2, 3]);
+    expect(calls.map((c) => c['page'])).toEqual([1, 2, 3]);
+  });
+
+  it('asks for nothing at all when the stop came before the walk', async () => {
+    const { client, calls } = scripted((p) => body(p, 5));
+    const stop = new StopFlag();
+    stop.request('shutdown');
+    await expect(collect(pages({ ...base, client, stream, stop }))).rejects.toBeInstanceOf(StopRequested);
+    expect(calls).toEqual([]);
   });
 });
 
@@ -101,13 +150,13 @@ describe('pages without page_context (lists may carry it, spec 1)', () => {
   function silent(total: number, key = 'plans', id = 'plan_code'): ReturnType<typeof scripted> {
     const calls: Array<Record<string, unknown>> = [];
     const client = {
-      get: async (req: { query?: Record<string, unknown> }) => {
+      get: (req: { query?: Record<string, unknown> }) => {
         calls.push({ ...(req.query ?? {}) });
         const page = Number(req.query?.['page'] ?? 1);
         const size = Number(req.query?.['per_page'] ?? 200);
         const from = (page - 1) * size;
         const ids = Array.from({ length: Math.max(0, Math.min(size, total - from)) }, (_, i) => ({ [id]: `r${from + i}` }));
-        return { code: 0, message: 'success', [key]: ids };
+        return Promise.resolve({ code: 0, message: 'success', [key]: ids });
       },
     } as unknown as ApiClient;
     return { client, calls };
@@ -149,7 +198,9 @@ describe('pages without page_context (lists may carry it, spec 1)', () => {
   });
 
   it('ends the walk, without an error, when a list without page_context ignores the page parameter', async () => {
-    const client = { get: async () => ({ code: 0, message: 'success', plans: [{ plan_code: 'a' }, { plan_code: 'b' }] }) } as unknown as ApiClient;
+    const client = {
+      get: () => Promise.resolve({ code: 0, message: 'success', plans: [{ plan_code: 'a' }, { plan_code: 'b' }] }),
+    } as unknown as ApiClient;
     const got = await collect(pages({ ...base, client, stream }));
     expect(got.map((p) => p.records.length)).toEqual([2, 0]);
     expect(got.at(-1)!.hasMore).toBe(false);

@@ -4,7 +4,12 @@ import { runAll } from '../../src/extractors/settle.js';
 
 describe('runAll', () => {
   it('returns every result in order', async () => {
-    expect(await runAll(pLimit(2), [1, 2, 3].map((n) => async () => n * 10))).toEqual([10, 20, 30]);
+    expect(
+      await runAll(
+        pLimit(2),
+        [1, 2, 3].map((n) => () => Promise.resolve(n * 10)),
+      ),
+    ).toEqual([10, 20, 30]);
   });
 
   it('after a failure starts nothing new, waits for what is in flight, then throws the first error', async () => {

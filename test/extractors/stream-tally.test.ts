@@ -4,7 +4,12 @@ import { SecretRegistry } from '../../src/core/secrets.js';
 import { WarningTally } from '../../src/extractors/stream-tally.js';
 import type { NormalizeWarning } from '../../src/normalize/normalize.js';
 
-const w = (id: string, field: string, kind: NormalizeWarning['kind'], table = 'inventory_sales_orders__custom_fields'): NormalizeWarning => ({ table, id, field, kind, message: `${kind} at ${field}` });
+const w = (
+  id: string,
+  field: string,
+  kind: NormalizeWarning['kind'],
+  table = 'inventory_sales_orders__custom_fields',
+): NormalizeWarning => ({ table, id, field, kind, message: `${kind} at ${field}` });
 
 describe('WarningTally', () => {
   it('counts warnings per table, field (positions folded) and kind, keeping the first example', () => {
@@ -25,7 +30,10 @@ describe('WarningTally', () => {
 
   it('keeps the same field apart when the kind differs', () => {
     const t = new WarningTally();
-    t.addAll([w('A', 'custom_fields[0].custom_field_id', 'no_child_key'), w('B', 'custom_fields[3].custom_field_id', 'repeated_child_key')]);
+    t.addAll([
+      w('A', 'custom_fields[0].custom_field_id', 'no_child_key'),
+      w('B', 'custom_fields[3].custom_field_id', 'repeated_child_key'),
+    ]);
     expect(t.entries().map((c) => c.kind)).toEqual(['no_child_key', 'repeated_child_key']);
   });
 
@@ -35,7 +43,12 @@ describe('WarningTally', () => {
     const log = new CapturedLog();
     t.log(createLogger({ level: 'info', secrets: new SecretRegistry(), destination: log }), { stream: 'inventory.sales_orders' });
     expect(log.records).toHaveLength(1);
-    expect(log.records[0]).toMatchObject({ count: 50, example_record: 'SO0', field: 'custom_fields[].custom_field_id', stream: 'inventory.sales_orders' });
+    expect(log.records[0]).toMatchObject({
+      count: 50,
+      example_record: 'SO0',
+      field: 'custom_fields[].custom_field_id',
+      stream: 'inventory.sales_orders',
+    });
     expect(String(log.records[0]!['msg'])).toContain('50 records');
   });
 });

@@ -26,7 +26,7 @@ export async function freshWarehouse(dialect: Dialect): Promise<TestWarehouse> {
   if (dialect === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'svcsync-test-'));
     const url = `sqlite:${join(dir, 'warehouse.db')}`;
-    return { url, open: () => openWarehouse(url), drop: async () => undefined };
+    return { url, open: () => openWarehouse(url), drop: () => Promise.resolve() };
   }
   // The run's id (test/global-setup.ts) lets the run drop its schemas at the end; the random
   // part keeps names unique however test files share processes and milliseconds.

@@ -10,28 +10,9 @@ import type { Dialect, Warehouse } from '../../src/loaders/warehouse.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
 import { renderSummary } from '../../src/cli/summary.js';
 import { freshWarehouse, type TestWarehouse } from './dialects.js';
+import { ID_FIELDS, type Family } from './stream-ids.js';
 
-export type Family = 'books' | 'inventory' | 'invoice' | 'billing';
-
-/**
- * The id field of every stream, written out here rather than read from the catalog so that a
- * wrong catalog entry cannot make these tests agree with it.
- */
-export const ID_FIELDS: Record<Family, Record<string, string>> = {
-  books: { organizations: 'organization_id', users: 'user_id', vendor_credits: 'vendor_credit_id', vendor_credit_refunds: 'vendor_credit_refund_id', vendor_credit_bills: 'vendor_credit_bill_id', webhooks: 'webhook_id' },
-  inventory: {
-    organizations: 'organization_id',
-    currencies: 'currency_id',
-    contacts: 'contact_id',
-    contact_persons: 'contact_person_id',
-    contact_comments: 'comment_id',
-    sales_orders: 'salesorder_id',
-    vendor_credits: 'vendor_credit_id',
-    vendor_credit_refunds: 'vendor_credit_refund_id',
-  },
-  invoice: { organizations: 'organization_id', projects: 'project_id', tasks: 'task_id' },
-  billing: { organizations: 'organization_id', plans: 'plan_code', recurring_expenses: 'recurring_expense_id', events: 'event_id' },
-};
+export { ID_FIELDS, type Family };
 
 export interface E2E {
   sandbox: Sandbox;
@@ -46,7 +27,11 @@ export interface E2E {
   close(): Promise<void>;
 }
 
-export async function startE2E(dialect: Dialect, sandboxOptions: SandboxOptions = {}, configExtra: Record<string, unknown> = {}): Promise<E2E> {
+export async function startE2E(
+  dialect: Dialect,
+  sandboxOptions: SandboxOptions = {},
+  configExtra: Record<string, unknown> = {},
+): Promise<E2E> {
   const options: SandboxOptions = { seed: 7, scale: 12, organizations: 2, timeScale: 600, ...sandboxOptions };
   const sandbox = await startSandbox(options);
   // svcsync runs on the sandbox's clock, so its request timeout is in sandbox time too: give
@@ -57,7 +42,10 @@ export async function startE2E(dialect: Dialect, sandboxOptions: SandboxOptions 
   const secrets = new SecretRegistry();
   const log = new CapturedLog();
   const logger = createLogger({ level: 'info', secrets, destination: log });
-  const { connection: connectionExtra, sync: syncExtra } = configExtra as { connection?: Record<string, unknown>; sync?: Record<string, unknown> };
+  const { connection: connectionExtra, sync: syncExtra } = configExtra as {
+    connection?: Record<string, unknown>;
+    sync?: Record<string, unknown>;
+  };
   const config = parseConfig(
     {
       warehouse: tw.url,
@@ -73,10 +61,26 @@ export async function startE2E(dialect: Dialect, sandboxOptions: SandboxOptions 
     log,
     secrets,
     sync: (mode = 'incremental', extra = {}) =>
-      runSync({ config, warehouse, clock: sandbox.clock, logger, secrets, signal: new AbortController().signal, command: mode, mode, since: extra.since, streams: extra.streams, organization: extra.organization }),
+      runSync({
+        config,
+        warehouse,
+        clock: sandbox.clock,
+        logger,
+        secrets,
+        signal: new AbortController().signal,
+        command: mode,
+        mode,
+        since: extra.since,
+        streams: extra.streams,
+        organization: extra.organization,
+      }),
     async liveIds(organizationId, family, stream) {
       const id = ID_FIELDS[family][stream]!;
-      const rows = await e2e.query<{ id: string }>(`SELECT "${id}" AS id FROM "${family}_${stream}" WHERE organization_id = ${dialect === 'postgres' ? '$1' : '?'} AND _deleted_at IS NULL`, [organizationId]);
+      const p = warehouse.sql.param(1);
+      const rows = await e2e.query<{ id: string }>(
+        `SELECT "${id}" AS id FROM "${family}_${stream}" WHERE organization_id = ${p} AND _deleted_at IS NULL`,
+        [organizationId],
+      );
       return rows.map((r) => String(r.id)).sort();
     },
     async query<T>(text: string, params: unknown[] = []) {
@@ -95,7 +99,10 @@ export async function startE2E(dialect: Dialect, sandboxOptions: SandboxOptions 
 /** The truth's ids of a stream, as text exactly as the sandbox holds them. */
 export function truthIds(sandbox: Sandbox, organizationId: string, family: Family, stream: string): string[] {
   const id = ID_FIELDS[family][stream]!;
-  return sandbox.truth(organizationId, family, stream).map((r) => String(r[id])).sort();
+  return sandbox
+    .truth(organizationId, family, stream)
+    .map((r) => String(r[id]))
+    .sort();
 }
 
 /** An instant from the API's text, parsed here independently of svcsync's parser. */
@@ -133,7 +140,11 @@ export async function expectEqualsTruth(e: E2E, opts: { ignoreDeletes?: boolean;
         const expected = truthIds(e.sandbox, orgId, family, stream);
         const actual = await e.liveIds(orgId, family, stream);
         const label = `${family}.${stream} of ${orgId}`;
-        if (opts.ignoreDeletes) expect(expected.filter((id) => !actual.includes(id)), `${label}: missing`).toEqual([]);
+        if (opts.ignoreDeletes)
+          expect(
+            expected.filter((id) => !actual.includes(id)),
+            `${label}: missing`,
+          ).toEqual([]);
         else expect(actual, label).toEqual(expected);
       }
     }

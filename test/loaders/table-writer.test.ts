@@ -3,7 +3,8 @@ import { CompiledQuery } from 'kysely';
 import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
-import { TableWriter, type Db } from '../../src/loaders/table-writer.js';
+import type { AnyDb as Db } from '../../src/loaders/db.js';
+import { TableWriter } from '../../src/loaders/table-writer.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { normalizeRecord, type NormalizedRecord } from '../../src/normalize/normalize.js';
 import { WEBHOOK } from '../normalize/fixtures.js';
@@ -37,7 +38,7 @@ describe.each(DIALECTS)('TableWriter on %s', (dialect) => {
     const statements: string[] = [];
     // Records every statement the writer sends, so a test can see which it skipped.
     const db = { executeQuery: (q: CompiledQuery) => (statements.push(q.sql), wh.db.executeQuery(q)) } as unknown as Db;
-    return { writer: new TableWriter(dialect), statements, db };
+    return { writer: new TableWriter(wh.sql), statements, db };
   }
 
   async function rows(sql: string): Promise<Array<Record<string, unknown>>> {
@@ -66,10 +67,12 @@ describe.each(DIALECTS)('TableWriter on %s', (dialect) => {
     // empty entity_parameters array counts, since an empty array removes that table's rows).
     statements.length = 0;
     await writer.writeRecords(db, records, T2);
-    expect(statements.filter((s) => s.startsWith('UPDATE')).map((s) => /^UPDATE "([^"]+)"/.exec(s)![1]).sort()).toEqual([
-      'books_webhooks__entity_parameters',
-      'books_webhooks__headers',
-    ]);
+    expect(
+      statements
+        .filter((s) => s.startsWith('UPDATE'))
+        .map((s) => /^UPDATE "([^"]+)"/.exec(s)![1])
+        .sort(),
+    ).toEqual(['books_webhooks__entity_parameters', 'books_webhooks__headers']);
   });
 
   it('keeps the later copy when a page repeats a record', async () => {
@@ -77,7 +80,9 @@ describe.each(DIALECTS)('TableWriter on %s', (dialect) => {
     const first = webhook(T1, { webhook_name: 'first', headers: headers(1) });
     const second = webhook(T1, { webhook_name: 'second', headers: [{ param_name: 'X-H0', param_value: 'later' }] });
     await writer.writeRecords(db, [first, second], T1, () => true);
-    expect(await rows('SELECT webhook_id, webhook_name FROM books_webhooks')).toEqual([{ webhook_id: WEBHOOK.webhook_id, webhook_name: 'second' }]);
+    expect(await rows('SELECT webhook_id, webhook_name FROM books_webhooks')).toEqual([
+      { webhook_id: WEBHOOK.webhook_id, webhook_name: 'second' },
+    ]);
     expect((await rows('SELECT param_value FROM books_webhooks__headers')).map((r) => r['param_value'])).toEqual(['later']);
   });
 });

@@ -39,11 +39,7 @@ describe.each(DIALECTS)('Warehouse.batch on %s', (dialect) => {
       const seen = await trx.executeQuery<{ id: string }>(CompiledQuery.raw('SELECT id FROM t'));
       expect(seen.rows.map((r) => r.id)).toEqual(['a']);
     });
-    await expect(
-      wh.batch([insert('b')], async () => {
-        throw new Error('after failed');
-      }),
-    ).rejects.toThrow('after failed');
+    await expect(wh.batch([insert('b')], () => Promise.reject(new Error('after failed')))).rejects.toThrow('after failed');
     expect(await ids()).toEqual(['a']);
   });
 
@@ -80,7 +76,9 @@ describe('SQLite checkpoints on their own thread', () => {
       // About 2 MB: far below the writer's own auto-checkpoint (10,000 pages, 40 MB).
       const filler = 'x'.repeat(2000);
       for (let page = 0; page < 10; page++) {
-        await wh.batch(Array.from({ length: 100 }, (_, i) => CompiledQuery.raw('INSERT INTO t (id, v) VALUES (?, ?)', [page * 100 + i, filler])));
+        await wh.batch(
+          Array.from({ length: 100 }, (_, i) => CompiledQuery.raw('INSERT INTO t (id, v) VALUES (?, ?)', [page * 100 + i, filler])),
+        );
       }
       const deadline = Date.now() + 10_000;
       while (statSync(file).size < sizeBefore + 1_000_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

@@ -62,14 +62,42 @@ export const SALES_ORDER_DETAIL = {
     },
   ],
   line_items: [
-    { line_item_id: '460000000005001', item_id: '460000000004001', name: 'Widget', rate: '100.00', quantity: 10, item_order: 1, discount: 25, item_total: 975, is_invoiced: false },
-    { line_item_id: 460000000005002, item_id: '460000000004002', name: 'Gadget', rate: 'n/a', quantity: '2', item_order: 2, discount: '5%', item_total: 325 },
+    {
+      line_item_id: '460000000005001',
+      item_id: '460000000004001',
+      name: 'Widget',
+      rate: '100.00',
+      quantity: 10,
+      item_order: 1,
+      discount: 25,
+      item_total: 975,
+      is_invoiced: false,
+    },
+    {
+      line_item_id: 460000000005002,
+      item_id: '460000000004002',
+      name: 'Gadget',
+      rate: 'n/a',
+      quantity: '2',
+      item_order: 2,
+      discount: '5%',
+      item_total: 325,
+    },
   ],
   taxes: [
     { tax_name: 'Sales Tax', tax_amount: 30.5 },
     { tax_name: 'County', tax_amount: '4.25' },
   ],
-  documents: [{ document_id: '460000000007001', file_name: 'po.pdf', file_type: 'pdf', file_size: '2048', can_send_in_mail: true, attachment_order: 1 }],
+  documents: [
+    {
+      document_id: '460000000007001',
+      file_name: 'po.pdf',
+      file_type: 'pdf',
+      file_size: '2048',
+      can_send_in_mail: true,
+      attachment_order: 1,
+    },
+  ],
 };
 
 export const BOOKS_VENDOR_CREDIT_DETAIL = {
@@ -108,7 +136,9 @@ export const BOOKS_VENDOR_CREDIT_DETAIL = {
   ],
   acquisition_vat_summary: [{ tax: { tax_name: 'VAT 20%', tax_amount: 20 } }],
   reverse_charge_vat_summary: [],
-  comments: [{ comment_id: '460000000018001', vendor_credit_id: 'someone-else', description: 'Created', date: '2026-10-01', time: '8:00 AM' }],
+  comments: [
+    { comment_id: '460000000018001', vendor_credit_id: 'someone-else', description: 'Created', date: '2026-10-01', time: '8:00 AM' },
+  ],
   vendor_credit_refunds: [{ vendor_credit_refund_id: '460000000019001', amount: 5 }],
   bills_credited: [],
 };
@@ -125,7 +155,9 @@ export const PLAN = {
   trial_period: '14',
   setup_fee: '0',
   sat_item_key_code: '01010101',
-  tags: [{ tag_id: '460000000021001', tag_option_id: '460000000022001', tag_name: 'Tier', tag_option_name: 'Gold', is_tag_mandatory: false }],
+  tags: [
+    { tag_id: '460000000021001', tag_option_id: '460000000022001', tag_name: 'Tier', tag_option_name: 'Gold', is_tag_mandatory: false },
+  ],
   addons: [
     {
       addon_code: 'SEATS',
@@ -187,7 +219,14 @@ export const RECURRING_EXPENSE = {
   amount: 2000,
   is_billable: false,
   last_modified_time: '2026-11-02T09:30:00+0530',
-  line_item: { line_item_id: '460000000061001', account_id: '460000000062001', account_name: 'Rent', amount: 2000, tax_amount: '0.00', item_order: 1 },
+  line_item: {
+    line_item_id: '460000000061001',
+    account_id: '460000000062001',
+    account_name: 'Rent',
+    amount: 2000,
+    tax_amount: '0.00',
+    item_order: 1,
+  },
   acquisition_vat_summary: [{ tax_name: 'VAT', tax_amount: 0 }],
   custom_fields: [{ customfield_id: '460000000063001', value: 'HQ' }],
 };
@@ -213,4 +252,163 @@ export const ORGANIZATION = {
   account_created_date: '2020-04-01',
   currency_code: 'USD',
   price_precision: 2,
+};
+
+export const USER_LIST_ITEM = {
+  user_id: '460000000080001',
+  role_id: '460000000081001',
+  name: 'Ann Lee',
+  email: 'ann@example.com',
+  user_role: 'admin',
+  status: 'active',
+  is_current_user: true,
+  photo_url: 'https://example.com/ann.png',
+  is_customer_segmented: false,
+  is_vendor_segmented: false,
+  user_type: 'standard',
+};
+
+export const VENDOR_CREDIT_REFUND = {
+  vendor_credit_refund_id: '460000000019001',
+  vendor_credit_id: '460000000010001',
+  date: '2026-10-05',
+  refund_mode: 'cash',
+  reference_number: 'REF-000123',
+  description: 'Refund of overpayment',
+  amount: 5,
+  exchange_rate: 1,
+  account_id: '460000000090001',
+  account_name: 'Petty Cash',
+  vendor_credit_number: 'DN-00001',
+  imported_transactions: [
+    {
+      imported_transaction_id: '460000000091001',
+      date: '2026-10-06',
+      amount: 5,
+      payee: 'Acme Supplies',
+      description: 'Refund',
+      reference_number: 'REF-000123',
+      status: 'matched',
+      account_id: '460000000090001',
+    },
+  ],
+};
+
+export const BILL_CREDITED = {
+  vendor_credit_id: '460000000010001',
+  bill_id: '460000000092001',
+  vendor_credit_bill_id: '460000000093001',
+  date: '2026-10-03',
+  bill_number: 'BL-00042',
+  amount: 40,
+};
+
+export const CURRENCY = {
+  currency_id: '460000000000097',
+  currency_code: 'EUR',
+  currency_name: 'Euro',
+  currency_symbol: '€',
+  price_precision: 2,
+  currency_format: '1,234,567.89',
+  is_base_currency: false,
+  exchange_rate: 1.0825,
+  effective_date: '2026-11-20',
+};
+
+export const CONTACT = {
+  contact_id: '460000000040001',
+  contact_name: 'Bowman & Co',
+  company_name: 'Bowman & Co',
+  has_transaction: true,
+  contact_type: 'customer',
+  is_linked_with_crm: false,
+  payment_terms: 30,
+  payment_terms_label: 'Net 30',
+  currency_id: '460000000000097',
+  currency_code: 'USD',
+  language_code: 'en',
+  outstanding_receivable_amount: 1250.5,
+  status: 'active',
+  billing_address: { attention: 'Accounts', address: '4 Main St', city: 'Portland', state: 'OR', zip: '97201', country: 'USA' },
+  default_templates: { invoice_template_id: '460000000094001', invoice_template_name: 'Standard' },
+  custom_fields: [{ index: 1, label: 'Region', value: 'West' }],
+  opening_balances: [{ location_id: '460000000095001', exchange_rate: 1, opening_balance_amount: 100 }],
+  created_time: '2026-01-10T09:00:00+0000',
+  last_modified_time: '2026-11-21T17:00:00+0000',
+};
+
+export const CONTACT_COMMENT = {
+  comment_id: '460000000042001',
+  contact_id: '460000000040001',
+  contact_name: 'Bowman & Co',
+  description: 'Called about the overdue invoice',
+  commented_by_id: '460000000080001',
+  commented_by: 'Ann Lee',
+  date: '2026-11-19',
+  date_description: '2 days ago',
+  time: '10:15 AM',
+  transaction_type: 'contact',
+  is_entity_deleted: false,
+  operation_type: 'added',
+};
+
+export const INVENTORY_VENDOR_CREDIT_DETAIL = {
+  vendor_credit_id: '460000000010002',
+  vendor_credit_number: 'DN-00002',
+  date: '2026-10-01',
+  status: 'open',
+  vendor_id: '460000000011001',
+  vendor_name: 'Acme Supplies',
+  currency_code: 'USD',
+  total: 40,
+  balance: 0,
+  created_time: '2026-10-01T08:00:00+0000',
+  last_modified_time: '2026-10-03T08:00:00+0000',
+  line_items: [{ line_item_id: '460000000012002', item_id: '460000000013001', name: 'Paper', quantity: 4, rate: 10, item_total: 40 }],
+  bills_credited: [{ ...BILL_CREDITED, vendor_credit_id: '460000000010002' }],
+};
+
+export const PROJECT = {
+  project_id: '460000000030001',
+  project_name: 'Website redesign',
+  customer_id: '460000000040001',
+  customer_name: 'Bowman & Co',
+  description: 'New storefront',
+  status: 'active',
+  billing_type: 'based_on_task_hours',
+  rate: 80,
+  budget_type: 'total_project_hours',
+  total_hours: '120:00',
+  billed_hours: '40:30',
+  un_billed_hours: '79:30',
+  created_time: '2026-09-01T09:00:00+0000',
+};
+
+/**
+ * One record of every stream, keyed by `family.stream`, with the response it comes from.
+ * test/catalog/stream-names.test.ts checks the keys against the catalog and the sandbox, and
+ * normalize.test.ts runs every entry, so a new stream cannot go without a fixture.
+ */
+export const RECORDS_BY_STREAM: Readonly<Record<string, { source: 'list' | 'detail'; record: Record<string, unknown> }>> = {
+  'books.organizations': { source: 'list', record: ORGANIZATION },
+  'books.users': { source: 'list', record: USER_LIST_ITEM },
+  'books.vendor_credits': { source: 'detail', record: BOOKS_VENDOR_CREDIT_DETAIL },
+  'books.vendor_credit_refunds': { source: 'list', record: VENDOR_CREDIT_REFUND },
+  'books.vendor_credit_bills': { source: 'list', record: BILL_CREDITED },
+  'books.webhooks': { source: 'list', record: WEBHOOK },
+  'inventory.organizations': { source: 'list', record: ORGANIZATION },
+  'inventory.currencies': { source: 'list', record: CURRENCY },
+  'inventory.contacts': { source: 'list', record: CONTACT },
+  'inventory.contact_persons': { source: 'list', record: CONTACT_PERSON },
+  'inventory.contact_comments': { source: 'list', record: CONTACT_COMMENT },
+  'inventory.sales_orders': { source: 'detail', record: SALES_ORDER_DETAIL },
+  'inventory.vendor_credits': { source: 'detail', record: INVENTORY_VENDOR_CREDIT_DETAIL },
+  'inventory.vendor_credit_refunds': { source: 'list', record: VENDOR_CREDIT_REFUND },
+  'invoice.organizations': { source: 'list', record: ORGANIZATION },
+  'invoice.projects': { source: 'list', record: PROJECT },
+  'invoice.tasks': { source: 'list', record: TASK },
+  'billing.organizations': { source: 'list', record: ORGANIZATION },
+  'billing.plans': { source: 'list', record: PLAN },
+  'billing.recurring_expenses': { source: 'list', record: RECURRING_EXPENSE },
+  'billing.events': { source: 'detail', record: EVENT_DETAIL },
 };

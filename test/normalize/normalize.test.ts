@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { findStream, tableDefinitions } from '../../src/catalog/index.js';
 import type { Source, StreamSpec } from '../../src/catalog/types.js';
+import { FatalError } from '../../src/core/errors.js';
 import { columnsFor, normalizeRecord, type ChildRows, type NormalizedRecord } from '../../src/normalize/normalize.js';
 import {
   BOOKS_VENDOR_CREDIT_DETAIL,
@@ -10,6 +11,7 @@ import {
   EVENT_LIST_ITEM,
   ORGANIZATION,
   PLAN,
+  RECORDS_BY_STREAM,
   RECURRING_EXPENSE,
   SALES_ORDER_DETAIL,
   SALES_ORDER_LIST_ITEM,
@@ -28,6 +30,15 @@ function stream(name: string): StreamSpec {
 
 function run(name: string, raw: object, source: Source = 'list', extra: { parentId?: string } = {}): NormalizedRecord {
   return normalizeRecord(stream(name), raw as Record<string, unknown>, { organizationId: ORG, source, syncedAt: SYNCED_AT, ...extra });
+}
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
 }
 
 function child(rec: NormalizedRecord, table: string): ChildRows {
@@ -76,6 +87,7 @@ describe('normalizeRecord: inventory sales order', () => {
       created_time: '2026-11-20T04:45:30.000Z',
       last_modified_time: '2026-11-21T17:00:00.000Z',
       _synced_at: SYNCED_AT,
+      _run_id: null,
       _deleted_at: null,
     });
     expect(list.row).not.toHaveProperty('unknown_field');
@@ -97,7 +109,19 @@ describe('normalizeRecord: inventory sales order', () => {
     expect(detail.columns).not.toContain('shipment_days');
     expect(detail.columns).not.toContain('_raw');
     expect(detail.columns).not.toContain('_hash');
-    expect(detail.columns).toEqual(expect.arrayContaining(['organization_id', 'salesorder_id', 'discount', 'billing_address__city', 'status', '_raw_detail', '_synced_at', '_deleted_at']));
+    expect(detail.columns).toEqual(
+      expect.arrayContaining([
+        'organization_id',
+        'salesorder_id',
+        'discount',
+        'billing_address__city',
+        'status',
+        '_raw_detail',
+        '_synced_at',
+        '_run_id',
+        '_deleted_at',
+      ]),
+    );
     expect(columnsFor(stream('inventory.sales_orders'), 'detail')).toEqual(detail.columns);
     expect(detail.row._raw_detail).toBe(JSON.stringify(SALES_ORDER_DETAIL));
     expectShapes(detail);
@@ -119,29 +143,66 @@ describe('normalizeRecord: inventory sales order', () => {
   it('emits the list\u2019s custom fields and the detail\u2019s line items, taxes, documents and contact persons', () => {
     expect(list.children.map((c) => c.table)).toEqual(['inventory_sales_orders__custom_fields']);
     expect(child(list, 'inventory_sales_orders__custom_fields').rows).toEqual([
-      { organization_id: ORG, salesorder_id: '4600000000123456789', custom_field_id: '46000000000999', _position: 0, index: 1, label: 'Region', value: 'West', _synced_at: SYNCED_AT, _deleted_at: null },
-      { organization_id: ORG, salesorder_id: '4600000000123456789', custom_field_id: '46000000000998', _position: 1, index: 2, label: 'Priority', value: '3', _synced_at: SYNCED_AT, _deleted_at: null },
+      {
+        organization_id: ORG,
+        salesorder_id: '4600000000123456789',
+        custom_field_id: '46000000000999',
+        _position: 0,
+        index: 1,
+        label: 'Region',
+        value: 'West',
+        _synced_at: SYNCED_AT,
+        _run_id: null,
+        _deleted_at: null,
+      },
+      {
+        organization_id: ORG,
+        salesorder_id: '4600000000123456789',
+        custom_field_id: '46000000000998',
+        _position: 1,
+        index: 2,
+        label: 'Priority',
+        value: '3',
+        _synced_at: SYNCED_AT,
+        _run_id: null,
+        _deleted_at: null,
+      },
     ]);
-    expect(detail.children.map((c) => c.table).sort()).toEqual(
-      ['inventory_sales_orders__contact_persons_associated', 'inventory_sales_orders__documents', 'inventory_sales_orders__line_items', 'inventory_sales_orders__taxes'],
-    );
+    expect(detail.children.map((c) => c.table).sort()).toEqual([
+      'inventory_sales_orders__contact_persons_associated',
+      'inventory_sales_orders__documents',
+      'inventory_sales_orders__line_items',
+      'inventory_sales_orders__taxes',
+    ]);
 
     const lines = child(detail, 'inventory_sales_orders__line_items');
     expect(lines.parentKey).toEqual({ organization_id: ORG, salesorder_id: '4600000000123456789' });
     expect(lines.keyColumns).toEqual(['organization_id', 'salesorder_id', 'line_item_id']);
-    expect(lines.rows.map((r) => [r.line_item_id, r._position, r.rate, r.quantity, r.discount, r.discount__amount, r.discount__percentage])).toEqual([
+    expect(
+      lines.rows.map((r) => [r.line_item_id, r._position, r.rate, r.quantity, r.discount, r.discount__amount, r.discount__percentage]),
+    ).toEqual([
       ['460000000005001', 0, 100, 10, '25', 25, null],
       ['460000000005002', 1, null, 2, '5%', null, 5],
     ]);
     expect(detail.warnings).toEqual([
-      { table: 'inventory_sales_orders__line_items', id: '4600000000123456789', field: 'line_items[1].rate', kind: 'value', message: expect.stringContaining('"n/a"') },
+      {
+        table: 'inventory_sales_orders__line_items',
+        id: '4600000000123456789',
+        field: 'line_items[1].rate',
+        kind: 'value',
+        message: expect.stringContaining('"n/a"') as unknown,
+      },
     ]);
 
     expect(child(detail, 'inventory_sales_orders__taxes').rows.map((r) => [r._position, r.tax_name, r.tax_amount])).toEqual([
       [0, 'Sales Tax', 30.5],
       [1, 'County', 4.25],
     ]);
-    expect(child(detail, 'inventory_sales_orders__documents').rows[0]).toMatchObject({ document_id: '460000000007001', file_size: 2048, can_send_in_mail: true });
+    expect(child(detail, 'inventory_sales_orders__documents').rows[0]).toMatchObject({
+      document_id: '460000000007001',
+      file_size: 2048,
+      can_send_in_mail: true,
+    });
     expect(child(detail, 'inventory_sales_orders__contact_persons_associated').rows[0]).toMatchObject({
       contact_person_id: '460000000003001',
       communication_preference__is_email_enabled: true,
@@ -150,12 +211,37 @@ describe('normalizeRecord: inventory sales order', () => {
   });
 });
 
+describe('normalizeRecord: row lineage', () => {
+  it('writes the run id to the record row and every child row, and null outside a run', () => {
+    const rec = normalizeRecord(stream('inventory.sales_orders'), SALES_ORDER_DETAIL, {
+      organizationId: ORG,
+      source: 'detail',
+      syncedAt: SYNCED_AT,
+      runId: '20261121T000000-abcd1234',
+    });
+    expect(rec.row._run_id).toBe('20261121T000000-abcd1234');
+    const childRows = rec.children.flatMap((c) => c.rows);
+    expect(childRows.length).toBeGreaterThan(0);
+    expect(new Set(childRows.map((r) => r['_run_id']))).toEqual(new Set(['20261121T000000-abcd1234']));
+    expect(run('inventory.sales_orders', SALES_ORDER_DETAIL, 'detail').row._run_id).toBeNull();
+  });
+});
+
 describe('normalizeRecord: books vendor credit detail', () => {
   const rec = run('books.vendor_credits', BOOKS_VENDOR_CREDIT_DETAIL, 'detail');
 
   it('unwraps the VAT summaries\u2019 tax objects', () => {
     expect(child(rec, 'books_vendor_credits__acquisition_vat_summary').rows).toEqual([
-      { organization_id: ORG, vendor_credit_id: '460000000010001', _position: 0, tax__tax_name: 'VAT 20%', tax__tax_amount: 20, _synced_at: SYNCED_AT, _deleted_at: null },
+      {
+        organization_id: ORG,
+        vendor_credit_id: '460000000010001',
+        _position: 0,
+        tax__tax_name: 'VAT 20%',
+        tax__tax_amount: 20,
+        _synced_at: SYNCED_AT,
+        _run_id: null,
+        _deleted_at: null,
+      },
     ]);
   });
 
@@ -170,7 +256,12 @@ describe('normalizeRecord: books vendor credit detail', () => {
 
   it('writes line items with their tags as grandchildren, keyed through the line item', () => {
     const lines = child(rec, 'books_vendor_credits__line_items');
-    expect(lines.rows[0]).toMatchObject({ line_item_id: '460000000012001', project_id: '460000000014001', acquisition_vat_percentage: 20, serial_numbers: '["SN1","SN2"]' });
+    expect(lines.rows[0]).toMatchObject({
+      line_item_id: '460000000012001',
+      project_id: '460000000014001',
+      acquisition_vat_percentage: 20,
+      serial_numbers: '["SN1","SN2"]',
+    });
     const tags = child(rec, 'books_vendor_credits__line_items__tags');
     expect(tags.parentKey).toEqual({ organization_id: ORG, vendor_credit_id: '460000000010001' });
     expect(tags.keyColumns).toEqual(['organization_id', 'vendor_credit_id', 'line_item_id', 'tag_id']);
@@ -184,12 +275,17 @@ describe('normalizeRecord: books vendor credit detail', () => {
     const comments = child(rec, 'books_vendor_credits__comments');
     expect(comments.rows[0]).toMatchObject({ vendor_credit_id: '460000000010001', comment_id: '460000000018001', time: '8:00 AM' });
     expect(rec.children.map((c) => c.table).some((t) => t.includes('refunds') || t.includes('bills_credited'))).toBe(false);
-    expect(JSON.parse(rec.row._raw_detail as string).vendor_credit_refunds).toHaveLength(1);
+    expect((JSON.parse(rec.row._raw_detail as string) as { vendor_credit_refunds?: unknown }).vendor_credit_refunds).toHaveLength(1);
     expectShapes(rec);
   });
 
   it('reads the list record without detail-only columns or children', () => {
-    const list = run('books.vendor_credits', { vendor_credit_id: '1', total: '5', last_modified_time: '2026-10-02T08:00:00+0100', line_items: [{ line_item_id: 'x' }] });
+    const list = run('books.vendor_credits', {
+      vendor_credit_id: '1',
+      total: '5',
+      last_modified_time: '2026-10-02T08:00:00+0100',
+      line_items: [{ line_item_id: 'x' }],
+    });
     expect(list.children).toEqual([]);
     expect(list.columns).not.toContain('exchange_rate');
     expect(list.row.total).toBe(5);
@@ -201,7 +297,14 @@ describe('normalizeRecord: billing plan', () => {
 
   it('converts the plan and keys it by plan_code', () => {
     expect(rec.key).toEqual({ organization_id: ORG, plan_code: 'GOLD-M' });
-    expect(rec.row).toMatchObject({ billing_cycles: -1, trial_period: 14, setup_fee: 0, recurring_price: 49.99, sat_item_key_code: '01010101', updated_time: '2026-11-01T12:00:00.000Z' });
+    expect(rec.row).toMatchObject({
+      billing_cycles: -1,
+      trial_period: 14,
+      setup_fee: 0,
+      recurring_price: 49.99,
+      sat_item_key_code: '01010101',
+      updated_time: '2026-11-01T12:00:00.000Z',
+    });
     expect(rec.changedAt).toBe(Date.UTC(2026, 10, 1, 12));
   });
 
@@ -259,13 +362,21 @@ describe('normalizeRecord: keys of child elements', () => {
   });
 
   it('reads a vendor credit whose line_items is one object, with its grandchild arrays', () => {
-    const rec = run('inventory.vendor_credits', { vendor_credit_id: 'V1', line_items: { line_item_id: 'L1', name: 'Widget', tags: [{ tag_id: 'T1' }] } }, 'detail');
+    const rec = run(
+      'inventory.vendor_credits',
+      { vendor_credit_id: 'V1', line_items: { line_item_id: 'L1', name: 'Widget', tags: [{ tag_id: 'T1' }] } },
+      'detail',
+    );
     expect(child(rec, 'inventory_vendor_credits__line_items').rows.map((r) => [r.line_item_id, r.name])).toEqual([['L1', 'Widget']]);
     expect(child(rec, 'inventory_vendor_credits__line_items__tags').rows.map((r) => r.tag_id)).toEqual(['T1']);
   });
 
   it('skips a string array where objects are expected, still writing the record and its other tables', () => {
-    const rec = run('inventory.sales_orders', { salesorder_id: 'S1', documents: ['document_id', 'file_name'], line_items: [{ line_item_id: 'L1' }] }, 'detail');
+    const rec = run(
+      'inventory.sales_orders',
+      { salesorder_id: 'S1', documents: ['document_id', 'file_name'], line_items: [{ line_item_id: 'L1' }] },
+      'detail',
+    );
     expect(rec.row.salesorder_id).toBe('S1');
     expect(child(rec, 'inventory_sales_orders__documents').rows).toEqual([]);
     expect(child(rec, 'inventory_sales_orders__line_items').rows).toHaveLength(1);
@@ -285,7 +396,13 @@ describe('normalizeRecord: keys of child elements', () => {
 describe('normalizeRecord: other streams', () => {
   it('turns a task\u2019s hh:mm hours into hours', () => {
     const rec = run('invoice.tasks', TASK);
-    expect(rec.row).toMatchObject({ billed_hours: 12.5, un_billed_hours: 35 / 60, rate: 80, project_id: '460000000030001', is_billable: true });
+    expect(rec.row).toMatchObject({
+      billed_hours: 12.5,
+      un_billed_hours: 35 / 60,
+      rate: 80,
+      project_id: '460000000030001',
+      is_billable: true,
+    });
     expect(rec.row.log_time).toBeCloseTo(13 + 5 / 60, 12);
     expect(rec.changedAt).toBeNull();
     expectShapes(rec);
@@ -318,14 +435,24 @@ describe('normalizeRecord: other streams', () => {
     expect(list.changedAt).toBe(Date.UTC(2026, 10, 20, 4, 45, 30));
 
     const detail = run('billing.events', EVENT_DETAIL, 'detail');
-    expect(detail.row).toMatchObject({ event_type: 'subscription_created', event_time: '2026-11-20T04:45:30.000Z', payload: EVENT_DETAIL.payload });
+    expect(detail.row).toMatchObject({
+      event_type: 'subscription_created',
+      event_time: '2026-11-20T04:45:30.000Z',
+      payload: EVENT_DETAIL.payload,
+    });
     const hooks = child(detail, 'billing_events__webhooks');
     expect(hooks.rows.map((r) => [r.webhook_id, r._position, r.status, r.last_updated_time])).toEqual([
       ['460000000051001', 0, 'success', '2026-11-20T04:46:00.000Z'],
       ['460000000051002', 1, 'failure', null],
     ]);
     expect(detail.warnings).toEqual([
-      { table: 'billing_events__webhooks', id: '460000000050001', field: 'webhooks[1].last_updated_time', kind: 'value', message: expect.any(String) },
+      {
+        table: 'billing_events__webhooks',
+        id: '460000000050001',
+        field: 'webhooks[1].last_updated_time',
+        kind: 'value',
+        message: expect.any(String) as unknown,
+      },
     ]);
     expectShapes(detail);
   });
@@ -342,7 +469,10 @@ describe('normalizeRecord: other streams', () => {
       next_expense_date: '2026-12-01',
     });
     expect(child(rec, 'billing_recurring_expenses__acquisition_vat_summary').rows[0]).toMatchObject({ tax_name: 'VAT', tax_amount: 0 });
-    expect(child(rec, 'billing_recurring_expenses__custom_fields').rows[0]).toMatchObject({ customfield_id: '460000000063001', value: 'HQ' });
+    expect(child(rec, 'billing_recurring_expenses__custom_fields').rows[0]).toMatchObject({
+      customfield_id: '460000000063001',
+      value: 'HQ',
+    });
     expect(rec.children.map((c) => c.table)).not.toContain('billing_recurring_expenses__reverse_charge_vat_summary');
     expectShapes(rec);
   });
@@ -351,7 +481,7 @@ describe('normalizeRecord: other streams', () => {
     const rec = run('books.webhooks', WEBHOOK);
     expect(rec.columns).not.toContain('secret');
     expect(rec.row._raw).not.toContain('abcdef123456');
-    expect(JSON.parse(rec.row._raw as string).secret).toBe('[redacted]');
+    expect((JSON.parse(rec.row._raw as string) as { secret?: unknown }).secret).toBe('[redacted]');
     expect(rec.row.events).toBe('["invoice_created","invoice_updated"]');
     expect(child(rec, 'books_webhooks__headers').rows[0]).toMatchObject({ _position: 0, param_name: 'X-Token' });
     expect(child(rec, 'books_webhooks__entity_parameters').rows).toEqual([]);
@@ -359,10 +489,29 @@ describe('normalizeRecord: other streams', () => {
   });
 
   it('keys an organization by its own id', () => {
-    const rec = normalizeRecord(stream('books.organizations'), ORGANIZATION, { organizationId: 'ignored', source: 'list', syncedAt: SYNCED_AT });
+    const rec = normalizeRecord(stream('books.organizations'), ORGANIZATION, {
+      organizationId: 'ignored',
+      source: 'list',
+      syncedAt: SYNCED_AT,
+    });
     expect(rec.key).toEqual({ organization_id: '10234695' });
-    expect(rec.row).toMatchObject({ organization_id: '10234695', is_default_org: true, account_created_date: '2020-04-01', price_precision: 2 });
+    expect(rec.row).toMatchObject({
+      organization_id: '10234695',
+      is_default_org: true,
+      account_created_date: '2020-04-01',
+      price_precision: 2,
+    });
     expect(rec.columns.filter((c) => c === 'organization_id')).toHaveLength(1);
+    expectShapes(rec);
+  });
+});
+
+describe('normalizeRecord: one record of every stream (RECORDS_BY_STREAM)', () => {
+  it.each(Object.entries(RECORDS_BY_STREAM))('%s keys its record and writes its table\u2019s columns', (name, { source, record }) => {
+    const s = stream(name);
+    const rec = normalizeRecord(s, record, { organizationId: ORG, source, syncedAt: SYNCED_AT });
+    expect(rec.table).toBe(`${s.family}_${s.name}`);
+    expect(rec.id).toBe(String(record[s.primaryKey]));
     expectShapes(rec);
   });
 });
@@ -372,8 +521,27 @@ describe('normalizeRecord: failures', () => {
     ['missing', { customer_name: 'x' }],
     ['empty', { salesorder_id: '', customer_name: 'x' }],
     ['null', { salesorder_id: null }],
-  ])('throws naming the stream, the field and the record when the primary key is %s', (_what, raw) => {
-    expect(() => run('inventory.sales_orders', raw)).toThrow(/inventory\.sales_orders.*salesorder_id.*\{/);
+  ])('throws a FatalError naming the stream, the field and the record when the primary key is %s', (_what, raw) => {
+    const error = thrown(() => run('inventory.sales_orders', raw));
+    expect(error).toBeInstanceOf(FatalError);
+    const fatal = error as FatalError;
+    expect(fatal.message).toMatch(/^inventory\.sales_orders: a record of the list response has no salesorder_id \(its primary key\): \{/);
+    expect(fatal.message).toContain(JSON.stringify(raw).slice(0, 20));
+    expect(fatal.retriable).toBe(false);
+    expect(fatal.organizationId).toBe(ORG);
+    expect(fatal.hint).toMatch(/change primaryKey of inventory\.sales_orders in src\/catalog/);
+    expect(fatal.hint).toMatch(/report the record/);
+    expect(fatal.describe()).toContain(`\n  \u2192 ${fatal.hint}`);
+  });
+
+  it('names the response the keyless record came from, and shows it redacted as _raw is', () => {
+    const { webhook_id: _id, ...keyless } = WEBHOOK;
+    const error = thrown(() => run('books.webhooks', keyless, 'list')) as FatalError;
+    expect(error.message).toMatch(/^books\.webhooks: a record of the list response has no webhook_id/);
+    expect(error.message).not.toContain(WEBHOOK.secret);
+    expect(error.message).toContain('[redacted]');
+    const detail = thrown(() => run('inventory.sales_orders', { customer_name: 'x' }, 'detail')) as FatalError;
+    expect(detail.message).toMatch(/a record of the detail response has no salesorder_id/);
   });
 
   it('turns a bad value into null and a warning naming table, record and field', () => {

@@ -181,9 +181,10 @@ describe('timestamp shapes the fast reader and the regex must agree on', () => {
       expect(parsed).toBeNull();
       return;
     }
-    const iso = `${reference[1]}-${reference[2]}-${reference[3]}T${reference[4]}:${reference[5]}:${reference[6]}.${(reference[7] ?? '').padEnd(3, '0').slice(0, 3)}${
-      reference[8] === 'Z' ? 'Z' : `${reference[8]!.slice(0, 3)}:${reference[8]!.slice(-2)}`
-    }`;
+    const [, year, month, day, hour, minute, second, fraction, zone] = reference;
+    const millis = (fraction ?? '').padEnd(3, '0').slice(0, 3);
+    const offset = zone === 'Z' ? 'Z' : `${zone!.slice(0, 3)}:${zone!.slice(-2)}`;
+    const iso = `${year}-${month}-${day}T${hour}:${minute}:${second}.${millis}${offset}`;
     expect(parsed).toBe(new Date(iso).getTime());
   });
 });

@@ -13,7 +13,8 @@ async function post(s: Sandbox, path: string, fields: Record<string, string>): P
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-const usersOf = (s: Sandbox, token: string): Promise<Response> => orgRequest(s, 'books', '/users', s.organizations()[0]!.organization_id, token);
+const usersOf = (s: Sandbox, token: string): Promise<Response> =>
+  orgRequest(s, 'books', '/users', s.organizations()[0]!.organization_id, token);
 
 describe('authorization', () => {
   it('answers the refresh grant with a Bearer access token and api_domain pointing at itself', async () => {
@@ -73,7 +74,13 @@ describe('authorization', () => {
     expect(first.status).toBe(200);
     expect(typeof first.body['refresh_token']).toBe('string');
     expect((await usersOf(sb, String(first.body['access_token']))).status).toBe(200);
-    const refreshed = await post(sb, '/oauth/v2/token', { grant_type: 'refresh_token', refresh_token: String(first.body['refresh_token']), client_id, client_secret, redirect_uri });
+    const refreshed = await post(sb, '/oauth/v2/token', {
+      grant_type: 'refresh_token',
+      refresh_token: String(first.body['refresh_token']),
+      client_id,
+      client_secret,
+      redirect_uri,
+    });
     expect(refreshed.status).toBe(200);
     const second = await post(sb, '/oauth/v2/token', { grant_type: 'authorization_code', code, client_id, client_secret, redirect_uri });
     expect(second).toEqual({ status: 400, body: { error: 'invalid_code' } });
@@ -85,7 +92,10 @@ describe('authorization', () => {
     const late = sb.issueGrantCode();
     const onTime = sb.issueGrantCode();
     sb.advanceClock(119_000);
-    expect((await post(sb, '/oauth/v2/token', { grant_type: 'authorization_code', code: onTime, client_id, client_secret, redirect_uri })).status).toBe(200);
+    expect(
+      (await post(sb, '/oauth/v2/token', { grant_type: 'authorization_code', code: onTime, client_id, client_secret, redirect_uri }))
+        .status,
+    ).toBe(200);
     sb.advanceClock(2_000);
     const res = await post(sb, '/oauth/v2/token', { grant_type: 'authorization_code', code: late, client_id, client_secret, redirect_uri });
     expect(res).toEqual({ status: 400, body: { error: 'invalid_code' } });
@@ -95,9 +105,13 @@ describe('authorization', () => {
     sb = await startSandbox();
     const good = { grant_type: 'refresh_token', ...sb.credentials };
     expect((await post(sb, '/oauth/v2/token', { ...good, client_id: 'nope' })).body).toEqual({ error: 'invalid_client' });
-    expect((await post(sb, '/oauth/v2/token', { ...good, client_id: ` ${sb.credentials.client_id}` })).body).toEqual({ error: 'invalid_client' });
+    expect((await post(sb, '/oauth/v2/token', { ...good, client_id: ` ${sb.credentials.client_id}` })).body).toEqual({
+      error: 'invalid_client',
+    });
     expect((await post(sb, '/oauth/v2/token', { ...good, client_secret: 'nope' })).body).toEqual({ error: 'invalid_client_secret' });
-    expect((await post(sb, '/oauth/v2/token', { ...good, redirect_uri: 'http://elsewhere/' })).body).toEqual({ error: 'invalid_redirect_uri' });
+    expect((await post(sb, '/oauth/v2/token', { ...good, redirect_uri: 'http://elsewhere/' })).body).toEqual({
+      error: 'invalid_redirect_uri',
+    });
     expect((await post(sb, '/oauth/v2/token', { ...good, refresh_token: 'unknown' })).body).toEqual({ error: 'invalid_code' });
     expect(sb.requestLog().token.errors).toBe(5);
   });
@@ -105,12 +119,14 @@ describe('authorization', () => {
   it('accepts token fields in the query string and answers GET on the token URL with a server error', async () => {
     sb = await startSandbox();
     const qs = new URLSearchParams({ grant_type: 'refresh_token', ...sb.credentials });
-    expect((await fetch(`${sb.accountsUrl}/oauth/v2/token?${qs}`, { method: 'POST' })).status).toBe(200);
-    expect((await fetch(`${sb.accountsUrl}/oauth/v2/token?${qs}`)).status).toBe(500);
+    expect((await fetch(`${sb.accountsUrl}/oauth/v2/token?${qs.toString()}`, { method: 'POST' })).status).toBe(200);
+    expect((await fetch(`${sb.accountsUrl}/oauth/v2/token?${qs.toString()}`)).status).toBe(500);
   });
 
   it('enforces scopes when the credentials carry them', async () => {
-    sb = await startSandbox({ credentials: { scopes: ['SvcBooks.settings.READ', 'SvcInventory.salesorders.ALL', 'SvcSubscriptions.fullaccess.all'] } });
+    sb = await startSandbox({
+      credentials: { scopes: ['SvcBooks.settings.READ', 'SvcInventory.salesorders.ALL', 'SvcSubscriptions.fullaccess.all'] },
+    });
     const token = await tokenFor(sb);
     const org = sb.organizations()[0]!.organization_id;
     expect((await orgRequest(sb, 'books', '/users', org, token)).status).toBe(200);

@@ -38,7 +38,7 @@ describe('fault knobs', () => {
     expect(failed.length).toBeGreaterThan(80);
     expect(failed.length).toBeLessThan(160);
     expect(failed.every((r) => r.status === 500 || r.status === 503)).toBe(true);
-    expect(failed.some((r) => r.status === 500 && JSON.parse(r.body).code === 1000)).toBe(true);
+    expect(failed.some((r) => r.status === 500 && (JSON.parse(r.body) as { code: number }).code === 1000)).toBe(true);
     expect(h.sb.requestLog().faults['5xx']).toBe(failed.length);
   });
 
@@ -48,7 +48,7 @@ describe('fault knobs', () => {
     const limited = results.filter((r) => r.status === 429);
     expect(limited.length).toBeGreaterThan(40);
     expect(limited.length).toBeLessThan(120);
-    const codes = new Set(limited.map((r) => JSON.parse(r.body).code as number));
+    const codes = new Set(limited.map((r) => (JSON.parse(r.body) as { code: number }).code));
     expect(codes).toEqual(new Set([44, 1070]));
   });
 

@@ -48,7 +48,11 @@ describe('per-minute limit', () => {
 describe('concurrency limit', () => {
   it('refuses the 6th concurrent request of a free-plan organization with code 1070', async () => {
     h = await harness({ scale: 2, faults: { latencyMs: 1500 } });
-    const results = await Promise.all(Array.from({ length: 6 }, () => h!.get('books', '/users').then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> }))));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        h!.get('books', '/users').then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> })),
+      ),
+    );
     const refused = results.filter((r) => r.status === 429);
     expect(refused).toHaveLength(1);
     expect(refused[0]!.body['code']).toBe(1070);

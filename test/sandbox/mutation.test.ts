@@ -46,7 +46,9 @@ describe('mutation', () => {
     const served = new Map((await h.all('billing', '/plans', 'plans', org)).map((p) => [String(p['plan_code']), p['updated_time']]));
     const truth = h.sb.truth(org, 'billing', 'plans');
     expect(truth.filter((p) => served.get(String(p['plan_code'])) !== p['updated_time'])).toEqual([]);
-    expect(truth.filter((p) => cold.find((c) => c['plan_code'] === p['plan_code'])?.['updated_time'] !== p['updated_time'])).toHaveLength(2);
+    expect(truth.filter((p) => cold.find((c) => c['plan_code'] === p['plan_code'])?.['updated_time'] !== p['updated_time'])).toHaveLength(
+      2,
+    );
   });
 
   it('keeps every served list equal to truth after creates, modifies and deletes', async () => {
@@ -106,8 +108,14 @@ describe('mutation', () => {
       h.sb.mutate({ modify: 5, create: 3, delete: 2 });
     }
     const org = a.orgs[0]!.organization_id;
-    const strip = (rs: Array<Record<string, unknown>>) => rs.map((r) => ({ ...r, last_modified_time: undefined, updated_time: undefined, created_time: undefined, event_time: undefined }));
-    for (const [family, stream] of [['inventory', 'sales_orders'], ['books', 'vendor_credit_refunds'], ['invoice', 'tasks'], ['billing', 'events']] as const) {
+    const strip = (rs: Array<Record<string, unknown>>) =>
+      rs.map((r) => ({ ...r, last_modified_time: undefined, updated_time: undefined, created_time: undefined, event_time: undefined }));
+    for (const [family, stream] of [
+      ['inventory', 'sales_orders'],
+      ['books', 'vendor_credit_refunds'],
+      ['invoice', 'tasks'],
+      ['billing', 'events'],
+    ] as const) {
       expect(strip(a.sb.truth(org, family, stream))).toEqual(strip(b.sb.truth(org, family, stream)));
     }
   });

@@ -37,9 +37,13 @@ describe('organization identification', () => {
 
   it('does not take the query parameter in place of the header, nor the header in place of the parameter', async () => {
     const org = h.orgs[0]!.organization_id;
-    const res = await fetch(`${h.sb.url}/invoice/v3/projects?organization_id=${org}`, { headers: { authorization: `Svc-oauthtoken ${h.token}` } });
+    const res = await fetch(`${h.sb.url}/invoice/v3/projects?organization_id=${org}`, {
+      headers: { authorization: `Svc-oauthtoken ${h.token}` },
+    });
     expect(res.status).toBe(400);
-    const books = await fetch(`${h.sb.url}/books/v3/users`, { headers: { authorization: `Svc-oauthtoken ${h.token}`, 'X-com-svc-invoice-organizationid': org } });
+    const books = await fetch(`${h.sb.url}/books/v3/users`, {
+      headers: { authorization: `Svc-oauthtoken ${h.token}`, 'X-com-svc-invoice-organizationid': org },
+    });
     expect(books.status).toBe(400);
   });
 
@@ -50,7 +54,12 @@ describe('organization identification', () => {
       expect(res.status).toBe(200);
       const body = (await res.json()) as { organizations: Array<Record<string, unknown>> };
       ids.push(body.organizations.map((o) => o['organization_id'] as string));
-      expect(body.organizations[0]).toMatchObject({ organization_id: expect.any(String), currency_code: 'INR', time_zone: 'Asia/Kolkata', is_org_active: true });
+      expect(body.organizations[0]).toMatchObject({
+        organization_id: expect.any(String) as unknown,
+        currency_code: 'INR',
+        time_zone: 'Asia/Kolkata',
+        is_org_active: true,
+      });
     }
     expect(ids.every((x) => JSON.stringify(x) === JSON.stringify(h.orgs.map((o) => o.organization_id)))).toBe(true);
     expect(new Set(h.orgs.map((o) => o.currency_code)).size).toBe(3);
@@ -61,7 +70,10 @@ describe('organization identification', () => {
     const unknown = await h.get('books', '/nothing-here', org);
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as Record<string, unknown>)['code']).toBe(5);
-    const post = await fetch(`${h.sb.url}/books/v3/users?organization_id=${org}`, { method: 'POST', headers: { authorization: `Svc-oauthtoken ${h.token}` } });
+    const post = await fetch(`${h.sb.url}/books/v3/users?organization_id=${org}`, {
+      method: 'POST',
+      headers: { authorization: `Svc-oauthtoken ${h.token}` },
+    });
     expect(post.status).toBe(405);
     for (const [family, path] of [
       ['inventory', '/salesorders/400000000000000'],

@@ -13,7 +13,12 @@ export interface Harness {
   refresh(): Promise<string>;
 }
 
-export const ROOT: Record<Family, string> = { books: '/books/v3', inventory: '/inventory/v1', invoice: '/invoice/v3', billing: '/billing/v1' };
+export const ROOT: Record<Family, string> = {
+  books: '/books/v3',
+  inventory: '/inventory/v1',
+  invoice: '/invoice/v3',
+  billing: '/billing/v1',
+};
 
 export async function tokenFor(sb: Sandbox): Promise<string> {
   const res = await fetch(`${sb.accountsUrl}/oauth/v2/token`, {
@@ -24,7 +29,14 @@ export async function tokenFor(sb: Sandbox): Promise<string> {
   return body.access_token;
 }
 
-export function orgRequest(sb: Sandbox, family: Family, path: string, org: string | undefined, token: string, extra: Record<string, string> = {}): Promise<Response> {
+export function orgRequest(
+  sb: Sandbox,
+  family: Family,
+  path: string,
+  org: string | undefined,
+  token: string,
+  extra: Record<string, string> = {},
+): Promise<Response> {
   const headers: Record<string, string> = { authorization: `Svc-oauthtoken ${token}`, ...extra };
   let url = `${sb.url}${ROOT[family]}${path}`;
   if (org !== undefined) {

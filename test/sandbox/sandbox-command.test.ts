@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { configSnippet, sandboxCommand } from '../../src/cli/sandbox-command.js';
 
 async function parseError(args: string[]): Promise<string> {
-  const cmd = sandboxCommand().exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  const cmd = sandboxCommand()
+    .exitOverride()
+    .configureOutput({ writeErr: () => {}, writeOut: () => {} });
   try {
     await cmd.parseAsync(args, { from: 'user' });
   } catch (e) {

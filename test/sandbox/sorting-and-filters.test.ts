@@ -14,8 +14,18 @@ describe('sort_column and sort_order', () => {
     const desc = await h.all('inventory', '/salesorders?sort_column=last_modified_time&sort_order=D', 'salesorders');
     const asc = await h.all('inventory', '/salesorders?sort_column=last_modified_time&sort_order=A', 'salesorders');
     expect(desc).toHaveLength(120);
-    expect(isSorted(desc.map((r) => instant(r['last_modified_time'])), -1)).toBe(true);
-    expect(isSorted(asc.map((r) => instant(r['last_modified_time'])), 1)).toBe(true);
+    expect(
+      isSorted(
+        desc.map((r) => instant(r['last_modified_time'])),
+        -1,
+      ),
+    ).toBe(true);
+    expect(
+      isSorted(
+        asc.map((r) => instant(r['last_modified_time'])),
+        1,
+      ),
+    ).toBe(true);
     expect(asc.map((r) => r['salesorder_id'])).toEqual(desc.map((r) => r['salesorder_id']).reverse());
     const { body } = await h.json('inventory', '/salesorders?sort_column=last_modified_time&sort_order=D&per_page=1');
     expect(body['page_context']).toMatchObject({ sort_column: 'last_modified_time', sort_order: 'D' });
@@ -23,11 +33,26 @@ describe('sort_column and sort_order', () => {
 
   it('sorts vendor credits and contacts by other named columns', async () => {
     const byTotal = await h.all('inventory', '/vendorcredits?sort_column=total&sort_order=A', 'vendor_credits');
-    expect(isSorted(byTotal.map((r) => r['total'] as number), 1)).toBe(true);
+    expect(
+      isSorted(
+        byTotal.map((r) => r['total'] as number),
+        1,
+      ),
+    ).toBe(true);
     const contacts = await h.all('inventory', '/contacts?sort_column=last_modified_time&sort_order=D', 'contacts');
-    expect(isSorted(contacts.map((r) => instant(r['last_modified_time'])), -1)).toBe(true);
+    expect(
+      isSorted(
+        contacts.map((r) => instant(r['last_modified_time'])),
+        -1,
+      ),
+    ).toBe(true);
     const books = await h.all('books', '/vendorcredits?sort_column=created_time&sort_order=D', 'vendor_credits');
-    expect(isSorted(books.map((r) => instant(r['created_time'])), -1)).toBe(true);
+    expect(
+      isSorted(
+        books.map((r) => instant(r['created_time'])),
+        -1,
+      ),
+    ).toBe(true);
   });
 
   it('refuses a sort column the list does not name, and a bad sort_order', async () => {
@@ -45,7 +70,12 @@ describe('sort_column and sort_order', () => {
 
   it('serves events newest first and plans in a stable order that is not by updated_time', async () => {
     const events = await h.all('billing', '/events', 'events');
-    expect(isSorted(events.map((e) => instant(e['event_time'])), -1)).toBe(true);
+    expect(
+      isSorted(
+        events.map((e) => instant(e['event_time'])),
+        -1,
+      ),
+    ).toBe(true);
     const plans = await h.all('billing', '/plans', 'plans');
     const again = await h.all('billing', '/plans', 'plans');
     expect(again).toEqual(plans);
@@ -53,7 +83,12 @@ describe('sort_column and sort_order', () => {
     expect(isSorted(times, 1)).toBe(false);
     expect(isSorted(times, -1)).toBe(false);
     const expenses = await h.all('billing', '/recurringexpenses', 'recurring_expenses');
-    expect(isSorted(expenses.map((e) => instant(e['last_modified_time'])), -1)).toBe(false);
+    expect(
+      isSorted(
+        expenses.map((e) => instant(e['last_modified_time'])),
+        -1,
+      ),
+    ).toBe(false);
   });
 });
 

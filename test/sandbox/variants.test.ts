@@ -1,6 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { configSnippet, parseVariant, sandboxCommand } from '../../src/cli/sandbox-command.js';
-import { DEFAULT_VARIANTS, HOSTILE_VARIANTS, VARIANT_NAMES, startSandbox, type Family, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
+import {
+  DEFAULT_VARIANTS,
+  HOSTILE_VARIANTS,
+  VARIANT_NAMES,
+  startSandbox,
+  type Family,
+  type Sandbox,
+  type SandboxOptions,
+} from '../../src/sandbox/index.js';
 import { harness, orgRequest, tokenFor, type Harness } from './sandbox-client.js';
 
 type Rec = Record<string, unknown>;
@@ -99,7 +107,11 @@ describe('omitPageContext', () => {
 describe('rateLimitHeaders', () => {
   it('puts the daily quota on every API answer: 200, 500, 401, 404 and organization lists', async () => {
     const h = await start({ scale: 3, organizations: 1, timeScale: 60, variants: { rateLimitHeaders: true } });
-    const quota = (res: Response): [string | null, string | null, string | null] => [res.headers.get('x-rate-limit-limit'), res.headers.get('x-rate-limit-remaining'), res.headers.get('x-rate-limit-reset')];
+    const quota = (res: Response): [string | null, string | null, string | null] => [
+      res.headers.get('x-rate-limit-limit'),
+      res.headers.get('x-rate-limit-remaining'),
+      res.headers.get('x-rate-limit-reset'),
+    ];
     const ok = await h.get('books', '/users');
     expect(ok.status).toBe(200);
     const [limit, remaining, reset] = quota(ok);
@@ -191,7 +203,8 @@ describe('noRetryAfter', () => {
 describe('ignoreSort', () => {
   it('answers the listed lists in their default order whatever is asked, and says so in page_context', async () => {
     const h = await start({ scale: 30, organizations: 1, variants: { ignoreSort: ['inventory.contacts', 'books.users'] } });
-    const ids = (body: Rec, key: string): unknown[] => (body[key] as Rec[]).map((r) => r['contact_id'] ?? r['user_id'] ?? r['salesorder_id']);
+    const ids = (body: Rec, key: string): unknown[] =>
+      (body[key] as Rec[]).map((r) => r['contact_id'] ?? r['user_id'] ?? r['salesorder_id']);
     const def = await h.json('inventory', '/contacts');
     const asked = await h.json('inventory', '/contacts?sort_column=contact_name&sort_order=A');
     expect(asked.status).toBe(200);
@@ -220,8 +233,15 @@ describe('numericIds', () => {
       const org = o.organization_id;
       const texts: string[] = [];
       const paths: Array<[Family, string]> = [
-        ['books', '/users'], ['books', '/vendorcredits'], ['inventory', '/settings/currencies'], ['inventory', '/contacts'],
-        ['inventory', '/salesorders'], ['invoice', '/projects'], ['billing', '/plans'], ['billing', '/recurringexpenses'], ['billing', '/events'],
+        ['books', '/users'],
+        ['books', '/vendorcredits'],
+        ['inventory', '/settings/currencies'],
+        ['inventory', '/contacts'],
+        ['inventory', '/salesorders'],
+        ['invoice', '/projects'],
+        ['billing', '/plans'],
+        ['billing', '/recurringexpenses'],
+        ['billing', '/events'],
       ];
       for (const [family, path] of paths) texts.push(await (await h.get(family, path, org)).text());
       const so = h.sb.truth(org, 'inventory', 'sales_orders')[0]!;
@@ -232,7 +252,19 @@ describe('numericIds', () => {
       expect(all).not.toMatch(/"(?!organization_id")[A-Za-z_]*_id":"\d+"/);
       const numbers = [...all.matchAll(/"([A-Za-z_]*_id)":(\d+)/g)];
       const fields = new Set(numbers.map((m) => m[1]));
-      for (const f of ['currency_id', 'account_id', 'line_item_id', 'custom_field_id', 'item_id', 'user_id', 'customer_id', 'salesorder_id', 'location_id', 'tax_id']) expect(fields, f).toContain(f);
+      for (const f of [
+        'currency_id',
+        'account_id',
+        'line_item_id',
+        'custom_field_id',
+        'item_id',
+        'user_id',
+        'customer_id',
+        'salesorder_id',
+        'location_id',
+        'tax_id',
+      ])
+        expect(fields, f).toContain(f);
       expect(numbers.every((m) => m[2]!.length === 19 && BigInt(m[2]!) > 2n ** 53n)).toBe(true);
       // The detail's line item ids are the truth's, digit for digit.
       const served = [...detail.matchAll(/"line_item_id":(\d+)/g)].map((m) => m[1]);
@@ -270,8 +302,12 @@ describe('mixedOffsets', () => {
     const inversions = texts.filter((t, i) => i > 0 && t > texts[i - 1]!).length;
     expect(inversions).toBeGreaterThan(10);
     // The same record reads the same on every read.
-    expect((await h.all('inventory', '/contacts?sort_column=last_modified_time&sort_order=D', 'contacts')).map((c) => c['last_modified_time'])).toEqual(texts);
-    const truth = new Map(h.sb.truth(h.orgs[0]!.organization_id, 'inventory', 'contacts').map((c) => [c['contact_id'], c['last_modified_time']]));
+    expect(
+      (await h.all('inventory', '/contacts?sort_column=last_modified_time&sort_order=D', 'contacts')).map((c) => c['last_modified_time']),
+    ).toEqual(texts);
+    const truth = new Map(
+      h.sb.truth(h.orgs[0]!.organization_id, 'inventory', 'contacts').map((c) => [c['contact_id'], c['last_modified_time']]),
+    );
     expect(mixed.every((c) => truth.get(c['contact_id']) === c['last_modified_time'])).toBe(true);
   });
 
@@ -401,7 +437,9 @@ describe('orgIdPerFamily', () => {
     }
     expect(new Set(h.orgs.flatMap((o) => Object.values(o.ids))).size).toBe(8);
     for (const family of families) {
-      const listed = ((await h.json(family, '/organizations', null as never)).body['organizations'] as Rec[]).map((r) => r['organization_id']);
+      const listed = ((await h.json(family, '/organizations', null as never)).body['organizations'] as Rec[]).map(
+        (r) => r['organization_id'],
+      );
       expect(listed).toEqual(h.orgs.map((o) => o.ids[family]));
     }
     const o = h.orgs[1]!;
@@ -415,7 +453,9 @@ describe('orgIdPerFamily', () => {
     expect((await h.json('billing', '/plans', o.ids.invoice)).status).toBe(400);
     expect((await h.json('invoice', '/projects', o.ids.invoice)).status).toBe(200);
     // truth, count and mutate take the family's id (and the books id).
-    const servedIds = [...(await (await h.get('inventory', '/contacts', o.ids.inventory)).text()).matchAll(/"contact_id":"?(\d+)/g)].map((m) => m[1]);
+    const servedIds = [...(await (await h.get('inventory', '/contacts', o.ids.inventory)).text()).matchAll(/"contact_id":"?(\d+)/g)].map(
+      (m) => m[1],
+    );
     expect(h.sb.truth(o.ids.inventory, 'inventory', 'contacts').map((c) => c['contact_id'])).toEqual(servedIds);
     expect(h.sb.count(o.ids.invoice, 'invoice', 'projects')).toBe(5);
     expect(h.sb.truth(o.ids.billing, 'billing', 'organizations')[0]!['organization_id']).toBe(o.ids.billing);
@@ -455,7 +495,10 @@ describe('defaultFiltersHide', () => {
       const shown = await h.all(family, path, key);
       const truth = h.sb.truth(org, family, stream);
       expect(shown.length, path).toBeLessThan(truth.length);
-      expect(shown.some((r) => hidden.includes(String(r['status']))), path).toBe(false);
+      expect(
+        shown.some((r) => hidden.includes(String(r['status']))),
+        path,
+      ).toBe(false);
       expect(shown.length, path).toBe(truth.filter((r) => !hidden.includes(String(r['status']))).length);
       expect((await h.all(family, `${path}?filter_by=${all}`, key)).length, path).toBe(truth.length);
     }
@@ -485,7 +528,9 @@ describe('changeWhilePagingEvery', () => {
     expect(h.sb.requestLog().variants.pagingMutations).toBe(changes);
     expect(h.sb.count(org, 'inventory', 'sales_orders')).toBe(30 + changes);
     const after = h.sb.truth(org, 'inventory', 'sales_orders');
-    const modified = after.filter((s) => before.some((b) => b['salesorder_id'] === s['salesorder_id'] && b['last_modified_time'] !== s['last_modified_time']));
+    const modified = after.filter((s) =>
+      before.some((b) => b['salesorder_id'] === s['salesorder_id'] && b['last_modified_time'] !== s['last_modified_time']),
+    );
     expect(modified.length).toBeGreaterThan(0);
     // Some record of the final truth was never served during the walk.
     expect(after.some((s) => !seen.includes(s['salesorder_id']))).toBe(true);
@@ -509,7 +554,7 @@ describe('hostile preset', () => {
     expect(text).toMatch(/"salesorder_id":\d{19}[,}]/);
     expect(text).toMatch(/"x_new_field_/);
     const body = JSON.parse(text) as Rec;
-    expect(((body['salesorders'] as Rec[]).map((s) => s['status']))).not.toContain('void');
+    expect((body['salesorders'] as Rec[]).map((s) => s['status'])).not.toContain('void');
     const contacts = await h.json('inventory', '/contacts?per_page=5&sort_column=contact_name', o.ids.inventory);
     expect(contacts.status).toBe(200);
   });
@@ -517,7 +562,9 @@ describe('hostile preset', () => {
 
 describe('svcsync sandbox --preset / --variant', () => {
   async function parseError(args: string[]): Promise<string> {
-    const cmd = sandboxCommand().exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} });
+    const cmd = sandboxCommand()
+      .exitOverride()
+      .configureOutput({ writeErr: () => {}, writeOut: () => {} });
     try {
       await cmd.parseAsync(args, { from: 'user' });
     } catch (e) {
@@ -534,13 +581,24 @@ describe('svcsync sandbox --preset / --variant', () => {
     v = parseVariant('changeWhilePagingEvery=3', v);
     v = parseVariant('spurious401Rate', v);
     expect(v).toEqual({
-      numericIds: true, sparseFields: 0.25, omitPageContext: false,
-      ignoreSort: ['inventory.contacts', 'billing.recurring_expenses'], changeWhilePagingEvery: 3, spurious401Rate: HOSTILE_VARIANTS.spurious401Rate,
+      numericIds: true,
+      sparseFields: 0.25,
+      omitPageContext: false,
+      ignoreSort: ['inventory.contacts', 'billing.recurring_expenses'],
+      changeWhilePagingEvery: 3,
+      spurious401Rate: HOSTILE_VARIANTS.spurious401Rate,
     });
   });
 
   it('names the bad option and the bad variant', async () => {
-    for (const [arg, word] of [['nope', 'nope'], ['sparseFields=2', 'sparseFields'], ['numericIds=maybe', 'numericIds'], ['changeWhilePagingEvery=-1', 'changeWhilePagingEvery'], ['ignoreSort=books.nothing', 'books.nothing'], ['spurious401Rate=abc', 'spurious401Rate']]) {
+    for (const [arg, word] of [
+      ['nope', 'nope'],
+      ['sparseFields=2', 'sparseFields'],
+      ['numericIds=maybe', 'numericIds'],
+      ['changeWhilePagingEvery=-1', 'changeWhilePagingEvery'],
+      ['ignoreSort=books.nothing', 'books.nothing'],
+      ['spurious401Rate=abc', 'spurious401Rate'],
+    ]) {
       const message = await parseError(['--variant', arg!]);
       expect(message, arg).toContain('--variant');
       expect(message, arg).toContain(word);
@@ -554,7 +612,9 @@ describe('svcsync sandbox --preset / --variant', () => {
       const text = configSnippet(sb.url, sb.credentials, { plan: 'free', timeScale: 1, unlimited: false }, sb.organizations(), sb.variants);
       expect(text).toContain('# sandbox variants: numericIds=true');
       expect(text).toContain(`organizations: ["${sb.organizations()[0]!.organization_id}"]`);
-      expect(await (await orgRequest(sb, 'books', '/users', sb.organizations()[0]!.organization_id, await tokenFor(sb))).json()).toMatchObject({ code: 0 });
+      expect(
+        await (await orgRequest(sb, 'books', '/users', sb.organizations()[0]!.organization_id, await tokenFor(sb))).json(),
+      ).toMatchObject({ code: 0 });
     } finally {
       await sb.stop();
     }

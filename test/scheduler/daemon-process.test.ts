@@ -1,12 +1,10 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/loaders/warehouse.js';
 import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { writeProcessConfig } from '../helpers/process-config.js';
 
 const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
 
@@ -18,27 +16,7 @@ describe('svcsync daemon as a real process', () => {
     // Slow answers and two records a page: a job is always mid-page when the signal comes.
     sandbox = await startSandbox({ seed: 5, scale: 40, organizations: 1, unlimited: true, faults: { latencyMs: 150 } });
     tw = await freshWarehouse('sqlite');
-    configPath = join(mkdtempSync(join(tmpdir(), 'svcsync-daemon-')), 'svcsync.yaml');
-    writeFileSync(
-      configPath,
-      [
-        `warehouse: "${tw.url}"`,
-        'sync: { per_page: 2 }',
-        'daemon:',
-        '  schedules: { incremental: "* * * * * *", settings: "* * * * * *" }',
-        'connections:',
-        '  - name: d',
-        `    accounts_url: ${sandbox.url}`,
-        `    client_id: ${sandbox.credentials.client_id}`,
-        `    client_secret: ${sandbox.credentials.client_secret}`,
-        `    refresh_token: ${sandbox.credentials.refresh_token}`,
-        '    plan: enterprise',
-        '    limits: { per_minute: 1000000, per_day: 100000000 }',
-        '    families: [inventory]',
-        '    streams: [inventory.contacts]',
-        '',
-      ].join('\n'),
-    );
+    configPath = writeProcessConfig(sandbox, tw.url, ['daemon:', '  schedules: { incremental: "* * * * * *", settings: "* * * * * *" }']);
   });
   afterAll(async () => {
     await sandbox?.stop();
@@ -46,10 +24,15 @@ describe('svcsync daemon as a real process', () => {
   });
 
   it('on SIGTERM mid-page exits 0 within the grace bound, with the page committed', async () => {
-    const child = spawn(process.execPath, [BIN, 'daemon', '--config', configPath, '--grace-ms', '5000'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, SVCSYNC_LOG_LEVEL: 'debug' } });
+    const child = spawn(process.execPath, [BIN, 'daemon', '--config', configPath, '--grace-ms', '5000'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SVCSYNC_LOG_LEVEL: 'debug' },
+    });
     let stderr = '';
     let signalledAt = 0;
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('close', (code, signal) => resolve({ code, signal })),
+    );
     child.stderr.on('data', (d) => {
       stderr += String(d);
       // A pass has begun and its pages take 150 ms each: the signal lands mid-page.

@@ -12,7 +12,18 @@ const MIN = 60_000;
 const HOUR = 60 * MIN;
 
 function job(id: string, expression: string, extra: Partial<JobSpec> = {}, timeZone = 'UTC'): JobSpec {
-  return { id, connection: 'c', organizationId: 'o1', jobClass: 'incremental', mode: 'incremental', priority: 0, trees: [id], streams: [id], cron: new Cron(expression, timeZone), ...extra };
+  return {
+    id,
+    connection: 'c',
+    organizationId: 'o1',
+    jobClass: 'incremental',
+    mode: 'incremental',
+    priority: 0,
+    trees: [id],
+    streams: [id],
+    cron: new Cron(expression, timeZone),
+    ...extra,
+  };
 }
 
 function setup(jobs: JobSpec[], runJob: (job: JobSpec, run: JobRun) => Promise<JobOutcome>, start = Date.UTC(2026, 0, 1, 0, 0, 30)) {
@@ -20,7 +31,15 @@ function setup(jobs: JobSpec[], runJob: (job: JobSpec, run: JobRun) => Promise<J
   const log = new CapturedLog();
   const logger = createLogger({ level: 'info', secrets: new SecretRegistry(), destination: log });
   const events: SchedulerEvent[] = [];
-  const scheduler = new Scheduler({ clock, logger, jobs: () => jobs, runJob, onEvent: (e) => events.push(e), retryBackoffMs: 10 * MIN, retryBackoffMaxMs: 2 * HOUR });
+  const scheduler = new Scheduler({
+    clock,
+    logger,
+    jobs: () => jobs,
+    runJob,
+    onEvent: (e) => events.push(e),
+    retryBackoffMs: 10 * MIN,
+    retryBackoffMaxMs: 2 * HOUR,
+  });
   return { clock, log, events, scheduler };
 }
 
@@ -50,9 +69,9 @@ describe('cron schedules', () => {
   it('the scheduler runs each job at its fire times on the injected clock', async () => {
     const seen: Array<{ id: string; at: string }> = [];
     const jobs = [job('quarter', '*/15 * * * *'), job('berlin', '0 9 * * *', {}, 'Europe/Berlin')];
-    const t = setup(jobs, async (j) => {
+    const t = setup(jobs, (j) => {
       seen.push({ id: j.id, at: new Date(t.clock.now()).toISOString() });
-      return { status: 'ok' };
+      return Promise.resolve({ status: 'ok' });
     });
     t.scheduler.start();
     await t.clock.advance(14 * MIN);
@@ -81,7 +100,11 @@ describe('overlap', () => {
     expect(m.runs).toHaveLength(1);
     const skips = t.events.filter((e) => e.type === 'skipped' && e.reason === 'overlap');
     expect(skips).toHaveLength(2);
-    expect(t.log.records.filter((r) => r['msg'] === 'job skipped: the previous run is still going; this fire is skipped, not queued' && r['job'] === 'slow')).toHaveLength(2);
+    expect(
+      t.log.records.filter(
+        (r) => r['msg'] === 'job skipped: the previous run is still going; this fire is skipped, not queued' && r['job'] === 'slow',
+      ),
+    ).toHaveLength(2);
     m.runs[0]!.finish();
     await t.clock.advance(1);
     expect(m.runs).toHaveLength(1);
@@ -93,7 +116,10 @@ describe('overlap', () => {
 
   it('a job whose streams another job is syncing waits for it instead of running alongside', async () => {
     const m = manualRunner();
-    const jobs = [job('inc', '*/15 * * * *', { trees: ['s'], streams: ['s'] }), job('rec', '*/15 * * * *', { trees: ['s'], streams: ['s'], jobClass: 'reconcile', mode: 'reconcile', priority: 2 })];
+    const jobs = [
+      job('inc', '*/15 * * * *', { trees: ['s'], streams: ['s'] }),
+      job('rec', '*/15 * * * *', { trees: ['s'], streams: ['s'], jobClass: 'reconcile', mode: 'reconcile', priority: 2 }),
+    ];
     const t = setup(jobs, (j, r) => m.runJob(t.clock)(j, r));
     t.scheduler.start();
     await t.clock.advance(15 * MIN);
@@ -110,9 +136,9 @@ describe('failures', () => {
   it('a failing organization backs off (doubling) while another carries on', async () => {
     const calls: string[] = [];
     const jobs = [job('bad', '*/15 * * * *', { organizationId: 'o-bad' }), job('good', '*/15 * * * *', { organizationId: 'o-good' })];
-    const t = setup(jobs, async (j) => {
+    const t = setup(jobs, (j) => {
       calls.push(`${new Date(t.clock.now()).toISOString().slice(11, 16)} ${j.id}`);
-      return j.id === 'bad' ? { status: 'failed', failed: ['o-bad'], error: '401 invalid token' } : { status: 'ok' };
+      return Promise.resolve(j.id === 'bad' ? { status: 'failed', failed: ['o-bad'], error: '401 invalid token' } : { status: 'ok' });
     });
     t.scheduler.start();
     await t.clock.advance(2 * HOUR);
@@ -130,13 +156,17 @@ describe('failures', () => {
   it('an organization whose quota is gone pauses until the reset', async () => {
     const calls: number[] = [];
     const jobs = [job('q', '0 * * * *')];
-    const t = setup(jobs, async () => {
+    const t = setup(jobs, () => {
       calls.push(t.clock.now());
-      return calls.length === 1 ? { status: 'quota', quotaUntil: Date.UTC(2026, 0, 2) } : { status: 'ok' };
+      return Promise.resolve(calls.length === 1 ? { status: 'quota', quotaUntil: Date.UTC(2026, 0, 2) } : { status: 'ok' });
     });
     t.scheduler.start();
     await t.clock.advance(25 * HOUR);
-    expect(calls.map((c) => new Date(c).toISOString())).toEqual(['2026-01-01T01:00:00.000Z', '2026-01-02T00:00:00.000Z', '2026-01-02T01:00:00.000Z']);
+    expect(calls.map((c) => new Date(c).toISOString())).toEqual([
+      '2026-01-01T01:00:00.000Z',
+      '2026-01-02T00:00:00.000Z',
+      '2026-01-02T01:00:00.000Z',
+    ]);
     expect(t.events.filter((e) => e.type === 'skipped' && e.reason === 'paused')).toHaveLength(22);
     await t.scheduler.stop(1000);
   });
@@ -175,7 +205,9 @@ describe('shutdown', () => {
 
 describe('budget priorities', () => {
   const cfg = parseConfig({ connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z' }] }, { env: {} });
-  const jobs = resolveJobs(cfg, [{ connection: 'c', organizationId: 'o1', families: ['books', 'inventory', 'invoice', 'billing'] }], { backfill: true });
+  const jobs = resolveJobs(cfg, [{ connection: 'c', organizationId: 'o1', families: ['books', 'inventory', 'invoice', 'billing'] }], {
+    backfill: true,
+  });
   const byClass = (k: string) => jobs.find((j) => j.jobClass === k)!;
 
   it('resolves defaults: incremental every 15 minutes, settings hourly, reconcile nightly, discovery hourly', () => {
@@ -199,13 +231,49 @@ describe('budget priorities', () => {
   });
 
   it('per-stream overrides make their own job; bad cron expressions name the key', () => {
-    const c2 = parseConfig({ connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z', schedules: { time_zone: 'Europe/Berlin', streams: { 'inventory.sales_orders': { incremental: '*/5 * * * *' } } } }] }, { env: {} });
+    const c2 = parseConfig(
+      {
+        connections: [
+          {
+            name: 'c',
+            client_id: 'x',
+            client_secret: 'y',
+            refresh_token: 'z',
+            schedules: { time_zone: 'Europe/Berlin', streams: { 'inventory.sales_orders': { incremental: '*/5 * * * *' } } },
+          },
+        ],
+      },
+      { env: {} },
+    );
     const j2 = resolveJobs(c2, [{ connection: 'c', organizationId: 'o1', families: ['inventory'] }], { backfill: false });
     const so = j2.find((j) => j.trees.includes('inventory.sales_orders') && j.jobClass === 'incremental')!;
     expect(so.trees).toEqual(['inventory.sales_orders']);
     expect(so.cron.toString()).toBe('*/5 * * * * (Europe/Berlin)');
-    expect(() => parseConfig({ daemon: { schedules: { reconcile: '61 2 * * *' } }, connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z' }] }, { env: {} })).toThrow(/daemon\.schedules\.reconcile/);
-    expect(() => parseConfig({ connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z', schedules: { streams: { 'books.users': { incremental: 'often' } } } }] }, { env: {} })).toThrow(/connections\[0\]\.schedules\.streams\.books\.users\.incremental/);
+    expect(() =>
+      parseConfig(
+        {
+          daemon: { schedules: { reconcile: '61 2 * * *' } },
+          connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z' }],
+        },
+        { env: {} },
+      ),
+    ).toThrow(/daemon\.schedules\.reconcile/);
+    expect(() =>
+      parseConfig(
+        {
+          connections: [
+            {
+              name: 'c',
+              client_id: 'x',
+              client_secret: 'y',
+              refresh_token: 'z',
+              schedules: { streams: { 'books.users': { incremental: 'often' } } },
+            },
+          ],
+        },
+        { env: {} },
+      ),
+    ).toThrow(/connections\[0\]\.schedules\.streams\.books\.users\.incremental/);
   });
 
   it('when the budget is short, incremental runs while reconcile and backfill wait', () => {

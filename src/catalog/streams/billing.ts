@@ -128,7 +128,10 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
         },
         { spec: '2.6' },
       ),
-      ...cols({ vendor_id: 'id', vendor_name: 'text' }, { spec: '2.6', description: 'Spec 2.6 mentions "vendor related fields" without naming them; these two are assumed.' }),
+      ...cols(
+        { vendor_id: 'id', vendor_name: 'text' },
+        { spec: '2.6', description: 'Spec 2.6 mentions "vendor related fields" without naming them; these two are assumed.' },
+      ),
       ...cols(
         {
           currency_id: 'id',
@@ -242,6 +245,8 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
       },
     ],
     spec: '6, 4.12, A9',
-    description: 'Everything that happened in the organization; payload and deliveries come from the single event, off by default (sync.event_details).',
+    description:
+      'Everything that happened in the organization; ' +
+      'payload and deliveries come from the single event, off by default (sync.event_details).',
   },
 ];

@@ -27,8 +27,23 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
     detail: { path: '/users/{user_id}', recordKeys: ['user'], defaultEnabled: false, setting: 'user_details' },
     kind: 'settings',
     columns: [
-      ...cols({ user_id: 'id', role_id: 'id', name: 'text', email: 'text', user_role: 'text', status: 'text', photo_url: 'text', user_type: 'text' }, { spec: '2.4' }),
-      ...cols({ is_current_user: 'boolean', is_customer_segmented: 'boolean', is_vendor_segmented: 'boolean' }, { spec: '2.4', sources: LIST }),
+      ...cols(
+        {
+          user_id: 'id',
+          role_id: 'id',
+          name: 'text',
+          email: 'text',
+          user_role: 'text',
+          status: 'text',
+          photo_url: 'text',
+          user_type: 'text',
+        },
+        { spec: '2.4' },
+      ),
+      ...cols(
+        { is_current_user: 'boolean', is_customer_segmented: 'boolean', is_vendor_segmented: 'boolean' },
+        { spec: '2.4', sources: LIST },
+      ),
       ...cols({ cost_rate: 'number', is_employee: 'boolean', created_time: 'timestamp' }, { spec: '2.4', sources: DETAIL }),
       col('custom_fields', 'json', { spec: '2.4', sources: DETAIL, description: 'Kept whole: spec 2.4 does not show its shape.' }),
     ],
@@ -62,14 +77,19 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
         key: 'line_item_id',
         sources: DETAIL,
         spec: '2.8',
-        columns: [...VENDOR_CREDIT_LINE_ITEM_COLUMNS, ...cols({ project_id: 'id', project_name: 'text' }, { description: 'Books line items carry the project (spec 2.8).' })],
+        columns: [
+          ...VENDOR_CREDIT_LINE_ITEM_COLUMNS,
+          ...cols({ project_id: 'id', project_name: 'text' }, { description: 'Books line items carry the project (spec 2.8).' }),
+        ],
         children: [VENDOR_CREDIT_LINE_ITEM_TAGS],
       },
       ...VENDOR_CREDIT_DETAIL_CHILDREN,
     ],
     spec: '2.8, 4.9, A5, A6, A7',
     description:
-      'Vendor credits (debit notes), every status. The record\u2019s own vendor_credit_refunds[] and bills_credited[] stay in _raw_detail only: books_vendor_credit_refunds and books_vendor_credit_bills read them.',
+      'Vendor credits (debit notes), every status. ' +
+      'The record\u2019s own vendor_credit_refunds[] and bills_credited[] stay in _raw_detail only: ' +
+      'books_vendor_credit_refunds and books_vendor_credit_bills read them.',
   },
   {
     name: 'vendor_credit_refunds',
@@ -127,7 +147,10 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
         { spec: '2.10' },
       ),
       col('events', 'json', { spec: '2.10', description: 'Event names that fire the webhook (array of strings).' }),
-      ...cols({ is_new_response_format: 'boolean', placeholder: 'text', is_hidden: 'boolean', lock_type: 'text', lock_reason: 'text' }, { spec: '2.10' }),
+      ...cols(
+        { is_new_response_format: 'boolean', placeholder: 'text', is_hidden: 'boolean', lock_type: 'text', lock_reason: 'text' },
+        { spec: '2.10' },
+      ),
       ...cols({ is_active: 'boolean', is_from_plugin: 'boolean', created_time: 'timestamp' }, { spec: '2.10' }),
       col('related_rules', 'json', { spec: '2.10', description: 'Kept whole: spec 2.10 does not show the elements\u2019 fields.' }),
     ],
@@ -141,4 +164,3 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
     description: 'Webhook configurations for every entity. The signing secret is never stored (redacted in _raw).',
   },
 ];
-

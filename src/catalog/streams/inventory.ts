@@ -1,4 +1,4 @@
-import { DETAIL, LIST, address, col, cols, nested, only } from '../columns.js';
+import { DETAIL, LIST, address, col, cols, nested, only, referencing } from '../columns.js';
 import type { StreamSpec } from '../types.js';
 import { organizationsStream } from './organization-fields.js';
 import {
@@ -58,32 +58,35 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
     cursor: { field: 'last_modified_time', sort: NEWEST_FIRST },
     kind: 'transaction',
     columns: [
-      ...cols(
-        {
-          contact_id: 'id',
-          contact_name: 'text',
-          company_name: 'text',
-          has_transaction: 'boolean',
-          contact_type: 'text',
-          is_linked_with_crm: 'boolean',
-          website: 'text',
-          primary_contact_id: 'id',
-          payment_terms: 'integer',
-          payment_terms_label: 'text',
-          currency_id: 'id',
-          currency_code: 'text',
-          currency_symbol: 'text',
-          language_code: 'text',
-          outstanding_receivable_amount: 'number',
-          outstanding_receivable_amount_bcy: 'number',
-          unused_credits_receivable_amount: 'number',
-          unused_credits_receivable_amount_bcy: 'number',
-          status: 'text',
-          payment_reminder_enabled: 'boolean',
-          location_id: 'id',
-          location_name: 'text',
-        },
-        { spec: '2.9' },
+      ...referencing(
+        cols(
+          {
+            contact_id: 'id',
+            contact_name: 'text',
+            company_name: 'text',
+            has_transaction: 'boolean',
+            contact_type: 'text',
+            is_linked_with_crm: 'boolean',
+            website: 'text',
+            primary_contact_id: 'id',
+            payment_terms: 'integer',
+            payment_terms_label: 'text',
+            currency_id: 'id',
+            currency_code: 'text',
+            currency_symbol: 'text',
+            language_code: 'text',
+            outstanding_receivable_amount: 'number',
+            outstanding_receivable_amount_bcy: 'number',
+            unused_credits_receivable_amount: 'number',
+            unused_credits_receivable_amount_bcy: 'number',
+            status: 'text',
+            payment_reminder_enabled: 'boolean',
+            location_id: 'id',
+            location_name: 'text',
+          },
+          { spec: '2.9' },
+        ),
+        { primary_contact_id: 'inventory.contact_persons', currency_id: 'inventory.currencies' },
       ),
       ...address('billing_address', CONTACT_ADDRESS, { spec: '2.9' }),
       ...address('shipping_address', CONTACT_ADDRESS, { spec: '2.9' }),
@@ -213,22 +216,25 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
     detail: { path: '/salesorders/{salesorder_id}', recordKeys: ['salesorder', 'sales_order'], defaultEnabled: true },
     kind: 'transaction',
     columns: [
-      ...cols(
-        {
-          salesorder_id: 'id',
-          salesorder_number: 'text',
-          date: 'date',
-          status: 'text',
-          shipment_date: 'date',
-          reference_number: 'text',
-          customer_id: 'id',
-          customer_name: 'text',
-          currency_code: 'text',
-          total: 'number',
-          created_time: 'timestamp',
-          last_modified_time: 'timestamp',
-        },
-        { spec: '2.5' },
+      ...referencing(
+        cols(
+          {
+            salesorder_id: 'id',
+            salesorder_number: 'text',
+            date: 'date',
+            status: 'text',
+            shipment_date: 'date',
+            reference_number: 'text',
+            customer_id: 'id',
+            customer_name: 'text',
+            currency_code: 'text',
+            total: 'number',
+            created_time: 'timestamp',
+            last_modified_time: 'timestamp',
+          },
+          { spec: '2.5' },
+        ),
+        { customer_id: 'inventory.contacts' },
       ),
       ...cols(
         {
@@ -246,14 +252,9 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
         { spec: '2.5 list item fields', sources: LIST },
       ),
       ...only(DETAIL, [
-        ...cols(
-          {
-            currency_id: 'id',
-            currency_symbol: 'text',
-            exchange_rate: 'number',
-            discount_amount: 'number',
-          },
-          { spec: '2.5' },
+        ...referencing(
+          cols({ currency_id: 'id', currency_symbol: 'text', exchange_rate: 'number', discount_amount: 'number' }, { spec: '2.5' }),
+          { currency_id: 'inventory.currencies' },
         ),
         col('discount', 'text', {
           spec: '2.5',
@@ -355,8 +356,8 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
         spec: '2.5',
         description: 'Contact persons the order is addressed to.',
         columns: [
+          col('contact_person_id', 'id', { references: 'inventory.contact_persons' }),
           ...cols({
-            contact_person_id: 'id',
             contact_person_name: 'text',
             first_name: 'text',
             last_name: 'text',
@@ -405,7 +406,10 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
     cursor: { field: 'last_modified_time', sort: NEWEST_FIRST },
     detail: { path: '/vendorcredits/{vendor_credit_id}', recordKeys: ['vendor_credit'], defaultEnabled: true },
     kind: 'transaction',
-    columns: [...VENDOR_CREDIT_LIST_COLUMNS, ...VENDOR_CREDIT_DETAIL_COLUMNS],
+    columns: [
+      ...referencing(VENDOR_CREDIT_LIST_COLUMNS, { vendor_id: 'inventory.contacts', currency_id: 'inventory.currencies' }),
+      ...VENDOR_CREDIT_DETAIL_COLUMNS,
+    ],
     children: [
       {
         field: 'line_items',
@@ -421,13 +425,15 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
         key: 'vendor_credit_bill_id',
         sources: DETAIL,
         spec: '2.8',
-        description: 'Bills the credit was applied to; the inventory family has no credited-bills list, so they come from the single record.',
+        description:
+          'Bills the credit was applied to; the inventory family has no credited-bills list, so they come from the single record.',
         columns: BILL_CREDITED_COLUMNS,
       },
     ],
     spec: '2.8, 4.8, A5, A6',
     description:
-      'Vendor credits (debit notes), every status. The record\u2019s own vendor_credit_refunds[] stays in _raw_detail only: inventory_vendor_credit_refunds reads them.',
+      'Vendor credits (debit notes), every status. ' +
+      'The record\u2019s own vendor_credit_refunds[] stays in _raw_detail only: inventory_vendor_credit_refunds reads them.',
   },
   {
     name: 'vendor_credit_refunds',

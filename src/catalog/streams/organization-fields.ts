@@ -35,6 +35,7 @@ export function organizationsStream(family: Family, spec: string): StreamSpec {
     path: '/organizations',
     recordsKey: ['organizations'],
     primaryKey: 'organization_id',
+    organizationList: true,
     paginated: false,
     kind: 'settings',
     columns: ORGANIZATION_COLUMNS,

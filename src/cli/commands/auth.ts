@@ -25,16 +25,27 @@ interface ExchangeFlags {
  * file cannot be validated whole: flags and SVC_CLIENT_ID / SVC_CLIENT_SECRET come first,
  * then the named (or only) connection of the file, read leniently.
  */
-function exchangeCredentials(cli: Cli, flags: ExchangeFlags): { connection: Pick<ConnectionConfig, 'region' | 'accounts_url' | 'name'>; clientId: string; clientSecret: string; redirectUri?: string | undefined } {
+function exchangeCredentials(
+  cli: Cli,
+  flags: ExchangeFlags,
+): {
+  connection: Pick<ConnectionConfig, 'region' | 'accounts_url' | 'name'>;
+  clientId: string;
+  clientSecret: string;
+  redirectUri?: string | undefined;
+} {
   let fromFile: Record<string, unknown> | undefined;
   const path = cli.global().config ?? DEFAULT_CONFIG_PATH;
   if (existsSync(path)) {
-    const doc = interpolateEnv(parseYaml(readFileSync(path, 'utf8')) ?? {}, { ...process.env }, []) as { connections?: Array<Record<string, unknown>> };
+    const doc = interpolateEnv(parseYaml(readFileSync(path, 'utf8')) ?? {}, { ...process.env }, []) as {
+      connections?: Array<Record<string, unknown>>;
+    };
     const list = doc.connections ?? [];
-    fromFile = flags.connection ? list.find((c) => c['name'] === flags.connection) : list.length === 1 ? list[0] : undefined;
+    if (flags.connection) fromFile = list.find((c) => c['name'] === flags.connection);
+    else if (list.length === 1) fromFile = list[0];
   }
   const pick = (flag: string | undefined, env: string, key: string): string | undefined => {
-    const v = flag ?? process.env[env] ?? (typeof fromFile?.[key] === 'string' ? (fromFile[key] as string) : undefined);
+    const v = flag ?? process.env[env] ?? (typeof fromFile?.[key] === 'string' ? fromFile[key] : undefined);
     return v && v.trim() ? v : undefined;
   };
   const clientId = pick(flags.clientId, 'SVC_CLIENT_ID', 'client_id');
@@ -43,10 +54,14 @@ function exchangeCredentials(cli: Cli, flags: ExchangeFlags): { connection: Pick
   if (!clientId) problems.push('--client-id: required (or SVC_CLIENT_ID, or client_id in the config file)');
   if (!clientSecret) problems.push('--client-secret: required (or SVC_CLIENT_SECRET, or client_secret in the config file)');
   if (problems.length) throw new ConfigError('auth exchange needs the client credentials:', problems);
-  const region = (flags.region ?? (fromFile?.['region'] as Region | undefined) ?? 'us') as Region;
+  const region = flags.region ?? (fromFile?.['region'] as Region | undefined) ?? 'us';
   const accountsUrl = flags.accountsUrl ?? (fromFile?.['accounts_url'] as string | undefined);
   return {
-    connection: { name: (fromFile?.['name'] as string | undefined) ?? 'connection', region, ...(accountsUrl ? { accounts_url: accountsUrl } : {}) },
+    connection: {
+      name: (fromFile?.['name'] as string | undefined) ?? 'connection',
+      region,
+      ...(accountsUrl ? { accounts_url: accountsUrl } : {}),
+    },
     clientId: clientId!,
     clientSecret: clientSecret!,
     redirectUri: flags.redirectUri ?? (fromFile?.['redirect_uri'] as string | undefined),
@@ -70,8 +85,17 @@ export function authCommand(cli: Cli): Command {
       secrets.add(flags.code);
       const creds = exchangeCredentials(cli, flags);
       secrets.add(creds.clientSecret);
-      const accountsUrl = resolveAccountsUrl(creds.connection as ConnectionConfig, undefined, 0);
-      const result = await exchangeGrantCode({ accountsUrl, clientId: creds.clientId, clientSecret: creds.clientSecret, code: flags.code, redirectUri: creds.redirectUri, secrets, clock: systemClock, timeoutMs: 30_000 });
+      const accountsUrl = resolveAccountsUrl(creds.connection, undefined, 0);
+      const result = await exchangeGrantCode({
+        accountsUrl,
+        clientId: creds.clientId,
+        clientSecret: creds.clientSecret,
+        code: flags.code,
+        redirectUri: creds.redirectUri,
+        secrets,
+        clock: systemClock,
+        timeoutMs: 30_000,
+      });
       process.stdout.write(
         [
           'Refresh token obtained. It does not expire until revoked; keep it out of the config file and out of version control.',
@@ -101,14 +125,23 @@ export function authCommand(cli: Cli): Command {
       const rt = loadRuntime(cli.global());
       const list = rt.config.connections.filter((c) => !flags.connection || c.name === flags.connection);
       if (list.length !== 1) {
-        throw new ConfigError(flags.connection ? `--connection ${flags.connection}: no connection has that name` : 'several connections are configured; name one with --connection', [], {
-          hint: `Configured: ${rt.config.connections.map((c) => c.name).join(', ')}.`,
-        });
+        throw new ConfigError(
+          flags.connection
+            ? `--connection ${flags.connection}: no connection has that name`
+            : 'several connections are configured; name one with --connection',
+          [],
+          {
+            hint: `Configured: ${rt.config.connections.map((c) => c.name).join(', ')}.`,
+          },
+        );
       }
       const connection = list[0]!;
       const accountsUrl = resolveAccountsUrl(connection, rt.config.regions, rt.config.connections.indexOf(connection));
       await revokeToken({ accountsUrl, token: connection.refresh_token, secrets: rt.secrets, clock: rt.clock, timeoutMs: 30_000 });
-      process.stdout.write(`Revoked the refresh token of connection ${connection.name}. Remove it from the environment, and run \`svcsync auth exchange --code ...\` to get a new one.\n`);
+      process.stdout.write(
+        `Revoked the refresh token of connection ${connection.name}. ` +
+          'Remove it from the environment, and run `svcsync auth exchange --code ...` to get a new one.\n',
+      );
     });
   return auth;
 }

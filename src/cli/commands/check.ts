@@ -1,18 +1,14 @@
 import { Command } from 'commander';
-import { ApiClient } from '../../api/client.js';
+import { ApiClient, TokenCacheRegistry } from '../../api/client.js';
 import { scopeFor } from '../../api/families.js';
 import { LimiterRegistry } from '../../api/limiter.js';
 import { CATALOG } from '../../catalog/index.js';
 import { isOrganizationList, qualifiedName, type StreamSpec } from '../../catalog/types.js';
-import { AuthorizationError, ExitCode, SvcsyncError } from '../../core/errors.js';
+import { AuthorizationError, ExitCode, describeError } from '../../core/errors.js';
 import { recordsOf } from '../../extractors/pager.js';
 import { migrateToLatest } from '../../loaders/migrate.js';
 import { WarehouseUsageStore } from '../../state/usage-store.js';
 import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
-
-function short(error: unknown): string {
-  return error instanceof SvcsyncError ? error.describe() : error instanceof Error ? error.message : String(error);
-}
 
 /**
  * Like a connector's `check`: for each connection, obtains a token, lists the organizations
@@ -29,11 +25,31 @@ export function checkCommand(cli: Cli): Command {
       let worst: number = ExitCode.ok;
       await withWarehouse(rt.config.warehouse, async (warehouse) => {
         await migrateToLatest(warehouse);
-        const limiters = new LimiterRegistry({ clock: rt.clock, store: new WarehouseUsageStore(warehouse.db, () => rt.clock.now()), logger: rt.logger });
+        const limiters = new LimiterRegistry({
+          clock: rt.clock,
+          store: new WarehouseUsageStore(warehouse.db, () => rt.clock.now()),
+          logger: rt.logger,
+        });
+        const registry = new TokenCacheRegistry({
+          clock: rt.clock,
+          secrets: rt.secrets,
+          logger: rt.logger,
+          regions: rt.config.regions,
+          timeoutMs: rt.config.sync.request_timeout_ms,
+        });
         for (const [index, connection] of rt.config.connections.entries()) {
           if (flags.connection && connection.name !== flags.connection) continue;
           const out: string[] = [`connection ${connection.name} (region ${connection.region}, plan ${connection.plan})`];
-          const client = new ApiClient({ connection, connectionIndex: index, regions: rt.config.regions, settings: rt.config.sync, clock: rt.clock, logger: rt.logger, secrets: rt.secrets, limiters });
+          const tokens = registry.for(connection, index);
+          const client = new ApiClient({
+            connection,
+            settings: rt.config.sync,
+            clock: rt.clock,
+            logger: rt.logger,
+            secrets: rt.secrets,
+            limiters,
+            tokens,
+          });
           let reachable = 0;
           for (const family of connection.families) {
             const orgStream = CATALOG.find((s) => s.family === family && isOrganizationList(s));
@@ -43,7 +59,8 @@ export function checkCommand(cli: Cli): Command {
               orgs = recordsOf(orgStream, await client.get({ family, path: orgStream.path }), `GET ${family}${orgStream.path}`);
             } catch (error) {
               const scope = scopeFor(family, 'GET', orgStream.path);
-              out.push(`  ✗ ${family}: cannot list organizations${scope ? ` (needs scope ${scope})` : ''}: ${short(error).split('\n').join(' ')}`);
+              const needs = scope ? ` (needs scope ${scope})` : '';
+              out.push(`  ✗ ${family}: cannot list organizations${needs}: ${describeError(error).split('\n').join(' ')}`);
               if (error instanceof AuthorizationError && worst === ExitCode.ok) worst = ExitCode.authorization;
               else if (!(error instanceof AuthorizationError)) worst = ExitCode.unexpected;
               continue;
@@ -51,11 +68,22 @@ export function checkCommand(cli: Cli): Command {
             const wanted = orgs.filter((o) => !connection.organizations || connection.organizations.includes(String(o['organization_id'])));
             reachable += wanted.length;
             out.push(`  ✓ ${family}: ${wanted.length} organization(s)${connection.organizations ? ' (of the configured ones)' : ''}`);
-            for (const o of wanted) out.push(`      ${String(o['organization_id'])}  ${String(o['name'] ?? '')}${o['is_org_active'] === false ? '  (inactive)' : ''}`);
+            for (const o of wanted) {
+              // The API's organization name is text (a number is shown as is); anything else shows nothing.
+              const name = o['name'];
+              const shownName = typeof name === 'string' || typeof name === 'number' ? String(name) : '';
+              out.push(`      ${String(o['organization_id'])}  ${shownName}${o['is_org_active'] === false ? '  (inactive)' : ''}`);
+            }
             const first = wanted.find((o) => o['is_org_active'] !== false);
             if (!flags.streams || !first) continue;
             const orgId = String(first['organization_id']);
-            const streams = CATALOG.filter((s: StreamSpec) => s.family === family && !s.parent && !isOrganizationList(s) && (!connection.streams || connection.streams.includes(s.name) || connection.streams.includes(qualifiedName(s))));
+            const streams = CATALOG.filter(
+              (s: StreamSpec) =>
+                s.family === family &&
+                !s.parent &&
+                !isOrganizationList(s) &&
+                (!connection.streams || connection.streams.includes(s.name) || connection.streams.includes(qualifiedName(s))),
+            );
             for (const s of streams) {
               const scope = scopeFor(family, 'GET', s.path);
               try {
@@ -64,7 +92,7 @@ export function checkCommand(cli: Cli): Command {
                 recordsOf(s, await client.get({ family, organizationId: orgId, path: s.path, query }), `GET ${family}${s.path}`);
                 out.push(`      ✓ ${qualifiedName(s)}${scope ? ` (${scope})` : ''}`);
               } catch (error) {
-                out.push(`      ✗ ${qualifiedName(s)}${scope ? ` — scope ${scope}` : ''}: ${short(error).split('\n').join(' ')}`);
+                out.push(`      ✗ ${qualifiedName(s)}${scope ? ` — scope ${scope}` : ''}: ${describeError(error).split('\n').join(' ')}`);
                 if (error instanceof AuthorizationError && worst === ExitCode.ok) worst = ExitCode.authorization;
                 else if (!(error instanceof AuthorizationError)) worst = worst === ExitCode.ok ? ExitCode.partial : worst;
               }

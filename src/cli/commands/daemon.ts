@@ -21,7 +21,9 @@ function intFlag(name: string, value: string | undefined, max: number): number |
 
 export function daemonCommand(cli: Cli): Command {
   return new Command('daemon')
-    .description('keep the warehouse current on the configured schedules within each organization\'s daily budget (SIGTERM/SIGINT stop it gracefully)')
+    .description(
+      "keep the warehouse current on the configured schedules within each organization's daily budget (SIGTERM/SIGINT stop it gracefully)",
+    )
     .option('--backfill', 'also backfill every stream, spread over days on the budget the schedule leaves')
     .option('--metrics-port <port>', 'serve /healthz and Prometheus /metrics on this port')
     .option('--metrics-host <host>', 'address for the metrics endpoint (default 127.0.0.1)')
@@ -31,7 +33,14 @@ export function daemonCommand(cli: Cli): Command {
       const port = intFlag('metrics-port', flags.metricsPort, 65535) ?? rt.config.daemon.metrics_port;
       const graceMs = intFlag('grace-ms', flags.graceMs, 3_600_000) ?? rt.config.daemon.shutdown_grace_ms;
       const warehouse = await openWarehouse(rt.config.warehouse);
-      const daemon = new Daemon({ config: rt.config, warehouse, clock: rt.clock, logger: rt.logger, secrets: rt.secrets, backfill: flags.backfill ?? rt.config.daemon.backfill });
+      const daemon = new Daemon({
+        config: rt.config,
+        warehouse,
+        clock: rt.clock,
+        logger: rt.logger,
+        secrets: rt.secrets,
+        backfill: flags.backfill ?? rt.config.daemon.backfill,
+      });
       let metrics: MetricsServer | null = null;
       let signals = 0;
       let stopped: (() => void) | null = null;
@@ -44,15 +53,24 @@ export function daemonCommand(cli: Cli): Command {
           daemon.scheduler.abortAll();
           process.exit(130);
         }
-        rt.logger.warn({ signal: sig, grace_ms: graceMs }, 'stopping: no new jobs; running jobs finish their page (signal again to exit at once)');
-        process.stderr.write(`\nsvcsync daemon: ${sig} received, stopping within ${Math.round(graceMs / 1000)} s. Send it again to exit at once.\n`);
+        rt.logger.warn(
+          { signal: sig, grace_ms: graceMs },
+          'stopping: no new jobs; running jobs finish their page (signal again to exit at once)',
+        );
+        process.stderr.write(
+          `\nsvcsync daemon: ${sig} received, stopping within ${Math.round(graceMs / 1000)} s. Send it again to exit at once.\n`,
+        );
         stopped?.();
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
       try {
         if (port !== undefined) {
-          metrics = await serveMetrics(daemon.metrics, { port, host: flags.metricsHost ?? rt.config.daemon.metrics_host, healthy: () => !daemon.isStopping() });
+          metrics = await serveMetrics(daemon.metrics, {
+            port,
+            host: flags.metricsHost ?? rt.config.daemon.metrics_host,
+            healthy: () => !daemon.isStopping(),
+          });
           rt.logger.info({ url: metrics.url }, 'metrics endpoint listening');
         }
         await daemon.start();

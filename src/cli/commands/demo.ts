@@ -7,9 +7,10 @@ import { createLogger } from '../../core/logger.js';
 import { SecretRegistry } from '../../core/secrets.js';
 import { runSync } from '../../extractors/sync-run.js';
 import { openWarehouse, type Warehouse } from '../../loaders/warehouse.js';
+import type { SqlValue } from '../../normalize/values.js';
 import { startSandbox } from '../../sandbox/index.js';
 import { createProgress } from '../progress.js';
-import { abortOnSignals, logLevelFor, type Cli } from '../runtime.js';
+import { stopOnSignals, logLevelFor, type Cli } from '../runtime.js';
 import { renderSummary } from '../summary.js';
 
 /** Queries a BI user might start from, shown with their answers. */
@@ -33,9 +34,15 @@ GROUP BY li.name ORDER BY quantity DESC LIMIT 5`,
 FROM invoice_tasks WHERE _deleted_at IS NULL
 GROUP BY project_name ORDER BY unbilled_hours DESC LIMIT 5`,
   },
+  {
+    title: 'Sales-order lines in the base currency (the report_sales_order_lines view: live rows only, joins done)',
+    sql: `SELECT salesorder_number, customer_name, item_name, quantity, currency_code, item_total,
+  ROUND(item_total_bcy, 2) AS item_total_bcy
+FROM report_sales_order_lines ORDER BY item_total_bcy DESC LIMIT 5`,
+  },
 ];
 
-function table(rows: Array<Record<string, unknown>>): string {
+function table(rows: Array<Record<string, SqlValue>>): string {
   if (rows.length === 0) return '  (no rows)\n';
   const cols = Object.keys(rows[0]!);
   const cells = rows.map((r) => cols.map((c) => (r[c] === null || r[c] === undefined ? '' : String(r[c]))));
@@ -47,8 +54,11 @@ function table(rows: Array<Record<string, unknown>>): string {
 export async function runExampleQueries(warehouse: Warehouse): Promise<string> {
   let out = '';
   for (const q of EXAMPLE_QUERIES) {
-    const result = await warehouse.db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(q.sql));
-    out += `\n${q.title}:\n${q.sql.split('\n').map((l) => `  ${l}`).join('\n')}\n\n${table(result.rows)}`;
+    const result = await warehouse.db.executeQuery<Record<string, SqlValue>>(CompiledQuery.raw(q.sql));
+    out += `\n${q.title}:\n${q.sql
+      .split('\n')
+      .map((l) => `  ${l}`)
+      .join('\n')}\n\n${table(result.rows)}`;
   }
   return out;
 }
@@ -68,7 +78,7 @@ export function demoCommand(cli: Cli): Command {
       const sandbox = await startSandbox({ seed: flags.seed, scale: flags.scale, timeScale: 60, plan: 'free' });
       const secrets = new SecretRegistry();
       const logger = createLogger({ level: logLevelFor(cli.global(), undefined), secrets });
-      const { signal, dispose } = abortOnSignals(logger);
+      const { signal, stop, dispose } = stopOnSignals(logger);
       const progress = createProgress(logger);
       let warehouse: Warehouse | undefined;
       try {
@@ -79,12 +89,29 @@ export function demoCommand(cli: Cli): Command {
           },
           { env: {}, secrets, source: 'demo configuration' },
         );
-        process.stderr.write(`svcsync demo: sandbox at ${sandbox.url} (${sandbox.organizations().length} organizations, ${flags.scale} records per stream, free plan), syncing into ${file}\n`);
+        process.stderr.write(
+          `svcsync demo: sandbox at ${sandbox.url} ` +
+            `(${sandbox.organizations().length} organizations, ${flags.scale} records per stream, free plan), syncing into ${file}\n`,
+        );
         warehouse = await openWarehouse(config.warehouse);
-        const summary = await runSync({ config, warehouse, clock: sandbox.clock, logger, secrets, signal, progress, command: 'demo', mode: 'incremental' });
+        const summary = await runSync({
+          config,
+          warehouse,
+          clock: sandbox.clock,
+          logger,
+          secrets,
+          signal,
+          stop,
+          progress,
+          command: 'demo',
+          mode: 'incremental',
+        });
         progress.stop();
         process.stdout.write(renderSummary(summary));
-        process.stdout.write(`  Real time: ${((Date.now() - started) / 1000).toFixed(1)} s (the sandbox's clock ran 60× faster; requests stayed within the plan's limits in its time).\n`);
+        process.stdout.write(
+          `  Real time: ${((Date.now() - started) / 1000).toFixed(1)} s ` +
+            "(the sandbox's clock ran 60× faster; requests stayed within the plan's limits in its time).\n",
+        );
         process.stdout.write(await runExampleQueries(warehouse));
         process.stdout.write(`\nThe warehouse is ${file}. Try: sqlite3 ${flags.db} '.tables'   or   svcsync schema\n`);
         cli.exit(summary.exitCode);

@@ -1,14 +1,23 @@
 import { Command, Option } from 'commander';
 import { CATALOG, renderDictionary, tableDefinitions, type Dialect } from '../../catalog/index.js';
 import { migrateToLatest, migrationStatus } from '../../loaders/migrate.js';
+import { createReadonlyRole, readonlyRoleHint, sqliteHasNoRoles, validateRoleName } from '../../loaders/readonly-role.js';
 import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
+import { collectDrift, renderDrift } from './drift.js';
 
-export function schemaCommand(): Command {
+export function schemaCommand(cli: Cli): Command {
   return new Command('schema')
     .description('print the data dictionary: every table and column, its type and the API field it comes from')
     .option('--json', 'as JSON')
+    .option('--drift', 'instead, the fields the API sent that the catalog does not know (reads the warehouse: needs the config)')
     .addOption(new Option('--dialect <dialect>', 'column types for this warehouse').choices(['sqlite', 'postgres']).default('sqlite'))
-    .action((flags: { json?: boolean; dialect: Dialect }) => {
+    .action(async (flags: { json?: boolean; drift?: boolean; dialect: Dialect }) => {
+      if (flags.drift) {
+        const rt = loadRuntime(cli.global());
+        const fields = await withWarehouse(rt.config.warehouse, collectDrift);
+        process.stdout.write(flags.json ? `${JSON.stringify(fields, null, 2)}\n` : renderDrift(fields));
+        return;
+      }
       process.stdout.write(renderDictionary(tableDefinitions(CATALOG), flags.dialect, flags.json ? 'json' : 'text'));
       if (!flags.json) process.stdout.write('\n');
     });
@@ -17,12 +26,25 @@ export function schemaCommand(): Command {
 export function migrateCommand(cli: Cli): Command {
   return new Command('migrate')
     .description('create or upgrade the warehouse tables (sync does this by itself)')
-    .action(async () => {
+    .option(
+      '--create-readonly-role <name>',
+      'Postgres: also create a NOLOGIN role that may only read the warehouse (or re-apply its grants); see docs/bi.md',
+    )
+    .action(async (flags: { createReadonlyRole?: string }) => {
+      const role = flags.createReadonlyRole === undefined ? undefined : validateRoleName(flags.createReadonlyRole);
       const rt = loadRuntime(cli.global());
+      if (role !== undefined && rt.config.warehouse.startsWith('sqlite:')) throw sqliteHasNoRoles(rt.config.warehouse);
       await withWarehouse(rt.config.warehouse, async (w) => {
         const report = await migrateToLatest(w);
         const status = await migrationStatus(w);
-        process.stdout.write(`${w.displayUrl}: ${report.applied.length ? `applied ${report.applied.join(', ')}` : 'already up to date'} (${status.length} migrations)\n`);
+        const applied = report.applied.length ? `applied ${report.applied.join(', ')}` : 'already up to date';
+        process.stdout.write(`${w.displayUrl}: ${applied} (${status.length} migrations)\n`);
+        if (role === undefined) return;
+        const result = await createReadonlyRole(w, role);
+        const what = result.created ? 'created' : 'exists; grants re-applied';
+        process.stdout.write(`read-only role ${result.role} (${what}) on schema ${result.schema}:\n`);
+        for (const statement of result.statements) process.stdout.write(`  ${statement};\n`);
+        process.stdout.write(`${readonlyRoleHint(result.role)}\n`);
       });
     });
 }

@@ -7,6 +7,7 @@ import { qualifiedName, tableName } from '../../catalog/types.js';
 import { dailyBudget, type Family } from '../../config/plans.js';
 import { migrateToLatest } from '../../loaders/migrate.js';
 import type { Warehouse } from '../../loaders/warehouse.js';
+import { listDrift } from '../../state/drift.js';
 import { listStreamStates } from '../../state/stream-state.js';
 import { stateDb } from '../../state/tables.js';
 import type { Config } from '../../config/schema.js';
@@ -23,6 +24,8 @@ export interface StatusStream {
   rows: number;
   deleted: number;
   pending: number;
+  /** Fields the API sent on this stream that the catalog does not know (`_svcsync_drift`). */
+  drift: string[];
 }
 
 export interface StatusOrganization {
@@ -46,9 +49,13 @@ async function rowCounts(warehouse: Warehouse): Promise<Map<string, { rows: numb
     const table = tableName(stream);
     try {
       const result = await warehouse.db.executeQuery<{ organization_id: string; live: number | string; gone: number | string }>(
-        CompiledQuery.raw(`SELECT "organization_id", SUM(CASE WHEN "_deleted_at" IS NULL THEN 1 ELSE 0 END) AS live, SUM(CASE WHEN "_deleted_at" IS NULL THEN 0 ELSE 1 END) AS gone FROM "${table}" GROUP BY "organization_id"`),
+        CompiledQuery.raw(
+          'SELECT "organization_id", SUM(CASE WHEN "_deleted_at" IS NULL THEN 1 ELSE 0 END) AS live, ' +
+            `SUM(CASE WHEN "_deleted_at" IS NULL THEN 0 ELSE 1 END) AS gone FROM "${table}" GROUP BY "organization_id"`,
+        ),
       );
-      for (const r of result.rows) out.set(`${r.organization_id}|${qualifiedName(stream)}`, { rows: Number(r.live), deleted: Number(r.gone) });
+      for (const r of result.rows)
+        out.set(`${r.organization_id}|${qualifiedName(stream)}`, { rows: Number(r.live), deleted: Number(r.gone) });
     } catch {
       // A table the warehouse does not have yet has no rows to count.
     }
@@ -62,9 +69,19 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
   const db = stateDb(warehouse.db);
   const orgRows = await db.selectFrom('_svcsync_organizations').selectAll().orderBy('connection').orderBy('organization_id').execute();
   const states = await listStreamStates(warehouse.db);
-  const pending = await db.selectFrom('_svcsync_pending').select(['connection', 'organization_id', 'stream']).select((eb) => eb.fn.countAll<number>().as('n')).groupBy(['connection', 'organization_id', 'stream']).execute();
+  const pending = await db
+    .selectFrom('_svcsync_pending')
+    .select(['connection', 'organization_id', 'stream'])
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .groupBy(['connection', 'organization_id', 'stream'])
+    .execute();
   const usage = await db.selectFrom('_svcsync_usage').selectAll().orderBy('day', 'desc').execute();
   const counts = await rowCounts(warehouse);
+  const drift = new Map<string, string[]>();
+  for (const d of await listDrift(warehouse.db)) {
+    const key = `${d.connection}|${d.organization_id}|${d.stream}`;
+    drift.set(key, [...(drift.get(key) ?? []), d.field]);
+  }
   const orgs = new Map<string, StatusOrganization>();
   for (const o of orgRows) {
     const key = `${o.connection}|${o.organization_id}`;
@@ -76,7 +93,18 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
       const today = quotaDay(now, connection?.quota_reset_time_zone ?? 'UTC');
       const u = usage.find((x) => x.organization_id === o.organization_id && x.day === today);
       const blocked = u?.blocked_until && Date.parse(u.blocked_until) > now ? u.blocked_until : null;
-      entry = { connection: o.connection, organizationId: o.organization_id, name: o.name, families: [], requestsToday: u ? Number(u.count) : 0, budget: limits ? dailyBudget(limits) : 0, blockedUntil: blocked, budgetLeft: 0, nextRuns: [], streams: [] };
+      entry = {
+        connection: o.connection,
+        organizationId: o.organization_id,
+        name: o.name,
+        families: [],
+        requestsToday: u ? Number(u.count) : 0,
+        budget: limits ? dailyBudget(limits) : 0,
+        blockedUntil: blocked,
+        budgetLeft: 0,
+        nextRuns: [],
+        streams: [],
+      };
       entry.budgetLeft = blocked ? 0 : Math.max(0, entry.budget - entry.requestsToday);
       orgs.set(key, entry);
     }
@@ -95,11 +123,20 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
       lastError: s.last_error,
       rows: c.rows,
       deleted: c.deleted,
-      pending: Number(pending.filter((p) => p.connection === s.connection && p.organization_id === s.organization_id && p.stream === s.stream).reduce((a, p) => a + Number(p.n), 0)),
+      pending: Number(
+        pending
+          .filter((p) => p.connection === s.connection && p.organization_id === s.organization_id && p.stream === s.stream)
+          .reduce((a, p) => a + Number(p.n), 0),
+      ),
+      drift: drift.get(`${s.connection}|${s.organization_id}|${s.stream}`) ?? [],
     });
   }
   // The daemon's schedule, from the configuration alone (the same jobs `svcsync daemon` runs).
-  const known = [...orgs.values()].map((o) => ({ connection: o.connection, organizationId: o.organizationId, families: o.families as Family[] }));
+  const known = [...orgs.values()].map((o) => ({
+    connection: o.connection,
+    organizationId: o.organizationId,
+    families: o.families as Family[],
+  }));
   for (const job of resolveJobs(config, known, { backfill: config.daemon.backfill })) {
     if (job.organizationId === null) continue;
     const entry = orgs.get(`${job.connection}|${job.organizationId}`);
@@ -117,16 +154,33 @@ export function renderStatus(orgs: readonly StatusOrganization[]): string {
   const lines: string[] = [];
   for (const o of orgs) {
     const blocked = o.blockedUntil ? `, quota spent: paused until ${o.blockedUntil}` : '';
-    lines.push(`${o.connection} / ${o.organizationId}${o.name ? ` (${o.name})` : ''} — ${o.families.join(', ')}; requests today ${o.requestsToday} of ${o.budget}, ${o.budgetLeft} left${blocked}`);
+    const name = o.name ? ` (${o.name})` : '';
+    lines.push(
+      `${o.connection} / ${o.organizationId}${name} — ${o.families.join(', ')}; ` +
+        `requests today ${o.requestsToday} of ${o.budget}, ${o.budgetLeft} left${blocked}`,
+    );
     if (o.nextRuns.length) lines.push(`  next runs: ${o.nextRuns.map((r) => `${r.job} ${r.at}`).join('; ')}`);
     for (const s of o.streams) {
       const last = s.lastStatus ? `${s.lastStatus} ${s.lastFinishedAt ?? ''}` : 'never run';
-      const extra = [s.inProgress, s.pending ? `${s.pending} pending` : null, s.deleted ? `${s.deleted} deleted` : null].filter(Boolean).join(', ');
-      lines.push(`  ${s.stream.padEnd(36)} ${String(s.rows).padStart(8)} rows  cursor ${s.cursor ?? '—'}  last ${last}${extra ? `  (${extra})` : ''}`);
+      const extra = [s.inProgress, s.pending ? `${s.pending} pending` : null, s.deleted ? `${s.deleted} deleted` : null]
+        .filter(Boolean)
+        .join(', ');
+      const notes = extra ? `  (${extra})` : '';
+      lines.push(`  ${s.stream.padEnd(36)} ${String(s.rows).padStart(8)} rows  cursor ${s.cursor ?? '—'}  last ${last}${notes}`);
       if (s.lastError && s.lastStatus !== 'ok') lines.push(`      ${s.lastError.split('\n')[0]}`);
+      if (s.drift.length) lines.push(`      ${driftLine(s.drift)}`);
     }
   }
   return lines.join('\n') + '\n';
+}
+
+const DRIFT_NAMED = 3;
+
+/** A stream's unknown fields in one line: how many, the first few, and where to see them all. */
+export function driftLine(fields: readonly string[]): string {
+  const named = fields.slice(0, DRIFT_NAMED).join(', ') + (fields.length > DRIFT_NAMED ? ', …' : '');
+  const count = `${fields.length} field${fields.length === 1 ? '' : 's'}`;
+  return `drift: ${count} the catalog does not know (${named}); see svcsync schema --drift`;
 }
 
 export function statusCommand(cli: Cli): Command {

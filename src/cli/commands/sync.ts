@@ -6,7 +6,7 @@ import { runSync, type SyncSummary } from '../../extractors/sync-run.js';
 import type { SyncMode } from '../../extractors/stream-pass.js';
 import { parseInstant } from '../../normalize/values.js';
 import { createProgress } from '../progress.js';
-import { abortOnSignals, loadRuntime, withWarehouse, type Cli, type GlobalOptions } from '../runtime.js';
+import { stopOnSignals, loadRuntime, withWarehouse, type Cli, type GlobalOptions } from '../runtime.js';
 import { renderSummary } from '../summary.js';
 
 interface SyncFlags {
@@ -16,6 +16,7 @@ interface SyncFlags {
   reconcile?: boolean;
   since?: string;
   json?: boolean;
+  wait?: boolean;
 }
 
 /** Checks --stream values against the catalog so a typo is an error, not an empty run. */
@@ -34,7 +35,10 @@ function parseSince(since: string | undefined): string | undefined {
   if (since === undefined) return undefined;
   const text = /^\d{4}-\d{2}-\d{2}$/.test(since) ? `${since}T00:00:00Z` : since;
   const ms = parseInstant(text);
-  if (ms === null) throw new ConfigError(`--since: "${since}" is not a date`, [], { hint: 'Use yyyy-mm-dd or an ISO-8601 instant such as 2026-01-31T00:00:00Z.' });
+  if (ms === null)
+    throw new ConfigError(`--since: "${since}" is not a date`, [], {
+      hint: 'Use yyyy-mm-dd or an ISO-8601 instant such as 2026-01-31T00:00:00Z.',
+    });
   return new Date(ms).toISOString();
 }
 
@@ -42,7 +46,7 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
   checkStreamNames(flags.stream);
   const since = parseSince(flags.since);
   const rt = loadRuntime(global);
-  const { signal, dispose } = abortOnSignals(rt.logger);
+  const { signal, stop, stopped, dispose } = stopOnSignals(rt.logger);
   const progress = createProgress(rt.logger, Boolean(process.stderr.isTTY) && !flags.json);
   let summary: SyncSummary;
   try {
@@ -54,6 +58,7 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
         logger: rt.logger,
         secrets: rt.secrets,
         signal,
+        stop,
         progress,
         command,
         mode,
@@ -61,12 +66,15 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
         connection: flags.connection,
         organization: flags.org,
         streams: flags.stream,
+        waitForLease: flags.wait ?? false,
       }),
     );
   } catch (error) {
-    if (!signal.aborted) throw error;
+    if (!stopped()) throw error;
     progress.stop();
-    process.stderr.write(`svcsync: ${command} stopped. Every committed page is kept; run the same command again to continue where it stopped.\n`);
+    process.stderr.write(
+      `svcsync: ${command} stopped. Every committed page is kept; run the same command again to continue where it stopped.\n`,
+    );
     return ExitCode.partial;
   } finally {
     progress.stop();
@@ -76,7 +84,13 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
   return summary.exitCode;
 }
 
-const collect = (value: string, previous: string[] = []): string[] => [...previous, ...value.split(',').map((v) => v.trim()).filter(Boolean)];
+const collect = (value: string, previous: string[] = []): string[] => [
+  ...previous,
+  ...value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean),
+];
 
 /** The options that narrow a run, shared by sync and backfill. */
 function scoped(command: Command): Command {
@@ -84,14 +98,22 @@ function scoped(command: Command): Command {
     .option('--connection <name>', 'only this connection')
     .option('--org <id>', 'only this organization')
     .addOption(new Option('--stream <names>', 'only these streams (family.stream or stream; repeat or comma-separate)').argParser(collect))
-    .option('--json', 'print the run summary as JSON');
+    .option('--json', 'print the run summary as JSON')
+    .option('--wait', 'wait for an organization another svcsync process is syncing, instead of skipping it');
 }
 
 export function syncCommands(cli: Cli): Command[] {
   const sync = scoped(new Command('sync').description('run one incremental sync of everything configured (or the parts named)'))
     .option('--reconcile', 're-read every record of incremental streams and mark the ones the API no longer has as deleted')
     .action(async (flags: SyncFlags) => {
-      cli.exit(await runSyncCommand(cli.global(), flags, flags.reconcile ? 'reconcile' : 'incremental', flags.reconcile ? 'sync --reconcile' : 'sync'));
+      cli.exit(
+        await runSyncCommand(
+          cli.global(),
+          flags,
+          flags.reconcile ? 'reconcile' : 'incremental',
+          flags.reconcile ? 'sync --reconcile' : 'sync',
+        ),
+      );
     });
   const backfill = scoped(new Command('backfill').description('re-read history ignoring cursors; resumable, it continues where it stopped'))
     .option('--since <date>', 'only records changed since this date (yyyy-mm-dd or ISO instant)')

@@ -1,0 +1,54 @@
+// ESLint flat config. Formatting is Prettier's (`npm run format`); this checks what a formatter cannot.
+// TypeScript files get typescript-eslint's type-aware rules (the promise rules above all); the plain
+// JavaScript files (bin/, scripts/, this file) are linted without type information.
+import js from '@eslint/js';
+import globals from 'globals';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  // What .gitignore lists as build output. CI's Node binaries are cached outside the tree (~/.cache/svcsync-ci).
+  { ignores: ['dist/', 'coverage/', 'bench/results/'] },
+  js.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    extends: [tseslint.configs.recommendedTypeChecked],
+    languageOptions: {
+      parserOptions: {
+        projectService: {
+          // vitest.config.ts is outside tsconfig.json's include list.
+          allowDefaultProject: ['vitest.config.ts'],
+          defaultProject: 'tsconfig.json',
+        },
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      // Passing an AbortSignal's reason on (`reject(signal.reason)`, typed any) is the standard abort pattern.
+      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingAny: true, allowThrowingUnknown: true }],
+      // `const { id: _id, ...rest } = row` drops a field; a leading underscore marks a deliberately unused name.
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
+    },
+  },
+  {
+    // A migration is frozen in time: it must mean what it meant when it was written, whatever the
+    // warehouse's types say today, so it takes a `Kysely<any>` as kysely's migration docs recommend.
+    files: ['migrations/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    files: ['**/*.js', '**/*.mjs'],
+    languageOptions: { globals: globals.node },
+  },
+  {
+    rules: {
+      'no-nested-ternary': 'error',
+      // Prettier wraps code at 140; this catches what it leaves long (comments, strings).
+      'max-len': ['error', { code: 140, tabWidth: 2, ignoreUrls: true, ignoreRegExpLiterals: true }],
+    },
+  },
+);

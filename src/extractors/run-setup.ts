@@ -1,0 +1,80 @@
+import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { TokenCacheRegistry } from '../api/client.js';
+import { LimiterRegistry } from '../api/limiter.js';
+import { CATALOG } from '../catalog/index.js';
+import type { StreamSpec } from '../catalog/types.js';
+import type { Config, ConnectionConfig } from '../config/schema.js';
+import type { Clock } from '../core/clock.js';
+import { ConfigError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { SecretRegistry } from '../core/secrets.js';
+import { migrateToLatest } from '../loaders/migrate.js';
+import type { Warehouse } from '../loaders/warehouse.js';
+import { WarehouseUsageStore } from '../state/usage-store.js';
+import { Stamp } from './context.js';
+
+/** What `sync` and `verify` both start from. */
+export interface RunInputs {
+  config: Config;
+  warehouse: Warehouse;
+  clock: Clock;
+  logger: Logger;
+  secrets: SecretRegistry;
+  signal: AbortSignal;
+  connection?: string | undefined;
+  catalog?: readonly StreamSpec[];
+  fetch?: typeof fetch;
+  limiters?: LimiterRegistry;
+  tokens?: TokenCacheRegistry;
+}
+
+/** A run's shared parts: the organizations' limiters and the connections' tokens outlive a branch. */
+export interface RunSetup {
+  runId: string;
+  stamp: Stamp;
+  catalog: readonly StreamSpec[];
+  limiters: LimiterRegistry;
+  tokens: TokenCacheRegistry;
+  connections: ConnectionConfig[];
+}
+
+/**
+ * Migrates the warehouse and builds what every connection's branch of a run shares. Limiters and
+ * token caches come from the caller when it has them (the daemon's outlive a run).
+ */
+export async function setUpRun(options: RunInputs): Promise<RunSetup> {
+  const { config, warehouse, clock, logger } = options;
+  // Every request in flight listens to the run's signal; many at once is expected.
+  setMaxListeners(0, options.signal);
+  await migrateToLatest(warehouse);
+  const store = (): WarehouseUsageStore => new WarehouseUsageStore(warehouse.db, () => clock.now());
+  return {
+    runId: `${new Date(clock.now()).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomUUID().slice(0, 8)}`,
+    stamp: new Stamp(clock),
+    catalog: options.catalog ?? CATALOG,
+    limiters: options.limiters ?? new LimiterRegistry({ clock, store: store(), logger }),
+    tokens:
+      options.tokens ??
+      new TokenCacheRegistry({
+        clock,
+        secrets: options.secrets,
+        logger,
+        regions: config.regions,
+        timeoutMs: config.sync.request_timeout_ms,
+        fetch: options.fetch,
+      }),
+    connections: selectConnections(config, options.connection),
+  };
+}
+
+/** The configured connections, or the one `--connection` names. */
+export function selectConnections(config: Config, name: string | undefined): ConnectionConfig[] {
+  const connections = config.connections.filter((c) => !name || c.name === name);
+  if (name && connections.length === 0) {
+    throw new ConfigError(`--connection ${name}: no connection has that name`, [], {
+      hint: `Configured: ${config.connections.map((c) => c.name).join(', ')}.`,
+    });
+  }
+  return connections;
+}

@@ -1,0 +1,229 @@
+import { childStreamsOf } from '../catalog/index.js';
+import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
+import type { NormalizedRecord } from '../normalize/normalize.js';
+import { completePending, enqueuePending, enqueuePendingQueries, type PendingReason } from '../state/pending.js';
+import { passColumns, saveStreamState, saveStreamStateQuery, type PassState, type StreamKey } from '../state/stream-state.js';
+import { stateDb } from '../state/tables.js';
+import type { AnyDb } from './db.js';
+import { checkFence, type Fence } from './org-lease.js';
+import type { TableWriter } from './table-writer.js';
+import type { Warehouse } from './warehouse.js';
+
+/** What the unit of work writes through: the warehouse and the writer chosen for its dialect. */
+export interface Loader {
+  warehouse: Warehouse;
+  writer: TableWriter;
+  /**
+   * The organization's lease check (src/loaders/org-lease.ts), run first in every transaction
+   * of synced data here; absent where no lease applies (verify, tests).
+   */
+  fence?: Fence;
+}
+
+/** One list page as the pass decided it (src/extractors/page-plan.ts). */
+export interface PageCommit {
+  key: StreamKey;
+  stream: StreamSpec;
+  syncedAt: string;
+  rows: readonly NormalizedRecord[];
+  /** Ids with no stored row (no older child rows to mark as gone). */
+  fresh: ReadonlySet<string>;
+  /** Parents whose child streams are queued, and why. */
+  parents: readonly string[];
+  reason: PendingReason;
+  /** Ids queued for their single-record read. */
+  details: readonly string[];
+  /** More pages follow: where the pass stands now. */
+  position?: PassState;
+  /** The last page: the cursor to keep, and since when rows not rewritten count as gone (full reads). */
+  end?: { cursor: string | null; vanishedBefore: string | null };
+}
+
+/**
+ * A page's rows, the work they queue and the pass's position commit in one transaction, so a
+ * page that arrives twice only rewrites the same rows, and a page that fails moves nothing.
+ * Returns the rows marked deleted (the last page of a full read).
+ */
+export async function commitPage(loader: Loader, page: PageCommit): Promise<{ deleted: number }> {
+  const { warehouse, writer } = loader;
+  const db = warehouse.db;
+  const queries = writer.recordQueries(page.rows, page.syncedAt, (n) => page.fresh.has(n.id));
+  for (const child of childStreamsOf(page.stream)) {
+    queries.push(
+      ...enqueuePendingQueries(db, { ...page.key, stream: qualifiedName(child) }, 'children', page.parents, page.reason, page.syncedAt),
+    );
+  }
+  if (page.details.length) queries.push(...enqueuePendingQueries(db, page.key, 'detail', page.details, 'changed', page.syncedAt));
+  const end = page.end;
+  if (!end) {
+    if (page.position) queries.push(saveStreamStateQuery(db, page.key, passColumns(page.position), page.syncedAt));
+    await warehouse.batch(queries, undefined, loader.fence);
+    return { deleted: 0 };
+  }
+  let deleted = 0;
+  await warehouse.batch(
+    queries,
+    async (trx) => {
+      if (end.vanishedBefore !== null) {
+        deleted = await markVanishedWithChildren(loader, trx, page.stream, page.key.organizationId, end.vanishedBefore, page.syncedAt);
+      }
+      await saveStreamState(trx, page.key, { cursor: end.cursor, ...passColumns(null) }, page.syncedAt);
+    },
+    loader.fence,
+  );
+  return { deleted };
+}
+
+/** One fetched detail record (or the news that it is gone), and its removal from the queue. */
+export interface DetailCommit {
+  key: StreamKey;
+  stream: StreamSpec;
+  id: string;
+  syncedAt: string;
+  /** Null when the API says the record no longer exists. */
+  record: NormalizedRecord | null;
+}
+
+export async function commitDetail(loader: Loader, item: DetailCommit): Promise<void> {
+  const { key, stream, syncedAt } = item;
+  await loader.warehouse.db.transaction().execute(async (trx) => {
+    if (loader.fence) await checkFence(trx, loader.fence);
+    if (item.record) {
+      await loader.writer.writeRecords(trx, [item.record], syncedAt);
+    } else {
+      await loader.writer.markDeleted(trx, tableName(stream), stream.primaryKey, key.organizationId, item.id, syncedAt);
+      await cascade(loader, trx, stream, key.organizationId, syncedAt);
+    }
+    await completePending(trx, key, 'detail', [item.id]);
+  });
+}
+
+/** One parent's whole child list (or the news that the parent is gone), and its removal from the queue. */
+export interface ChildrenCommit {
+  key: StreamKey;
+  child: StreamSpec;
+  parent: StreamSpec;
+  parentId: string;
+  syncedAt: string;
+  records: readonly NormalizedRecord[];
+  parentGone: boolean;
+  /** Why grandchildren are queued. */
+  reason: PendingReason;
+}
+
+/**
+ * A parent's children are a full refresh: what the parent no longer lists is marked deleted,
+ * and its own dependants with it. Grandchild streams are queued for the children written.
+ */
+export async function commitChildren(loader: Loader, item: ChildrenCommit): Promise<void> {
+  const { key, child, parent, parentId, syncedAt } = item;
+  const organizationId = key.organizationId;
+  await loader.warehouse.db.transaction().execute(async (trx) => {
+    if (loader.fence) await checkFence(trx, loader.fence);
+    await loader.writer.writeRecords(trx, item.records, syncedAt);
+    // Everything this parent still has was just written; older rows of it are gone.
+    const removed = await loader.writer.markVanished(trx, tableName(child), organizationId, syncedAt, syncedAt, {
+      column: child.parent!.key,
+      value: parentId,
+    });
+    if (item.parentGone) {
+      await loader.writer.markDeleted(trx, tableName(parent), parent.primaryKey, organizationId, parentId, syncedAt);
+      await cascade(loader, trx, parent, organizationId, syncedAt);
+    } else if (removed > 0) {
+      await cascade(loader, trx, child, organizationId, syncedAt);
+    }
+    for (const g of childStreamsOf(child)) {
+      await enqueuePending(
+        trx,
+        { ...key, stream: qualifiedName(g) },
+        'children',
+        item.records.map((r) => r.id),
+        item.reason,
+        syncedAt,
+      );
+    }
+    await completePending(trx, key, 'children', [parentId]);
+  });
+}
+
+/** One family's organization list: the `{family}_organizations` rows and the daemon's registry of them. */
+export interface OrganizationsCommit {
+  connection: string;
+  family: string;
+  syncedAt: string;
+  records: readonly NormalizedRecord[];
+  raw: ReadonlyArray<Record<string, unknown>>;
+}
+
+export async function commitOrganizations(loader: Loader, list: OrganizationsCommit): Promise<void> {
+  const { connection, family, syncedAt } = list;
+  await loader.warehouse.db.transaction().execute(async (trx) => {
+    // One at a time: two families may list the same organization in one response's shape.
+    for (const n of list.records) await loader.writer.writeRecords(trx, [n], syncedAt);
+    for (const raw of list.raw) {
+      const name = typeof raw['name'] === 'string' ? raw['name'] : null;
+      const active = raw['is_org_active'] === false ? 0 : 1;
+      await stateDb(trx)
+        .insertInto('_svcsync_organizations')
+        .values({
+          connection,
+          family,
+          organization_id: String(raw['organization_id']),
+          name,
+          is_active: active,
+          time_zone: typeof raw['time_zone'] === 'string' ? raw['time_zone'] : null,
+          discovered_at: syncedAt,
+        })
+        .onConflict((oc) =>
+          oc.columns(['connection', 'family', 'organization_id']).doUpdateSet({ name, is_active: active, discovered_at: syncedAt }),
+        )
+        .execute();
+    }
+  });
+}
+
+/**
+ * After a full read: rows of this organization not written since the pass began are gone.
+ * Their child-table rows and the rows of child streams under them go with them.
+ */
+export async function markVanishedWithChildren(
+  loader: Loader,
+  db: AnyDb,
+  stream: StreamSpec,
+  organizationId: string,
+  passStartedAt: string,
+  now: string,
+): Promise<number> {
+  const deleted = await loader.writer.markVanished(db, tableName(stream), organizationId, passStartedAt, now);
+  if (deleted > 0) await cascade(loader, db, stream, organizationId, now);
+  return deleted;
+}
+
+/** Marks the dependants of rows of `stream` that were marked deleted at `deletedAt`. */
+export async function cascade(loader: Loader, db: AnyDb, stream: StreamSpec, organizationId: string, deletedAt: string): Promise<void> {
+  const table = tableName(stream);
+  for (const childTable of childTableNames(table, stream.children)) {
+    await loader.writer.cascadeDeleted(db, childTable, table, stream.primaryKey, stream.primaryKey, organizationId, deletedAt);
+  }
+  for (const child of childStreamsOf(stream)) {
+    const n = await loader.writer.cascadeDeleted(
+      db,
+      tableName(child),
+      table,
+      child.parent!.key,
+      stream.primaryKey,
+      organizationId,
+      deletedAt,
+    );
+    if (n > 0) await cascade(loader, db, child, organizationId, deletedAt);
+  }
+}
+
+function childTableNames(table: string, children: StreamSpec['children']): string[] {
+  const out: string[] = [];
+  for (const c of children) {
+    const name = `${table}__${c.field}`;
+    out.push(name, ...childTableNames(name, c.children ?? []));
+  }
+  return out;
+}

@@ -1,0 +1,335 @@
+import PgBoss from 'pg-boss';
+import pg from 'pg';
+import { ConfigError } from '../core/errors.js';
+import type { Timer } from '../core/clock.js';
+import { migrateToLatest } from '../loaders/migrate.js';
+import { Daemon, type DaemonContext } from './daemon.js';
+import type { JobSpec } from './jobs.js';
+import type { JobOutcome } from './scheduler.js';
+
+/** The schedule tick: one a minute, fired by whichever worker's pg-boss wins its cron lock. */
+export const TICK_QUEUE = 'svcsync-tick';
+/** One job per (connection, organization, job class) that is due. */
+export const SYNC_QUEUE = 'svcsync-sync';
+
+/** A tick covers the fires since the last tick, but never more than this far back (missed fires are not replayed). */
+export const TICK_LOOKBACK_MS = 5 * 60_000;
+
+export interface SyncJobData {
+  /** The daemon's job id: connection/organization/class[/group]. */
+  id: string;
+  /** Queued by a run that stopped at its slice or at shutdown, to go on where it stopped. */
+  continuation?: boolean;
+}
+
+export interface WorkerContext extends DaemonContext {
+  /** Register the pg-boss cron schedule of the tick (default true; tests drive `tick()` themselves). */
+  schedule?: boolean;
+  /** How often idle pg-boss workers poll for jobs (default 2 s). */
+  pollingIntervalSeconds?: number;
+  /** A label for this process in logs and job outputs (default host/pid). */
+  name?: string;
+  /** Test seam: every job this worker finished. */
+  onJob?: (e: { worker: string; job: string; outcome: JobOutcome | { status: 'skipped'; reason: string } }) => void;
+}
+
+interface RunningJob {
+  soft: AbortController;
+  hard: AbortController;
+  done: Promise<unknown>;
+  /** connection/organization, or null for discovery. */
+  org: string | null;
+}
+
+/** Seconds before a job that found its organization busy (here or in another process) is tried again. */
+export const BUSY_RETRY_SECONDS = 5;
+
+function orgKey(job: JobSpec): string | null {
+  return job.organizationId === null ? null : `${job.connection}/${job.organizationId}`;
+}
+
+/** Refuses a warehouse pg-boss cannot live in (exit 2). */
+export function assertWorkerWarehouse(url: string, dialect?: string): void {
+  if (!/^postgres(ql)?:\/\//.test(url) || (dialect !== undefined && dialect !== 'postgres'))
+    throw new ConfigError(
+      'svcsync worker needs a Postgres warehouse: its job queue (pg-boss) lives in that database, and a SQLite file ' +
+        'cannot be shared by processes on several machines. Use `svcsync daemon` for a SQLite warehouse.',
+      ['warehouse: expected postgres://USER@HOST:PORT/DB for svcsync worker'],
+    );
+}
+
+/** The schema as a quoted identifier; worker.schema is validated by the config, this guards the class's own callers. */
+function quoteSchema(schema: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,49}$/.test(schema)) throw new ConfigError(`worker.schema: "${schema}" is not a plain Postgres name`);
+  return `"${schema}"`;
+}
+
+/**
+ * `svcsync worker`: one of N equal processes against one Postgres warehouse. Each registers the
+ * minute tick with pg-boss (its schedule lock makes one fire); the tick queues a job per due
+ * (connection, organization, class) with the daemon's schedules; any worker takes such a job,
+ * admits it with the daemon's budget rules and runs it as the daemon would, for at most
+ * `worker.slice_minutes`, then queues its continuation if it was stopped there.
+ */
+export class Worker {
+  /** The daemon's job list, estimates, admission and run, used without its timer-driven scheduler. */
+  readonly daemon: Daemon;
+  readonly name: string;
+  private boss: PgBoss | null = null;
+  private readonly running = new Map<string, RunningJob>();
+  /** Every handler in progress, admitted or not, so a stop waits for all of them. */
+  private readonly inflight = new Set<Promise<unknown>>();
+  private stopping = false;
+  private readonly schema: string;
+
+  constructor(private readonly ctx: WorkerContext) {
+    assertWorkerWarehouse(ctx.config.warehouse, ctx.warehouse.dialect);
+    this.schema = ctx.config.worker.schema;
+    this.name = ctx.name ?? `${process.env['HOSTNAME'] ?? 'worker'}/${process.pid}`;
+    this.daemon = new Daemon(ctx);
+  }
+
+  private get log() {
+    return this.ctx.logger;
+  }
+
+  private sliceMs(): number {
+    return Math.round(this.ctx.config.worker.slice_minutes * 60_000);
+  }
+
+  /** Installs pg-boss (once, whichever worker comes first), its queues, and starts taking jobs. */
+  async start(): Promise<void> {
+    await migrateToLatest(this.ctx.warehouse);
+    const boss = new PgBoss({
+      connectionString: this.ctx.config.warehouse,
+      schema: this.schema,
+      max: Math.max(2, Math.min(10, this.ctx.config.worker.concurrency + 2)),
+      application_name: `svcsync worker ${this.name}`,
+    });
+    boss.on('error', (err) => this.log.error({ err }, 'pg-boss error'));
+    // Expiry marks a job failed (and retried) after a crash; a live handler is never cancelled by it, so
+    // it must be well above one slice plus the shutdown bound.
+    const expireInSeconds = Math.ceil(this.sliceMs() / 1000 + this.ctx.config.daemon.shutdown_grace_ms / 1000 + 300);
+    const s = quoteSchema(this.schema);
+    await this.installed(async () => {
+      await boss.start();
+      await boss.createQueue(TICK_QUEUE, { name: TICK_QUEUE, policy: 'short', expireInSeconds: 300, retryLimit: 0 });
+      await boss.createQueue(SYNC_QUEUE, { name: SYNC_QUEUE, policy: 'short', expireInSeconds, retryLimit: 2, retryDelay: 30 });
+      await boss.getDb().executeSql(
+        `CREATE TABLE IF NOT EXISTS ${s}.svcsync_tick (id int PRIMARY KEY, covered_until bigint NOT NULL);
+         INSERT INTO ${s}.svcsync_tick (id, covered_until) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`,
+        [],
+      );
+    });
+    this.boss = boss;
+    await this.daemon.reloadOrganizations();
+    const polling = { pollingIntervalSeconds: this.ctx.pollingIntervalSeconds ?? 2, batchSize: 1 };
+    for (let i = 0; i < this.ctx.config.worker.concurrency; i++) {
+      await boss.work<SyncJobData>(SYNC_QUEUE, polling, async ([job]) => (job ? this.handle(job) : null));
+    }
+    await boss.work(TICK_QUEUE, polling, async () => ({ queued: await this.tick() }));
+    if (this.ctx.schedule ?? true) await boss.schedule(TICK_QUEUE, '* * * * *', {}, { tz: 'UTC' });
+    // Discovery for connections no run has discovered yet, on whichever worker takes it.
+    for (const c of this.ctx.config.connections) {
+      if (this.daemon.knownOrganizations().some((o) => o.connection === c.name)) continue;
+      const job = this.daemon.jobs().find((j) => j.connection === c.name && j.jobClass === 'organizations');
+      if (job) await this.send(job);
+    }
+    this.log.info({ worker: this.name, schema: this.schema, concurrency: this.ctx.config.worker.concurrency }, 'worker started');
+  }
+
+  /**
+   * pg-boss's install and queue creation are not safe against concurrent ones (two workers creating
+   * the same queue's partition deadlock): workers starting at once take turns.
+   */
+  private async installed(start: () => Promise<unknown>): Promise<void> {
+    const client = new pg.Client({ connectionString: this.ctx.config.warehouse });
+    await client.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock(hashtext($1))', [`svcsync pg-boss install ${this.schema}`]);
+      await start();
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  private requireBoss(): PgBoss {
+    if (!this.boss) throw new Error('the worker is not started');
+    return this.boss;
+  }
+
+  /** Queues one job; null when the same job is already waiting (policy short, singletonKey = job id). */
+  async send(job: JobSpec, continuation = false, afterSeconds = 0): Promise<string | null> {
+    const data: SyncJobData = continuation ? { id: job.id, continuation } : { id: job.id };
+    // pg-boss fetches the highest priority first; the daemon's priority 0 (incremental) is the most urgent.
+    const options = { singletonKey: job.id, priority: 10 - job.priority, ...(afterSeconds > 0 ? { startAfter: afterSeconds } : {}) };
+    return this.requireBoss().send(SYNC_QUEUE, data, options);
+  }
+
+  /**
+   * The schedule tick: claims the span since the last tick (any worker's) in Postgres, so each
+   * fire is queued once however many ticks run, and queues each job whose cron fires in it.
+   * Returns the ids queued.
+   */
+  async tick(now = this.ctx.clock.now()): Promise<string[]> {
+    if (this.stopping) return [];
+    const s = quoteSchema(this.schema);
+    const { rows } = await this.requireBoss()
+      .getDb()
+      .executeSql(
+        `WITH prev AS (SELECT covered_until FROM ${s}.svcsync_tick WHERE id = 1 FOR UPDATE)
+         UPDATE ${s}.svcsync_tick SET covered_until = $1 WHERE id = 1 AND covered_until < $1
+         RETURNING (SELECT covered_until FROM prev) AS prev`,
+        [now],
+      );
+    const prev = rows[0] as { prev: string | number } | undefined;
+    if (!prev) return [];
+    const from = Math.max(Number(prev.prev), now - TICK_LOOKBACK_MS);
+    await this.daemon.reloadOrganizations();
+    const due = this.daemon
+      .jobs()
+      .filter((j) => j.cron.next(from) <= now)
+      .sort((a, b) => a.priority - b.priority || a.id.localeCompare(b.id));
+    const queued: string[] = [];
+    for (const job of due) if (await this.send(job)) queued.push(job.id);
+    this.log.info({ from: new Date(from).toISOString(), to: new Date(now).toISOString(), due: due.length, queued: queued.length }, 'tick');
+    return queued;
+  }
+
+  /** Jobs this process is running now. */
+  runningJobs(): string[] {
+    return [...this.running.keys()];
+  }
+
+  private async handle(job: PgBoss.Job<SyncJobData>): Promise<unknown> {
+    const pending = this.runOne(job.data);
+    this.inflight.add(pending);
+    let result: Record<string, unknown>;
+    try {
+      result = await pending;
+    } finally {
+      this.inflight.delete(pending);
+    }
+    // Completed here, awaited, so a shutdown right after cannot race pg-boss's own (unawaited) completion.
+    await this.boss?.complete(SYNC_QUEUE, job.id, { worker: this.name, ...result });
+    return result;
+  }
+
+  private async findJob(id: string): Promise<JobSpec | undefined> {
+    let spec = this.daemon.jobs().find((j) => j.id === id);
+    if (!spec) {
+      await this.daemon.reloadOrganizations();
+      spec = this.daemon.jobs().find((j) => j.id === id);
+    }
+    return spec;
+  }
+
+  private skipped(id: string, reason: string): { status: 'skipped'; reason: string } {
+    this.log.info({ job: id, reason }, `job skipped: ${reason}`);
+    const out = { status: 'skipped' as const, reason };
+    this.ctx.onJob?.({ worker: this.name, job: id, outcome: out });
+    return out;
+  }
+
+  /** Admits and runs one queued job; queues its continuation when it stopped at its slice or at shutdown. */
+  private async runOne(data: SyncJobData): Promise<Record<string, unknown>> {
+    if (this.stopping) return this.skipped(data.id, 'busy: stopping');
+    const spec = await this.findJob(data.id);
+    if (!spec) return this.skipped(data.id, 'busy: the job is no longer configured');
+    if (this.running.has(spec.id)) return this.skipped(spec.id, 'overlap: this process is running it');
+    const held = this.daemon.scheduler.heldUntil(spec.connection, spec.organizationId);
+    if (held) return this.skipped(spec.id, `${held.reason}; resumes at ${new Date(held.until).toISOString()}`);
+    const admission = await this.daemon.admit(spec, this.ctx.clock.now());
+    if (!admission.run) return this.skipped(spec.id, admission.reason);
+    if (this.stopping) {
+      // Admitted while the stop began: a peer takes it.
+      await this.send(spec, true);
+      return this.skipped(spec.id, 'busy: stopping; queued for another worker');
+    }
+    if (spec.organizationId !== null && [...this.running.values()].some((r) => r.org === orgKey(spec))) {
+      // One organization, one run at a time (its lease is per organization): try again shortly. Checked with
+      // no await before `running` is set, so two handlers of this process cannot both pass.
+      await this.send(spec, true, BUSY_RETRY_SECONDS);
+      return this.skipped(spec.id, 'busy: another job of this organization runs here; queued again');
+    }
+    const soft = new AbortController();
+    const hard = new AbortController();
+    let sliced = false;
+    const timer: Timer = this.ctx.clock.setTimeout(() => {
+      sliced = true;
+      soft.abort(new Error('slice over'));
+    }, this.sliceMs());
+    const entry: RunningJob = { soft, hard, done: Promise.resolve(), org: orgKey(spec) };
+    this.running.set(spec.id, entry);
+    this.log.info({ job: spec.id, worker: this.name, estimate: admission.estimate, floor: admission.floor }, 'job started');
+    const run = this.daemon.runJob(
+      { ...admission.job, id: spec.id },
+      {
+        soft: soft.signal,
+        hard: hard.signal,
+        floor: admission.floor,
+        estimate: admission.estimate,
+      },
+    );
+    entry.done = run.catch(() => undefined);
+    let outcome: JobOutcome;
+    try {
+      outcome = await run;
+    } finally {
+      timer.cancel();
+      this.running.delete(spec.id);
+    }
+    this.daemon.scheduler.report(spec, outcome);
+    // Stopped between pages at its slice or at a graceful shutdown: the rest goes on in a new job,
+    // on whichever worker is free. A run abandoned at the bound or stopped for the budget is not continued.
+    const cut = (sliced || this.stopping) && outcome.status === 'stopped' && !hard.signal.aborted;
+    // Another process held the organization's lease, so runSync left it alone: try again shortly.
+    const busy = this.daemon.reports.get(spec.id)?.summary?.organizations.some((o) => o.status === 'busy') ?? false;
+    let continued = false;
+    if (cut) continued = (await this.send(spec, true)) !== null;
+    else if (busy && !this.stopping) continued = (await this.send(spec, true, BUSY_RETRY_SECONDS)) !== null;
+    const level = outcome.status === 'ok' || outcome.status === 'stopped' ? 'info' : 'warn';
+    this.log[level]({ job: spec.id, status: outcome.status, requests: outcome.requests, error: outcome.error, continued }, 'job finished');
+    this.ctx.onJob?.({ worker: this.name, job: spec.id, outcome });
+    return { status: outcome.status, requests: outcome.requests ?? 0, continued, ...(outcome.error ? { error: outcome.error } : {}) };
+  }
+
+  isStopping(): boolean {
+    return this.stopping;
+  }
+
+  /**
+   * Graceful stop within `graceMs`: takes no more jobs, asks running ones to stop after their
+   * page (their continuation is queued for a peer), abandons what still runs at the bound less
+   * a margin, then stops pg-boss.
+   */
+  async stop(graceMs = this.ctx.config.daemon.shutdown_grace_ms): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    const boss = this.boss;
+    if (boss) {
+      await boss.offWork(SYNC_QUEUE);
+      await boss.offWork(TICK_QUEUE);
+    }
+    const all = [...this.running.values()];
+    for (const r of all) r.soft.abort(new Error('shutting down'));
+    const margin = Math.min(2_000, Math.floor(graceMs / 10));
+    // Real time: the bound is the operator's (systemd's TimeoutStopSec), whatever clock the runs use.
+    const hardTimer = setTimeout(
+      () => {
+        for (const r of this.running.values()) r.hard.abort(new Error('shutdown grace period over'));
+      },
+      Math.max(0, graceMs - margin),
+    );
+    try {
+      await Promise.all(all.map((r) => r.done));
+      await Promise.all([...this.inflight].map((p) => p.catch(() => undefined)));
+    } finally {
+      clearTimeout(hardTimer);
+    }
+    await this.daemon.limiters.flush();
+    await boss?.stop({ graceful: true, timeout: 1_000, wait: true });
+    this.boss = null;
+    this.log.info({ worker: this.name }, 'worker stopped');
+  }
+}

@@ -1,0 +1,152 @@
+import { describe, expect, it } from 'vitest';
+import type { NormalizedRecord } from '../../src/normalize/normalize.js';
+import { pendingReason, planPage, type StoredRow } from '../../src/extractors/page-plan.js';
+import type { PassKind } from '../../src/state/stream-state.js';
+
+const rec = (id: string, hash: string): NormalizedRecord => ({
+  table: 't',
+  id,
+  key: { id },
+  changedAt: null,
+  columns: [],
+  row: {},
+  hash,
+  children: [],
+  warnings: [],
+  unknown: [],
+});
+
+// A page of three: "a" is new, "b" is unchanged, "c" changed since it was stored, "d" was marked deleted.
+const page = [rec('a', 'h1'), rec('b', 'h2'), rec('c', 'h3-new'), rec('d', 'h4')];
+const stored = new Map<string, StoredRow>([
+  ['b', { hash: 'h2', deleted: false }],
+  ['c', { hash: 'h3-old', deleted: false }],
+  ['d', { hash: 'h4', deleted: true }],
+]);
+
+describe('planPage', () => {
+  const cases: Array<{
+    name: string;
+    kind: PassKind;
+    detail: boolean;
+    hasMore: boolean;
+    reachedFloor: boolean;
+    rows: string[];
+    parents: string[];
+    details: string[];
+    finished: boolean;
+  }> = [
+    {
+      name: 'incremental: writes and queues only new, changed and revived records',
+      kind: 'incremental',
+      detail: true,
+      hasMore: true,
+      reachedFloor: false,
+      rows: ['a', 'c', 'd'],
+      parents: ['a', 'c', 'd'],
+      details: ['a', 'c', 'd'],
+      finished: false,
+    },
+    {
+      name: "full read: rewrites every record and re-reads every parent's children",
+      kind: 'full',
+      detail: true,
+      hasMore: true,
+      reachedFloor: false,
+      rows: ['a', 'b', 'c', 'd'],
+      parents: ['a', 'b', 'c', 'd'],
+      details: ['a', 'c', 'd'],
+      finished: false,
+    },
+    {
+      name: 'backfill is a full read',
+      kind: 'backfill',
+      detail: false,
+      hasMore: false,
+      reachedFloor: false,
+      rows: ['a', 'b', 'c', 'd'],
+      parents: ['a', 'b', 'c', 'd'],
+      details: [],
+      finished: true,
+    },
+    {
+      name: 'reconcile is a full read',
+      kind: 'reconcile',
+      detail: true,
+      hasMore: true,
+      reachedFloor: false,
+      rows: ['a', 'b', 'c', 'd'],
+      parents: ['a', 'b', 'c', 'd'],
+      details: ['a', 'c', 'd'],
+      finished: false,
+    },
+    {
+      name: 'detail disabled: nothing queued for single-record reads',
+      kind: 'incremental',
+      detail: false,
+      hasMore: true,
+      reachedFloor: false,
+      rows: ['a', 'c', 'd'],
+      parents: ['a', 'c', 'd'],
+      details: [],
+      finished: false,
+    },
+    {
+      name: 'the last page finishes the pass',
+      kind: 'incremental',
+      detail: true,
+      hasMore: false,
+      reachedFloor: false,
+      rows: ['a', 'c', 'd'],
+      parents: ['a', 'c', 'd'],
+      details: ['a', 'c', 'd'],
+      finished: true,
+    },
+    {
+      name: 'reaching the floor finishes the pass though the server has more',
+      kind: 'incremental',
+      detail: true,
+      hasMore: true,
+      reachedFloor: true,
+      rows: ['a', 'c', 'd'],
+      parents: ['a', 'c', 'd'],
+      details: ['a', 'c', 'd'],
+      finished: true,
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const plan = planPage({ records: page, stored, kind: c.kind, detail: c.detail, hasMore: c.hasMore, reachedFloor: c.reachedFloor });
+      expect(plan.rows.map((r) => r.id)).toEqual(c.rows);
+      expect(plan.parents).toEqual(c.parents);
+      expect(plan.details).toEqual(c.details);
+      expect(plan.finished).toBe(c.finished);
+      // Only "a" has no stored row: it has no older child rows to look for.
+      expect([...plan.fresh]).toEqual(['a']);
+      expect(plan.reason).toBe(pendingReason(c.kind));
+    });
+  }
+
+  it('an unchanged page on an incremental pass writes and queues nothing', () => {
+    const plan = planPage({ records: [rec('b', 'h2')], stored, kind: 'incremental', detail: true, hasMore: true, reachedFloor: false });
+    expect(plan).toMatchObject({ rows: [], parents: [], details: [], finished: false });
+  });
+
+  it('an empty last page still finishes the pass', () => {
+    expect(planPage({ records: [], stored: new Map(), kind: 'full', detail: true, hasMore: false, reachedFloor: false })).toMatchObject({
+      rows: [],
+      finished: true,
+    });
+  });
+});
+
+describe('pendingReason', () => {
+  it.each([
+    ['incremental', 'changed'],
+    ['full', 'changed'],
+    ['backfill', 'backfill'],
+    ['reconcile', 'reconcile'],
+  ] as const)('%s pass queues work as %s', (kind, reason) => {
+    expect(pendingReason(kind)).toBe(reason);
+  });
+});

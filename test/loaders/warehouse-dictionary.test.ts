@@ -1,0 +1,216 @@
+import { CompiledQuery } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../migrations/index.js';
+import { columnComment, literal } from '../../migrations/20261122T190000-relationships-and-dictionary.js';
+import { CATALOG, relationships, sqlType, tableDefinitions } from '../../src/catalog/index.js';
+import { freezeDictionary, latestFrozenDictionary } from '../../src/loaders/frozen-dictionary.js';
+import { migrateToLatest } from '../../src/loaders/migrate.js';
+import type { Warehouse } from '../../src/loaders/warehouse.js';
+import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+
+const defs = tableDefinitions(CATALOG);
+const rels = relationships(CATALOG);
+const foreignKeys = rels.filter((r) => r.kind === 'foreign_key');
+
+describe('the frozen dictionary', () => {
+  it('is what the catalog generates now (else: node scripts/freeze-warehouse-dictionary.mjs > a new migration)', () => {
+    expect(latestFrozenDictionary(MIGRATIONS)).toEqual(freezeDictionary(defs, rels));
+  });
+
+  it('has a foreign key for every child table, and none for a stream table', () => {
+    const children = defs.filter((d) => d.parentTable !== undefined);
+    expect(foreignKeys.map((r) => r.fromTable).sort()).toEqual(children.map((d) => d.name).sort());
+    for (const r of foreignKeys) {
+      const child = defs.find((d) => d.name === r.fromTable)!;
+      const parent = defs.find((d) => d.name === r.toTable)!;
+      expect(r.toTable).toBe(child.parentTable);
+      // The referenced columns are the parent's whole primary key, which is unique.
+      expect(r.toColumns).toEqual(parent.primaryKey);
+      expect(r.fromColumns).toEqual(child.primaryKey.slice(0, parent.primaryKey.length));
+    }
+  });
+});
+
+describe('comment literals', () => {
+  it.each([
+    ['plain', "'plain'"],
+    ["the contact's persons", "'the contact''s persons'"],
+    ['a \\ backslash', "E'a \\\\ backslash'"],
+    ["it's \\n", "E'it''s \\\\n'"],
+  ])('%s', (text, expected) => {
+    expect(literal(text)).toBe(expected);
+  });
+
+  it('refuses a NUL character', () => {
+    expect(() => literal('a\0b')).toThrow(/NUL/);
+  });
+
+  it('a column comment is the description and the API field', () => {
+    expect(columnComment('billing_address.city', null)).toBe('API field: billing_address.city.');
+    expect(columnComment('discount', 'As sent.')).toBe('As sent. API field: discount.');
+    expect(columnComment('(svcsync)', 'When svcsync last wrote the row.')).toBe('When svcsync last wrote the row.');
+  });
+});
+
+interface ColumnRow {
+  table_name: string;
+  column_name: string;
+  position: number | string;
+  type: string;
+  catalog_type: string;
+  nullable: number | string;
+  api_field: string;
+  description: string | null;
+  references_table: string | null;
+  references_column: string | null;
+  relationship: string | null;
+}
+
+describe.each(DIALECTS)('the dictionary after migrateToLatest on %s', (dialect) => {
+  let tw: TestWarehouse;
+  let wh: Warehouse;
+  afterEach(async () => {
+    await wh?.close();
+    await tw?.drop();
+  });
+
+  async function rows<T>(text: string, params: unknown[] = []): Promise<T[]> {
+    return (await wh.db.executeQuery<T>(CompiledQuery.raw(text, params))).rows;
+  }
+
+  it('_svcsync_tables and _svcsync_columns describe every catalog table and column, with its references', async () => {
+    tw = await freshWarehouse(dialect);
+    wh = await tw.open();
+    await migrateToLatest(wh);
+
+    const tables = await rows<{ table_name: string; stream: string; parent_table: string | null; description: string }>(
+      'SELECT table_name, stream, parent_table, description FROM _svcsync_tables ORDER BY table_name',
+    );
+    expect(tables).toEqual(
+      defs
+        .map((d) => ({ table_name: d.name, stream: d.stream, parent_table: d.parentTable ?? null, description: d.description }))
+        .sort((a, b) => (a.table_name < b.table_name ? -1 : 1)),
+    );
+
+    const columns = await rows<ColumnRow>('SELECT * FROM _svcsync_columns');
+    expect(columns.length).toBe(defs.reduce((n, d) => n + d.columns.length, 0));
+    const byKey = new Map(columns.map((c) => [`${c.table_name}.${c.column_name}`, c]));
+    for (const d of defs) {
+      d.columns.forEach((c, i) => {
+        const row = byKey.get(`${d.name}.${c.name}`);
+        expect(row, `${d.name}.${c.name}`).toBeDefined();
+        expect(Number(row!.position)).toBe(i);
+        expect(row!.type).toBe(sqlType(c.type, dialect));
+        expect(row!.catalog_type).toBe(c.type);
+        expect(Number(row!.nullable)).toBe(c.nullable ? 1 : 0);
+        expect(row!.api_field).toBe(c.source);
+        expect(row!.description).toBe(c.description ?? null);
+      });
+    }
+    // Every relationship shows on its columns (organization_id, shared by all, is left out).
+    for (const r of rels) {
+      r.fromColumns.forEach((column, i) => {
+        if (column === 'organization_id') return;
+        const row = byKey.get(`${r.fromTable}.${column}`)!;
+        expect([row.references_table, row.references_column, row.relationship], `${r.fromTable}.${column}`).toEqual([
+          r.toTable,
+          r.toColumns[i],
+          r.kind,
+        ]);
+      });
+    }
+    const marked = columns.filter((c) => c.references_table !== null).length;
+    expect(marked).toBe(rels.reduce((n, r) => n + r.fromColumns.filter((c) => c !== 'organization_id').length, 0));
+    // The dictionary answers a BI user's question in plain SQL.
+    const sales = await rows<{ column_name: string }>(
+      "SELECT column_name FROM _svcsync_columns WHERE table_name = 'inventory_sales_orders' AND references_table = 'inventory_contacts'",
+    );
+    expect(sales.map((r) => r.column_name)).toEqual(['customer_id']);
+  });
+});
+
+// Constraints and comments exist on Postgres only (SQLite cannot add constraints to existing
+// tables, and has no comments); the same setup as above, on Postgres.
+describe('the Postgres constraints and comments after migrateToLatest', () => {
+  const dialect = 'postgres';
+  let tw: TestWarehouse;
+  let wh: Warehouse;
+  afterEach(async () => {
+    await wh?.close();
+    await tw?.drop();
+  });
+
+  async function rows<T>(text: string, params: unknown[] = []): Promise<T[]> {
+    return (await wh.db.executeQuery<T>(CompiledQuery.raw(text, params))).rows;
+  }
+
+  it('Postgres has a foreign key from every child table to its parent, with ON DELETE CASCADE', async () => {
+    tw = await freshWarehouse(dialect);
+    wh = await tw.open();
+    await migrateToLatest(wh);
+    const found = await rows<{ name: string; from_table: string; from_columns: string; to_table: string; to_columns: string; del: string }>(
+      `SELECT c.conname AS name, c.conrelid::regclass::text AS from_table, c.confrelid::regclass::text AS to_table,
+              (SELECT string_agg(a.attname, ',' ORDER BY k.i) FROM unnest(c.conkey) WITH ORDINALITY k(n, i)
+                 JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n) AS from_columns,
+              (SELECT string_agg(a.attname, ',' ORDER BY k.i) FROM unnest(c.confkey) WITH ORDINALITY k(n, i)
+                 JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n) AS to_columns,
+              c.confdeltype AS del
+         FROM pg_constraint c WHERE c.contype = 'f' AND c.connamespace = current_schema()::regnamespace`,
+    );
+    const expected = foreignKeys.map((r) => ({
+      name: r.name,
+      from_table: r.fromTable,
+      from_columns: r.fromColumns.join(','),
+      to_table: r.toTable,
+      to_columns: r.toColumns.join(','),
+      del: 'c',
+    }));
+    const order = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : 1);
+    expect(found.sort(order)).toEqual(expected.sort(order));
+    // information_schema, which BI tools read through JDBC/ODBC, sees them too.
+    const info = await rows<{ n: string }>(
+      'SELECT count(*) AS n FROM information_schema.table_constraints ' +
+        "WHERE constraint_type = 'FOREIGN KEY' AND table_schema = current_schema()",
+    );
+    expect(Number(info[0]!.n)).toBe(foreignKeys.length);
+
+    // Enforced: a child row without its parent is refused; removing a parent by hand takes its children along.
+    const child = foreignKeys.find((r) => r.fromTable === 'inventory_sales_orders__taxes')!;
+    const insertChild =
+      `INSERT INTO ${child.fromTable} (organization_id, salesorder_id, _position, _synced_at) ` + "VALUES ('o', 's1', 0, now())";
+    await expect(rows(insertChild)).rejects.toThrow(/foreign key/);
+    await rows(`INSERT INTO ${child.toTable} (organization_id, salesorder_id, _synced_at) VALUES ('o', 's1', now())`);
+    await rows(insertChild);
+    await rows(`DELETE FROM ${child.toTable} WHERE salesorder_id = 's1'`);
+    expect(await rows(`SELECT 1 FROM ${child.fromTable}`)).toEqual([]);
+  });
+
+  it('Postgres carries every description as a table or column comment', async () => {
+    tw = await freshWarehouse(dialect);
+    wh = await tw.open();
+    await migrateToLatest(wh);
+    const tableComments = await rows<{ name: string; comment: string | null }>(
+      `SELECT c.relname AS name, obj_description(c.oid, 'pg_class') AS comment FROM pg_class c
+        WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace`,
+    );
+    const byTable = new Map(tableComments.map((t) => [t.name, t.comment]));
+    for (const d of defs) expect(byTable.get(d.name), d.name).toBe(d.description);
+    expect(byTable.get('_svcsync_columns')).toMatch(/API field/);
+
+    const columnComments = await rows<{ t: string; c: string; comment: string | null }>(
+      `SELECT c.relname AS t, a.attname AS c, col_description(c.oid, a.attnum) AS comment
+         FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+        WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace`,
+    );
+    const byColumn = new Map(columnComments.map((r) => [`${r.t}.${r.c}`, r.comment]));
+    for (const d of defs) {
+      for (const c of d.columns) {
+        expect(byColumn.get(`${d.name}.${c.name}`), `${d.name}.${c.name}`).toBe(columnComment(c.source, c.description ?? null));
+      }
+    }
+    // System columns are described too, and quotes survive (the catalog's descriptions hold ’ and ').
+    expect(byColumn.get('inventory_sales_orders._deleted_at')).toMatch(/never removed/);
+    expect(byColumn.get('inventory_sales_orders._hash')).toMatch(/SHA-1/);
+    expect(byColumn.get('billing_plans.plan_code')).toContain('plan\u2019s id');
+  });
+});
