@@ -48,10 +48,13 @@ parentPort.on('message', (m) => {
 
 export class SqliteCheckpointer {
   private closed = false;
+  /** Settles when the thread has ended, however: a thread that could not open the file ends at once. */
+  private readonly exited: Promise<void>;
 
   private constructor(private readonly worker: Worker) {
     // A failed checkpointer only costs speed; it must not take the process down.
     worker.on('error', () => undefined);
+    this.exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     worker.unref();
   }
 
@@ -64,13 +67,13 @@ export class SqliteCheckpointer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const done = new Promise<void>((resolve) => {
-      this.worker.once('message', () => resolve());
-      this.worker.once('exit', () => resolve());
-    });
-    this.worker.ref();
+    const answered = new Promise<void>((resolve) => this.worker.once('message', () => resolve()));
     this.worker.postMessage('close');
-    await Promise.race([done, new Promise<void>((r) => setTimeout(r, 2_000).unref())]);
+    // The bound is a ref'd timer: waiting on an unref'd one for a thread that had already ended
+    // left nothing in the event loop, and the CLI died with Node's exit code 13 (unsettled await).
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([answered, this.exited, new Promise<void>((r) => (bound = setTimeout(r, 2_000)))]);
+    clearTimeout(bound);
     await this.worker.terminate();
   }
 }
