@@ -410,6 +410,8 @@ export class PostgresOrgLeases implements OrgLeases {
   private keepalive: NodeJS.Timeout | null = null;
   private readonly held = new Set<HeldLease>();
   private readonly owner = processOwner();
+  /** The lock session's work, one sequence at a time (a pg client must not be handed a query while one runs). */
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly url: string,
@@ -421,6 +423,17 @@ export class PostgresOrgLeases implements OrgLeases {
   async sessionPid(): Promise<number> {
     const c = await this.session();
     return (c as unknown as { processID: number }).processID;
+  }
+
+  /**
+   * Runs `work` on the lock session after the sequences queued before it. A lock, its bump and
+   * its unlock stay together, and concurrent acquires for different organizations take turns
+   * instead of stacking queries on one client (deprecated in pg 8, removed in pg 9).
+   */
+  private serial<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const next = this.queue.then(async () => work(await this.session()));
+    this.queue = next.catch(() => undefined);
+    return next;
   }
 
   private session(): Promise<pg.Client> {
@@ -455,7 +468,7 @@ export class PostgresOrgLeases implements OrgLeases {
     this.schema = r.rows[0]?.s ?? 'public';
     this.client = client;
     this.keepalive = setInterval(() => {
-      client.query('SELECT 1').catch(() => undefined);
+      if (this.client === client) this.serial((c) => c.query('SELECT 1')).catch(() => undefined);
     }, this.timings.heartbeatMs).unref();
     return client;
   }
@@ -464,8 +477,11 @@ export class PostgresOrgLeases implements OrgLeases {
     return pollUntil(options, this.timings.pollMs, () => this.tryAcquire(connection, organizationId));
   }
 
-  private async tryAcquire(connection: string, organizationId: string): Promise<Lease | null> {
-    const client = await this.session();
+  private tryAcquire(connection: string, organizationId: string): Promise<Lease | null> {
+    return this.serial((client) => this.lockAndBump(client, connection, organizationId));
+  }
+
+  private async lockAndBump(client: pg.Client, connection: string, organizationId: string): Promise<Lease | null> {
     const key = advisoryKey(this.schema, connection, organizationId);
     const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS ok', [key]);
     if (!got.rows[0]?.ok) return null;
@@ -501,18 +517,23 @@ export class PostgresOrgLeases implements OrgLeases {
     if (!this.held.delete(lease)) return;
     const client = this.client;
     if (!client) return;
-    await client.query(
-      'UPDATE _svcsync_leases SET owner = NULL, window_json = $1 WHERE connection = $2 AND organization_id = $3 AND generation = $4',
-      [windowJson(window), lease.connection, lease.organizationId, lease.generation],
-    );
-    await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
+    await this.serial(async (c) => {
+      // A new session (the old one ended) holds neither the lock nor the lease: nothing to give back.
+      if (c !== client) return;
+      await c.query(
+        'UPDATE _svcsync_leases SET owner = NULL, window_json = $1 WHERE connection = $2 AND organization_id = $3 AND generation = $4',
+        [windowJson(window), lease.connection, lease.organizationId, lease.generation],
+      );
+      await c.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
+    });
   }
 
   async ownerOf(connection: string, organizationId: string): Promise<string | null> {
-    const client = await this.session();
-    const r = await client.query<{ owner: string | null }>(
-      'SELECT owner FROM _svcsync_leases WHERE connection = $1 AND organization_id = $2',
-      [connection, organizationId],
+    const r = await this.serial((c) =>
+      c.query<{ owner: string | null }>('SELECT owner FROM _svcsync_leases WHERE connection = $1 AND organization_id = $2', [
+        connection,
+        organizationId,
+      ]),
     );
     return r.rows[0]?.owner ?? null;
   }

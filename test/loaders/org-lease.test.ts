@@ -99,6 +99,20 @@ for (const dialect of DIALECTS) {
       expect((await b.leases.acquire('c', ORG, { wait: false }))?.generation).toBe(one.generation + 1);
     });
 
+    it('many organizations acquired and released at once by two processes: each once, by one of them, all given back', async () => {
+      const [a, b] = await two();
+      const orgs = Array.from({ length: 24 }, (_, i) => String(800 + i));
+      const attempts = orgs.flatMap((org) => [a, b].map(async (w) => ({ org, lease: await w.leases.acquire('c', org, { wait: false }) })));
+      const got = (await Promise.all(attempts)).filter((x) => x.lease !== null);
+      // Exactly one winner per organization, whichever process it was.
+      expect(got.map((x) => x.org).sort()).toEqual(orgs);
+      expect(got.every((x) => x.lease!.generation === 1)).toBe(true);
+      await Promise.all(got.map((x) => x.lease!.release()));
+      const again = await Promise.all(orgs.map((org) => b.leases.acquire('c', org, { wait: false })));
+      expect(again.map((l) => l?.generation)).toEqual(orgs.map(() => 2));
+      await Promise.all(again.map((l) => l!.release()));
+    });
+
     it('a waiting acquirer gets the organization when its owner lets go', async () => {
       const [a, b] = await two();
       const first = (await a.leases.acquire('c', ORG, { wait: false }))!;
