@@ -263,7 +263,10 @@ export class Daemon {
         return null;
       },
     };
-    const onRequest = (e: RequestEvent): void => this.metrics.onRequest(e);
+    const onRequest = (e: RequestEvent): void => {
+      this.metrics.onRequest(e);
+      run.onRequest?.();
+    };
     let summary: SyncSummary | undefined;
     let outcome: JobOutcome;
     try {
@@ -326,6 +329,8 @@ function jobStatus(summary: SyncSummary, quotaSpent: boolean): JobStatus {
     return summary.organizations.some((o) => o.status === 'ok') ? 'partial' : 'failed';
   if (quotaSpent) return 'quota';
   if (summary.organizations.some((o) => o.status === 'partial')) return 'partial';
+  if (summary.organizations.length > 0 && summary.organizations.every((o) => o.status === 'busy')) return 'busy';
+  if (summary.organizations.some((o) => o.status === 'busy')) return 'partial';
   return 'ok';
 }
 

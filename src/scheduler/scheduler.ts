@@ -2,7 +2,8 @@ import type { Clock, Timer } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { JobSpec } from './jobs.js';
 
-export type JobStatus = 'ok' | 'partial' | 'failed' | 'quota' | 'stopped';
+/** `busy`: another process (a hand-run sync, a worker) held the organization, so nothing ran. */
+export type JobStatus = 'ok' | 'partial' | 'failed' | 'quota' | 'stopped' | 'busy';
 
 /** What a finished job tells the scheduler. */
 export interface JobOutcome {
@@ -24,6 +25,8 @@ export interface JobRun {
   /** Requests of the organization's day to leave untouched (held for higher priorities). */
   floor: number;
   estimate: number;
+  /** Called for each request the run sends (the worker's slice waits for the first one). */
+  onRequest?: () => void;
 }
 
 export type Admission = { run: false; reason: string } | { run: true; job: JobSpec; floor: number; estimate: number };
@@ -45,6 +48,8 @@ export interface SchedulerOptions {
   maxConcurrent?: number;
   retryBackoffMs?: number;
   retryBackoffMaxMs?: number;
+  /** A job that found its organization held by another process fires again this soon (default 30 s). */
+  busyRetryMs?: number;
   onEvent?: (e: SchedulerEvent) => void;
 }
 
@@ -320,7 +325,7 @@ export class Scheduler {
       this.running.delete(id);
       this.settle(entry.job, outcome);
       this.opts.onEvent?.({ type: 'finished', job: entry.job, at: this.opts.clock.now(), startedAt, outcome });
-      const level = outcome.status === 'ok' || outcome.status === 'stopped' ? 'info' : 'warn';
+      const level = outcome.status === 'ok' || outcome.status === 'stopped' || outcome.status === 'busy' ? 'info' : 'warn';
       this.opts.logger[level]({ job: id, status: outcome.status, requests: outcome.requests, error: outcome.error }, 'job finished');
       if (!this.stopping) void this.serial(() => this.startWaiting());
     })();
@@ -334,6 +339,13 @@ export class Scheduler {
   private settle(job: JobSpec, outcome: JobOutcome): void {
     const now = this.opts.clock.now();
     if (outcome.quotaUntil !== undefined && job.organizationId !== null) this.pause(job.connection, job.organizationId, outcome.quotaUntil);
+    if (outcome.status === 'busy') {
+      // Nothing ran, and nothing failed: try again soon rather than wait for the next cron fire.
+      const retry = now + (this.opts.busyRetryMs ?? 30_000);
+      this.nextFire.set(job.id, Math.min(this.nextFire.get(job.id) ?? retry, retry));
+      if (this.started && !this.stopping) this.arm();
+      return;
+    }
     const failedScopes = new Set((outcome.failed ?? []).map((org) => scopeOf(job.connection, org)));
     if (outcome.status === 'ok' || outcome.status === 'partial') {
       // The scopes that worked this time start over.

@@ -255,10 +255,20 @@ export class Worker {
     const soft = new AbortController();
     const hard = new AbortController();
     let sliced = false;
-    const timer: Timer = this.ctx.clock.setTimeout(() => {
+    let requests = 0;
+    let timer: Timer;
+    const endSlice = (): void => {
+      // A slice that has not sent a request yet (a slow start: token, lease, migrations on a
+      // loaded database) gets another: cut there, its continuation would start over, and a job
+      // could be cut again and again without moving.
+      if (requests === 0) {
+        timer = this.ctx.clock.setTimeout(endSlice, this.sliceMs());
+        return;
+      }
       sliced = true;
       soft.abort(new Error('slice over'));
-    }, this.sliceMs());
+    };
+    timer = this.ctx.clock.setTimeout(endSlice, this.sliceMs());
     const entry: RunningJob = { soft, hard, done: Promise.resolve(), org: orgKey(spec) };
     this.running.set(spec.id, entry);
     this.log.info({ job: spec.id, worker: this.name, estimate: admission.estimate, floor: admission.floor }, 'job started');
@@ -269,6 +279,9 @@ export class Worker {
         hard: hard.signal,
         floor: admission.floor,
         estimate: admission.estimate,
+        onRequest: () => {
+          requests++;
+        },
       },
     );
     entry.done = run.catch(() => undefined);
@@ -284,11 +297,11 @@ export class Worker {
     // on whichever worker is free. A run abandoned at the bound or stopped for the budget is not continued.
     const cut = (sliced || this.stopping) && outcome.status === 'stopped' && !hard.signal.aborted;
     // Another process held the organization's lease, so runSync left it alone: try again shortly.
-    const busy = this.daemon.reports.get(spec.id)?.summary?.organizations.some((o) => o.status === 'busy') ?? false;
+    const busy = outcome.status === 'busy';
     let continued = false;
     if (cut) continued = (await this.send(spec, true)) !== null;
     else if (busy && !this.stopping) continued = (await this.send(spec, true, BUSY_RETRY_SECONDS)) !== null;
-    const level = outcome.status === 'ok' || outcome.status === 'stopped' ? 'info' : 'warn';
+    const level = outcome.status === 'ok' || outcome.status === 'stopped' || outcome.status === 'busy' ? 'info' : 'warn';
     this.log[level]({ job: spec.id, status: outcome.status, requests: outcome.requests, error: outcome.error, continued }, 'job finished');
     this.ctx.onJob?.({ worker: this.name, job: spec.id, outcome });
     return { status: outcome.status, requests: outcome.requests ?? 0, continued, ...(outcome.error ? { error: outcome.error } : {}) };

@@ -7,6 +7,9 @@ import { decide, heldForHigher } from '../../src/scheduler/budget.js';
 import { Cron } from '../../src/scheduler/cron.js';
 import { DEFAULT_SCHEDULES, resolveJobs, type JobSpec } from '../../src/scheduler/jobs.js';
 import { Scheduler, type JobOutcome, type JobRun, type SchedulerEvent } from '../../src/scheduler/scheduler.js';
+import { outcomeOf } from '../../src/scheduler/daemon.js';
+import type { OrganizationOutcome } from '../../src/extractors/organization-sync.js';
+import type { SyncSummary } from '../../src/extractors/sync-run.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -150,6 +153,24 @@ describe('failures', () => {
     const held = t.scheduler.heldUntil('c', 'o-bad');
     expect(held?.reason).toContain('401 invalid token');
     expect(t.events.some((e) => e.type === 'skipped' && e.reason === 'backoff' && e.job.id === 'bad')).toBe(true);
+    await t.scheduler.stop(1000);
+  });
+
+  it('a job that found its organization held by another process fires again after 30 s, neither ok nor failed', async () => {
+    const calls: string[] = [];
+    const jobs = [job('held', '0 * * * *')];
+    const t = setup(jobs, () => {
+      calls.push(new Date(t.clock.now()).toISOString().slice(11, 19));
+      // Held by a hand-run sync for the first two tries.
+      return Promise.resolve(calls.length <= 2 ? { status: 'busy', error: 'being synced by another process' } : { status: 'ok' });
+    });
+    t.scheduler.start();
+    await t.clock.advance(2 * HOUR);
+    expect(calls).toEqual(['01:00:00', '01:00:30', '01:01:00', '02:00:00']);
+    // No backoff and no pause: the organization did not fail.
+    expect(t.scheduler.heldUntil('c', 'o1')).toBeNull();
+    const finished = t.events.filter((e) => e.type === 'finished').map((e) => (e as { outcome: JobOutcome }).outcome.status);
+    expect(finished).toEqual(['busy', 'busy', 'ok', 'ok']);
     await t.scheduler.stop(1000);
   });
 
@@ -299,5 +320,30 @@ describe('budget priorities', () => {
     expect(floor).toBe(15);
     const b = decide(byClass('backfill'), 1000, view, floor);
     expect(b).toMatchObject({ run: true, floor: 15 });
+  });
+});
+
+describe("a run's outcome for the scheduler", () => {
+  const summary = (statuses: Array<OrganizationOutcome['status']>): SyncSummary => ({
+    runId: 'r',
+    command: 'daemon',
+    startedAt: '2026-01-01T00:00:00.000Z',
+    finishedAt: '2026-01-01T00:00:01.000Z',
+    organizations: statuses.map((status, i) => ({ connection: 'c', organizationId: `o${i}`, families: [], status, streams: [] })),
+    connectionFailures: [],
+    requests: 0,
+    usage: [],
+    exitCode: 0,
+  });
+  it.each([
+    [['busy'], 'busy'],
+    [['busy', 'busy'], 'busy'],
+    [['ok', 'busy'], 'partial'],
+    [['ok'], 'ok'],
+    [['failed', 'busy'], 'failed'],
+    [['ok', 'failed'], 'partial'],
+    [[], 'ok'],
+  ] as Array<[Array<OrganizationOutcome['status']>, string]>)('%j → %s', (statuses, want) => {
+    expect(outcomeOf(job('j', '0 * * * *'), summary(statuses)).status).toBe(want);
   });
 });
