@@ -33,8 +33,15 @@ export function loadRuntime(global: GlobalOptions): Runtime {
   return { config, logger, secrets, clock: systemClock };
 }
 
-export async function withWarehouse<T>(url: string, fn: (w: Warehouse) => Promise<T>): Promise<T> {
-  const warehouse = await openWarehouse(url);
+/** Opens the configured warehouse with the configured lease timings. */
+export function openConfiguredWarehouse(config: Config): Promise<Warehouse> {
+  return openWarehouse(config.warehouse, {
+    leaseTimings: { ttlMs: config.leases.ttl_seconds * 1000, heartbeatMs: config.leases.heartbeat_seconds * 1000 },
+  });
+}
+
+export async function withWarehouse<T>(config: Config, fn: (w: Warehouse) => Promise<T>): Promise<T> {
+  const warehouse = await openConfiguredWarehouse(config);
   try {
     return await fn(warehouse);
   } finally {

@@ -147,6 +147,23 @@ const syncSchema = z
   })
   .strict();
 
+/** The organization lease (docs/design.md, "One organization, one owner"). */
+const leaseSchema = z
+  .object({
+    /**
+     * How long a process that stopped answering (hung, paused, cut off) keeps its organizations:
+     * the lock session's idle timeout on Postgres, the lease row's expiry on SQLite.
+     */
+    ttl_seconds: z.number().min(2).max(3600).default(30),
+    /** How often a holder shows it is alive; well under ttl_seconds. */
+    heartbeat_seconds: z.number().min(0.2).max(600).default(5),
+  })
+  .strict()
+  .refine((l) => l.heartbeat_seconds * 3 <= l.ttl_seconds, {
+    message: 'heartbeat_seconds must be at most a third of ttl_seconds, or a live holder could lose its lease',
+    path: ['heartbeat_seconds'],
+  });
+
 export const configSchema = z
   .object({
     warehouse: z
@@ -159,6 +176,7 @@ export const configSchema = z
     connections: z.array(connectionSchema).min(1, 'expected at least one connection'),
     daemon: daemonSchema.default(daemonSchema.parse({})),
     worker: workerSchema.default(workerSchema.parse({})),
+    leases: leaseSchema.default(leaseSchema.parse({})),
   })
   .strict()
   .superRefine((cfg, ctx) => {

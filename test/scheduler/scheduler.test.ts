@@ -249,6 +249,21 @@ describe('budget priorities', () => {
     const parsed = parseConfig(doc, { env: { SVC_CLIENT_ID: 'a', SVC_CLIENT_SECRET: 'b', SVC_REFRESH_TOKEN: 'c' } });
     // The example spells out the built-in defaults.
     expect(parsed.daemon).toEqual({ ...cfg.daemon, schedules: { ...DEFAULT_SCHEDULES } });
+    expect(parsed.worker).toEqual(cfg.worker);
+    expect(parsed.leases).toEqual({ ttl_seconds: 30, heartbeat_seconds: 5 });
+    expect(doc['leases']).toEqual(cfg.leases);
+  });
+
+  it('lease timings: a heartbeat over a third of the time-to-live is refused, naming the key', () => {
+    const base = { connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z' }] };
+    expect(parseConfig({ ...base, leases: { ttl_seconds: 6, heartbeat_seconds: 2 } }).leases).toEqual({
+      ttl_seconds: 6,
+      heartbeat_seconds: 2,
+    });
+    expect(() => parseConfig({ ...base, leases: { ttl_seconds: 6, heartbeat_seconds: 3 } })).toThrow(
+      /leases\.heartbeat_seconds.*a third of ttl_seconds/,
+    );
+    expect(() => parseConfig({ ...base, leases: { ttl_seconds: 1 } })).toThrow(/leases\.ttl_seconds/);
   });
 
   it('per-stream overrides make their own job; bad cron expressions name the key', () => {

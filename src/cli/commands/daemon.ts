@@ -1,9 +1,8 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
-import { openWarehouse } from '../../loaders/warehouse.js';
 import { Daemon } from '../../scheduler/daemon.js';
 import { serveMetrics, type MetricsServer } from '../../scheduler/metrics.js';
-import { loadRuntime, type Cli } from '../runtime.js';
+import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';
 
 interface DaemonFlags {
   backfill?: boolean;
@@ -32,7 +31,7 @@ export function daemonCommand(cli: Cli): Command {
       const rt = loadRuntime(cli.global());
       const port = intFlag('metrics-port', flags.metricsPort, 65535) ?? rt.config.daemon.metrics_port;
       const graceMs = intFlag('grace-ms', flags.graceMs, 3_600_000) ?? rt.config.daemon.shutdown_grace_ms;
-      const warehouse = await openWarehouse(rt.config.warehouse);
+      const warehouse = await openConfiguredWarehouse(rt.config);
       const daemon = new Daemon({
         config: rt.config,
         warehouse,

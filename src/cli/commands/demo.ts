@@ -6,11 +6,11 @@ import { parseConfig } from '../../config/load.js';
 import { createLogger } from '../../core/logger.js';
 import { SecretRegistry } from '../../core/secrets.js';
 import { runSync } from '../../extractors/sync-run.js';
-import { openWarehouse, type Warehouse } from '../../loaders/warehouse.js';
+import type { Warehouse } from '../../loaders/warehouse.js';
 import type { SqlValue } from '../../normalize/values.js';
 import { startSandbox } from '../../sandbox/index.js';
 import { createProgress } from '../progress.js';
-import { stopOnSignals, logLevelFor, type Cli } from '../runtime.js';
+import { stopOnSignals, logLevelFor, openConfiguredWarehouse, type Cli } from '../runtime.js';
 import { renderSummary } from '../summary.js';
 
 /** Queries a BI user might start from, shown with their answers. */
@@ -93,7 +93,7 @@ export function demoCommand(cli: Cli): Command {
           `svcsync demo: sandbox at ${sandbox.url} ` +
             `(${sandbox.organizations().length} organizations, ${flags.scale} records per stream, free plan), syncing into ${file}\n`,
         );
-        warehouse = await openWarehouse(config.warehouse);
+        warehouse = await openConfiguredWarehouse(config);
         const summary = await runSync({
           config,
           warehouse,

@@ -14,7 +14,7 @@ export function schemaCommand(cli: Cli): Command {
     .action(async (flags: { json?: boolean; drift?: boolean; dialect: Dialect }) => {
       if (flags.drift) {
         const rt = loadRuntime(cli.global());
-        const fields = await withWarehouse(rt.config.warehouse, collectDrift);
+        const fields = await withWarehouse(rt.config, collectDrift);
         process.stdout.write(flags.json ? `${JSON.stringify(fields, null, 2)}\n` : renderDrift(fields));
         return;
       }
@@ -34,7 +34,7 @@ export function migrateCommand(cli: Cli): Command {
       const role = flags.createReadonlyRole === undefined ? undefined : validateRoleName(flags.createReadonlyRole);
       const rt = loadRuntime(cli.global());
       if (role !== undefined && rt.config.warehouse.startsWith('sqlite:')) throw sqliteHasNoRoles(rt.config.warehouse);
-      await withWarehouse(rt.config.warehouse, async (w) => {
+      await withWarehouse(rt.config, async (w) => {
         const report = await migrateToLatest(w);
         const status = await migrationStatus(w);
         const applied = report.applied.length ? `applied ${report.applied.join(', ')}` : 'already up to date';

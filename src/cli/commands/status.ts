@@ -189,7 +189,7 @@ export function statusCommand(cli: Cli): Command {
     .option('--json', 'as JSON')
     .action(async (flags: { json?: boolean }) => {
       const rt = loadRuntime(cli.global());
-      const orgs = await withWarehouse(rt.config.warehouse, (w) => collectStatus(rt.config, w, rt.clock.now()));
+      const orgs = await withWarehouse(rt.config, (w) => collectStatus(rt.config, w, rt.clock.now()));
       process.stdout.write(flags.json ? `${JSON.stringify(orgs, null, 2)}\n` : renderStatus(orgs));
     });
 }

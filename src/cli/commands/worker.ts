@@ -1,9 +1,8 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
-import { openWarehouse } from '../../loaders/warehouse.js';
 import { serveMetrics, type MetricsServer } from '../../scheduler/metrics.js';
 import { assertWorkerWarehouse, Worker } from '../../scheduler/worker.js';
-import { loadRuntime, type Cli } from '../runtime.js';
+import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';
 
 interface WorkerFlags {
   metricsPort?: string;
@@ -37,7 +36,7 @@ export function workerCommand(cli: Cli): Command {
       const graceMs = intFlag('grace-ms', flags.graceMs, 0, 3_600_000) ?? rt.config.daemon.shutdown_grace_ms;
       const concurrency = intFlag('concurrency', flags.concurrency, 1, 64) ?? rt.config.worker.concurrency;
       const config = { ...rt.config, worker: { ...rt.config.worker, concurrency } };
-      const warehouse = await openWarehouse(config.warehouse);
+      const warehouse = await openConfiguredWarehouse(config);
       const worker = new Worker({ config, warehouse, clock: rt.clock, logger: rt.logger, secrets: rt.secrets });
       let metrics: MetricsServer | null = null;
       let signals = 0;
