@@ -169,6 +169,7 @@ export class OrgLimiter {
   private total = 0;
   /** Reserved from the store and not sent yet. */
   private granted = 0;
+  private readonly guards = new Set<() => void>();
   /** The store granted nothing at the last reservation: the budget is taken (until flush or a new day). */
   private exhausted = false;
   private refilling = false;
@@ -405,6 +406,17 @@ export class OrgLimiter {
    * Runs fn when the organization's limits allow, counting it as one request of the day.
    * A caller's abort takes a waiting request out of the queue at once.
    */
+  /**
+   * Adds a check run right before each request is let out, after any wait for the window, the
+   * budget or a pause; one that throws fails that request unsent (it takes no slot). Returns
+   * its remover. runSync guards each organization with its lease.
+   */
+  addGuard(check: () => void): () => void {
+    const own = (): void => check();
+    this.guards.add(own);
+    return () => void this.guards.delete(own);
+  }
+
   schedule<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const early = this.quotaError();
@@ -424,6 +436,13 @@ export class OrgLimiter {
         },
         start: () => {
           signal?.removeEventListener('abort', onAbort);
+          // Asked after any wait, right before the request goes: a lease lost meanwhile sends nothing.
+          try {
+            for (const check of this.guards) check();
+          } catch (err) {
+            reject(err);
+            return;
+          }
           this.running++;
           this.slots.push(Infinity);
           this.granted--;

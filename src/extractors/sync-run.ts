@@ -142,6 +142,7 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
             touched.add(organizationId);
             let lease: Lease | null = null;
             let limiter: OrgLimiter | null = null;
+            let unguard: (() => void) | null = null;
             try {
               lease = await warehouse.leases.acquire(connection.name, organizationId, {
                 wait: options.waitForLease ?? false,
@@ -152,6 +153,9 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
               // The per-minute window across owners (issue 12): the previous owner's, or a wait of one window.
               limiter = await client.limitsFor(organizationId);
               applyHandover(lease.handover, limiter, clock.now());
+              // Every request for the organization first asks whether the lease still holds.
+              const held = lease;
+              unguard = limiter.addGuard(() => held.assertHeld());
               if (lease.handover.kind === 'takeover') {
                 ctx.logger.info(
                   { organization_id: organizationId, window_ms: limiter.limits.window_ms },
@@ -177,6 +181,7 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
               if (error instanceof QuotaExhaustedError) failed.resumeAt = error.resumeAt.toISOString();
               return failed;
             } finally {
+              unguard?.();
               await lease?.release(limiter?.windowState() ?? null);
             }
           }),

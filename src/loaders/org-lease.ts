@@ -230,17 +230,32 @@ class HeldLease implements Lease {
   private released = false;
   lostReason: string | null = null;
   fence!: Fence;
+  /** When the warehouse last confirmed the lease (acquire, keepalive, heartbeat): sent-at time, wall clock. */
+  confirmedAt: number;
   constructor(
     readonly connection: string,
     readonly organizationId: string,
     readonly generation: number,
     readonly handover: Handover,
+    private readonly timings: LeaseTimings,
     private readonly onRelease: (lease: HeldLease, window: WindowState | null) => Promise<void>,
-  ) {}
+  ) {
+    this.confirmedAt = timings.now();
+  }
   get what(): string {
     return `the lease on organization ${this.organizationId} of connection ${this.connection} (generation ${this.generation})`;
   }
+  /** Confirmed by a keepalive or heartbeat sent at `at`. */
+  confirm(at: number): void {
+    this.confirmedAt = Math.max(this.confirmedAt, at);
+  }
   lost(): LeaseLost | null {
+    // Unconfirmed for nearly its time-to-live (this process was paused, or cut off from the
+    // warehouse), the lease may already be another's: give it up before sending or writing
+    // anything, rather than find out from the other owner's requests. One heartbeat of margin.
+    const silent = this.timings.now() - this.confirmedAt;
+    if (this.lostReason === null && silent > this.timings.ttlMs - Math.min(this.timings.heartbeatMs, this.timings.ttlMs / 3))
+      this.lostReason = `not confirmed by the warehouse for ${Math.round(silent / 1000)} s (this process was paused or cut off)`;
     return this.lostReason === null ? null : new LeaseLost(`${this.what} was lost: ${this.lostReason}`);
   }
   assertHeld(): void {
@@ -302,7 +317,10 @@ export class SqliteOrgLeases implements OrgLeases {
     );
     const row = r.rows[0];
     if (!row) return null;
-    const lease = new HeldLease(connection, organizationId, Number(row.generation), handoverOf(row), (l, w) => this.release(l, w));
+    const lease = new HeldLease(connection, organizationId, Number(row.generation), handoverOf(row), this.timings, (l, w) =>
+      this.release(l, w),
+    );
+    lease.confirm(now);
     lease.fence = rowFence(
       this.sql,
       (p) =>
@@ -342,7 +360,8 @@ export class SqliteOrgLeases implements OrgLeases {
   }
 
   private async heartbeat(): Promise<void> {
-    const expires = this.timings.now() + this.timings.ttlMs;
+    const sentAt = this.timings.now();
+    const expires = sentAt + this.timings.ttlMs;
     for (const lease of this.held) {
       try {
         const r = await this.db.executeQuery(
@@ -356,7 +375,7 @@ export class SqliteOrgLeases implements OrgLeases {
         if (Number(r.numAffectedRows ?? 0) !== 1) {
           lease.lostReason = 'another process took it over after its heartbeat expired';
           this.held.delete(lease);
-        }
+        } else lease.confirm(sentAt);
       } catch {
         // A busy warehouse: the next beat tries again; the fence guards the writes meanwhile.
       }
@@ -468,7 +487,14 @@ export class PostgresOrgLeases implements OrgLeases {
     this.schema = r.rows[0]?.s ?? 'public';
     this.client = client;
     this.keepalive = setInterval(() => {
-      if (this.client === client) this.serial((c) => c.query('SELECT 1')).catch(() => undefined);
+      if (this.client !== client) return;
+      const sentAt = this.timings.now();
+      this.serial(async (c) => {
+        if (c !== client) return;
+        await c.query('SELECT 1');
+        // The session answered, so it (and every lock it holds) was alive when this was sent.
+        for (const lease of this.held) lease.confirm(sentAt);
+      }).catch(() => undefined);
     }, this.timings.heartbeatMs).unref();
     return client;
   }
@@ -495,7 +521,9 @@ export class PostgresOrgLeases implements OrgLeases {
         null,
       ]);
       const row = r.rows[0]!;
-      const lease = new HeldLease(connection, organizationId, Number(row.generation), handoverOf(row), (l, w) => this.release(l, key, w));
+      const lease = new HeldLease(connection, organizationId, Number(row.generation), handoverOf(row), this.timings, (l, w) =>
+        this.release(l, key, w),
+      );
       lease.fence = rowFence(
         this.sql,
         (p) =>

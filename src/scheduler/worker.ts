@@ -269,6 +269,7 @@ export class Worker {
       soft.abort(new Error('slice over'));
     };
     timer = this.ctx.clock.setTimeout(endSlice, this.sliceMs());
+    const knownBefore = new Set(this.daemon.knownOrganizations().map((o) => `${o.connection}\u0000${o.organizationId}`));
     const entry: RunningJob = { soft, hard, done: Promise.resolve(), org: orgKey(spec) };
     this.running.set(spec.id, entry);
     this.log.info({ job: spec.id, worker: this.name, estimate: admission.estimate, floor: admission.floor }, 'job started');
@@ -301,10 +302,29 @@ export class Worker {
     let continued = false;
     if (cut) continued = (await this.send(spec, true)) !== null;
     else if (busy && !this.stopping) continued = (await this.send(spec, true, BUSY_RETRY_SECONDS)) !== null;
+    if (spec.jobClass === 'organizations' && !this.stopping) await this.queueFirstSyncs(knownBefore);
     const level = outcome.status === 'ok' || outcome.status === 'stopped' || outcome.status === 'busy' ? 'info' : 'warn';
     this.log[level]({ job: spec.id, status: outcome.status, requests: outcome.requests, error: outcome.error, continued }, 'job finished');
     this.ctx.onJob?.({ worker: this.name, job: spec.id, outcome });
     return { status: outcome.status, requests: outcome.requests ?? 0, continued, ...(outcome.error ? { error: outcome.error } : {}) };
+  }
+
+  /**
+   * Organizations that discovery just found get their first sync now rather than at their next
+   * cron fire: onboarding a few hundred client organizations should not wait a quarter of an hour.
+   */
+  private async queueFirstSyncs(knownBefore: ReadonlySet<string>): Promise<void> {
+    const fresh = this.daemon
+      .jobs()
+      .filter(
+        (j) =>
+          j.organizationId !== null &&
+          (j.jobClass === 'incremental' || j.jobClass === 'settings') &&
+          !knownBefore.has(`${j.connection}\u0000${j.organizationId}`),
+      );
+    let queued = 0;
+    for (const job of fresh.sort((a, b) => a.priority - b.priority || a.id.localeCompare(b.id))) if (await this.send(job)) queued++;
+    if (fresh.length > 0) this.log.info({ jobs: fresh.length, queued }, 'first syncs queued for newly discovered organizations');
   }
 
   isStopping(): boolean {

@@ -215,6 +215,32 @@ describe('OrgLimiter: handing the window to the next owner', () => {
     expect(starts).toEqual([11_000, 11_000, 11_000, 11_000, 11_000, 12_000]);
   });
 
+  it('a guard that fails after the wait sends nothing and takes no slot; removed, it no longer applies', async () => {
+    const clock = new FakeClock(10_000);
+    const b = limiter({ clock, limits: small });
+    b.holdUntil(clock.now() + small.window_ms);
+    let held = true;
+    const remove = b.addGuard(() => {
+      if (!held) throw new Error('lease lost while waiting');
+    });
+    const sent: number[] = [];
+    const first = b.schedule(instant(() => sent.push(clock.now()))).then(
+      () => 'sent',
+      (e: Error) => e.message,
+    );
+    // The lease goes while the request waits out the hold: it must not be sent when the hold ends.
+    await clock.advance(500);
+    held = false;
+    await clock.advance(600);
+    expect(await first).toBe('lease lost while waiting');
+    expect(sent).toEqual([]);
+    expect(b.windowHeld()).toBe(0);
+    remove();
+    await b.schedule(instant(() => sent.push(clock.now())));
+    expect(sent).toEqual([11_100]);
+    expect(b.windowHeld()).toBe(1);
+  });
+
   it('counts a request in flight as freeing window_ms from now at the earliest', async () => {
     const clock = new FakeClock(0);
     const a = limiter({ clock, limits: small });

@@ -28,6 +28,14 @@ const ORG = '700';
 const T0 = '2026-11-20T10:00:00.000Z';
 const key = { connection: 'c', organizationId: ORG, stream: 'inventory.contacts' };
 const FAST: Partial<LeaseTimings> = { ttlMs: 400, heartbeatMs: 50, pollMs: 25 };
+/**
+ * A paused process that never beats: its own clock stands still too, so it does not give the
+ * lease up by itself (the time check) and what refuses its writes is the generation fence.
+ */
+const PAUSED = (): Partial<LeaseTimings> => {
+  const at = Date.now();
+  return { ...FAST, heartbeatMs: 60_000, now: () => at };
+};
 
 /** A page of one contact that keeps its pass going, written under `fence`. */
 function page(loader: Loader, id: string): Promise<{ deleted: number }> {
@@ -172,7 +180,7 @@ for (const dialect of DIALECTS) {
     it('after a takeover (generation + 1) the old owner’s page and detail commits are refused and write nothing', async () => {
       const tw = await freshWarehouse(dialect);
       // `a` never beats on its own (a paused process); `b` sees time 1 s ahead.
-      const a = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: { ...FAST, heartbeatMs: 60_000 } });
+      const a = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: PAUSED() });
       open.push(a);
       await migrateToLatest(a);
       const b = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: { ...FAST, now: () => Date.now() + 1_000 } });
@@ -213,7 +221,7 @@ for (const dialect of DIALECTS) {
 
     async function pair(bNow?: () => number): Promise<[Warehouse, Warehouse]> {
       const tw = await freshWarehouse(dialect);
-      const a = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: { ...FAST, heartbeatMs: 60_000 } });
+      const a = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: PAUSED() });
       open.push(a);
       await migrateToLatest(a);
       const b = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: { ...FAST, ...(bNow ? { now: bNow } : {}) } });
@@ -266,6 +274,49 @@ for (const dialect of DIALECTS) {
       expect(row.owner).not.toBeNull();
       expect(row.window_json).toBeNull();
       expect(row.handover).toBe('takeover');
+    });
+  });
+}
+
+for (const dialect of DIALECTS) {
+  describe(`a holder the warehouse has not confirmed for its time-to-live (${dialect})`, () => {
+    const open: Warehouse[] = [];
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((w) => w.close()));
+    });
+
+    it('gives its lease up before sending or writing (a process paused past its lease), with a message that says so', async () => {
+      const tw = await freshWarehouse(dialect);
+      let now = 1_000_000;
+      // Never beats (60 s) within the test; lease time-to-live 3 s, so it counts as held for 2 s.
+      const a = await openWarehouse(tw.url, {
+        poolSize: 2,
+        leaseTimings: { ttlMs: 3_000, heartbeatMs: 60_000, pollMs: 25, now: () => now },
+      });
+      open.push(a);
+      await migrateToLatest(a);
+      const lease = (await a.leases.acquire('c', ORG, { wait: false }))!;
+      const writer = new TableWriter(a.sql);
+      now += 1_900;
+      expect(() => lease.assertHeld()).not.toThrow();
+      await page({ warehouse: a, writer, fence: lease.fence }, 'A');
+      now += 200;
+      expect(() => lease.assertHeld()).toThrow(/not confirmed by the warehouse for 2 s \(this process was paused or cut off\)/);
+      await expect(page({ warehouse: a, writer, fence: lease.fence }, 'LATE')).rejects.toBeInstanceOf(LeaseLost);
+      expect(await contactIds(a)).toEqual(['A']);
+      await lease.release();
+    });
+
+    it('a holder whose keepalive answers stays confirmed well past its time-to-live', async () => {
+      const tw = await freshWarehouse(dialect);
+      const a = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: { ttlMs: 1_500, heartbeatMs: 100, pollMs: 25 } });
+      open.push(a);
+      await migrateToLatest(a);
+      const lease = (await a.leases.acquire('c', ORG, { wait: false }))!;
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(() => lease.assertHeld()).not.toThrow();
+      await page({ warehouse: a, writer: new TableWriter(a.sql), fence: lease.fence }, 'A');
+      await lease.release();
     });
   });
 }
