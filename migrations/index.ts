@@ -11,6 +11,7 @@ import * as viewsRowLineage from './20261122T194000-views-row-lineage.js';
 import * as dictionaryRowLineage from './20261122T194500-dictionary-row-lineage.js';
 import * as orgLeases from './20261122T200000-org-leases.js';
 import * as leaseWindow from './20261122T202000-lease-window.js';
+import * as runProcess from './20261122T210000-run-process.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -29,4 +30,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261122T194500-dictionary-row-lineage': dictionaryRowLineage,
   '20261122T200000-org-leases': orgLeases,
   '20261122T202000-lease-window': leaseWindow,
+  '20261122T210000-run-process': runProcess,
 };

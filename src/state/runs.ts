@@ -1,4 +1,5 @@
 import type { AnyDb } from '../loaders/db.js';
+import { processOwner } from '../loaders/org-lease.js';
 import { stateDb, type RunRow, type RunStreamRow } from './tables.js';
 
 export type RunStatus = 'running' | 'ok' | 'partial' | 'failed' | 'stopped';
@@ -17,6 +18,7 @@ export async function startRun(db: AnyDb, run: { runId: string; command: string;
       records: 0,
       errors: null,
       summary: null,
+      process: processOwner(),
     })
     .execute();
 }

@@ -50,6 +50,8 @@ export interface RunRow {
   records: number | null;
   errors: string | null;
   summary: string | null;
+  /** `host/pid` of the process that ran it (null before migration 20261122T210000). */
+  process: string | null;
 }
 
 export interface RunStreamRow {

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectExit, startE2E, type E2E } from '../helpers/e2e.js';
@@ -29,8 +30,13 @@ describe.each(DIALECTS)('row lineage (_run_id) on %s', (dialect) => {
       expect(Number(rows[0]!.n), table).toBeGreaterThan(0);
     }
     const placeholder = e.warehouse.sql.param(1);
-    const runs = await e.query<{ command: string }>(`SELECT command FROM _svcsync_runs WHERE run_id = ${placeholder}`, [firstRun]);
+    const runs = await e.query<{ command: string; process: string }>(
+      `SELECT command, process FROM _svcsync_runs WHERE run_id = ${placeholder}`,
+      [firstRun],
+    );
     expect(runs).toHaveLength(1);
+    // And the process that ran it: host/pid, as a lease owner and the User-Agent name it.
+    expect(runs[0]!.process).toBe(`${hostname()}/${process.pid}`);
   });
 
   it('an incremental run rewrites only the changed records, and only they carry its run id', async () => {
