@@ -13,6 +13,7 @@ import { commitOrganizations } from '../loaders/unit-of-work.js';
 import { applyHandover, type Lease } from '../loaders/org-lease.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { finishRun, startRun, type RunStatus } from '../state/runs.js';
+import { stateDb } from '../state/tables.js';
 import { silentProgress, type ProgressReporter, type SyncContext } from './context.js';
 import { syncOrganization, type OrganizationOutcome } from './organization-sync.js';
 import { recordsOf } from './pager.js';
@@ -134,7 +135,9 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
         driftWarned,
       };
       try {
-        const found = await discoverOrganizations(ctx, options.organization);
+        const found =
+          (options.organization && (await knownOrganization(ctx, options.organization))) ||
+          (await discoverOrganizations(ctx, options.organization));
         const limit = pLimit(config.sync.organization_concurrency);
         const outcomes = await runAll(
           limit,
@@ -303,6 +306,25 @@ export function exitCodeOf(organizations: readonly OrganizationOutcome[], failur
  * families each organization is reachable in. A family the token has no scope for is
  * skipped with a warning; if no family answers, the connection fails.
  */
+/**
+ * A run for one organization that discovery has already recorded (the daemon's and workers' jobs,
+ * `sync --org`) takes its families from `_svcsync_organizations` instead of listing every
+ * organization of the connection again: with a thousand organizations that listing, and the
+ * upsert of every one of them, was most of each job's cost. Discovery keeps the table current
+ * on its own schedule. Null when the organization is not known (or not active) there.
+ */
+async function knownOrganization(ctx: SyncContext, organizationId: string): Promise<Map<string, Family[]> | null> {
+  const rows = await stateDb(ctx.warehouse.db)
+    .selectFrom('_svcsync_organizations')
+    .select(['family', 'is_active'])
+    .where('connection', '=', ctx.connection.name)
+    .where('organization_id', '=', organizationId)
+    .execute();
+  if (rows.some((r) => Number(r.is_active ?? 1) === 0)) return null;
+  const families = ctx.connection.families.filter((f) => rows.some((r) => r.family === f));
+  return families.length > 0 ? new Map([[organizationId, families]]) : null;
+}
+
 export async function discoverOrganizations(ctx: SyncContext, only: string | undefined, record = true): Promise<Map<string, Family[]>> {
   const found = new Map<string, Family[]>();
   const errors: unknown[] = [];

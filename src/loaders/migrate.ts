@@ -63,8 +63,30 @@ async function migrator(warehouse: Warehouse): Promise<Migrator> {
   });
 }
 
-/** Applies every pending migration; safe to call before every sync. */
+/**
+ * Whether every migration is applied already, from one plain read of the bookkeeping table (no
+ * lock): false when it cannot tell (no table yet).
+ */
+async function allApplied(warehouse: Warehouse): Promise<boolean> {
+  const schema = await warehouse.sql.migrationSchema(warehouse.db);
+  const table = schema ? sql.id(schema, MIGRATION_TABLE) : sql.id(MIGRATION_TABLE);
+  try {
+    const r = await sql<{ name: string }>`SELECT name FROM ${table}`.execute(warehouse.db);
+    const applied = new Set(r.rows.map((row) => row.name));
+    return Object.keys(MIGRATIONS).every((name) => applied.has(name));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Applies every pending migration; safe to call before every sync. When nothing is pending it
+ * only reads the bookkeeping table: kysely's migrator takes a database-wide lock (a transaction
+ * holding an advisory lock) even then, and one process paused inside it (SIGSTOP, a hung VM)
+ * stalled every other process's runs behind it.
+ */
 export async function migrateToLatest(warehouse: Warehouse): Promise<MigrationReport> {
+  if (await allApplied(warehouse)) return { applied: [], pending: [] };
   const m = await migrator(warehouse);
   const result: MigrationResultSet = await m.migrateToLatest();
   const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);

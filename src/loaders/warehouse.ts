@@ -128,7 +128,15 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     setPgTypeParsers();
-    const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10 });
+    const timings = { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings };
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: options.poolSize ?? 10,
+      // A process paused or hung inside a transaction (between its statements) must not hold row
+      // and advisory locks for ever: the server ends such a session after the lease's time-to-live,
+      // as it ends the idle lock session, and the transaction rolls back (a page is all or nothing).
+      idle_in_transaction_session_timeout: Math.max(1_000, Math.round(timings.ttlMs)),
+    });
     const db: AnyKysely = new Kysely({ dialect: new PostgresDialect({ pool }) });
     try {
       await db.executeQuery(CompiledQuery.raw('SELECT 1'));
@@ -138,7 +146,7 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
         hint: 'Check that the server is running and that the URL, user and database in `warehouse:` are right.',
       });
     }
-    const leases = new ProcessLeases(new PostgresOrgLeases(url, POSTGRES, { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings }));
+    const leases = new ProcessLeases(new PostgresOrgLeases(url, POSTGRES, timings));
     return {
       db,
       dialect: 'postgres',

@@ -102,7 +102,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const expiresIn = options.tokenExpiresIn ?? 3600;
   check(Number.isInteger(seed), 'seed must be an integer');
   check(Number.isInteger(scale) && scale >= 0 && scale <= 1_000_000, 'scale must be an integer from 0 to 1000000');
-  check(Number.isInteger(orgCount) && orgCount >= 1 && orgCount <= 99, 'organizations must be an integer from 1 to 99');
+  // Past 100 organizations record ids repeat across organizations (an id names the organization's
+  // index modulo 100), which the warehouse's (organization_id, id) keys allow.
+  check(Number.isInteger(orgCount) && orgCount >= 1 && orgCount <= 1000, 'organizations must be an integer from 1 to 1000');
   check(PLANS.includes(plan), `plan must be one of ${PLANS.join(', ')}`);
   check(Number.isFinite(timeScale) && timeScale > 0, 'timeScale must be a positive number');
   check(Number.isFinite(startMs), 'startTime must be an ISO 8601 instant');

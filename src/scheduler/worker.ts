@@ -177,9 +177,12 @@ export class Worker {
     const { rows } = await this.requireBoss()
       .getDb()
       .executeSql(
-        `WITH prev AS (SELECT covered_until FROM ${s}.svcsync_tick WHERE id = 1 FOR UPDATE)
-         UPDATE ${s}.svcsync_tick SET covered_until = $1 WHERE id = 1 AND covered_until < $1
-         RETURNING (SELECT covered_until FROM prev) AS prev`,
+        // The old value comes from a locking subquery in FROM, read before the update: a CTE read
+        // from RETURNING ran after it and saw no row (so every tick looked back the full lookback).
+        `UPDATE ${s}.svcsync_tick AS t SET covered_until = $1
+         FROM (SELECT covered_until FROM ${s}.svcsync_tick WHERE id = 1 FOR UPDATE) AS old
+         WHERE t.id = 1 AND t.covered_until < $1
+         RETURNING old.covered_until AS prev`,
         [now],
       );
     const prev = rows[0] as { prev: string | number } | undefined;

@@ -48,6 +48,23 @@ describe.each(DIALECTS)('incremental sync on %s', (dialect) => {
     expect(written.reduce((a, s) => a + s.written, 0)).toBe(0);
   });
 
+  it('a run for one known organization (a daemon or worker job, sync --org) does not list the organizations again', async () => {
+    const org = e.sandbox.organizations()[1]!.organization_id;
+    e.sandbox.advanceClock(60_000);
+    e.sandbox.resetRequestLog();
+    const summary = await e.sync('incremental', { organization: org });
+    expectExit(summary, 0);
+    expect(summary.organizations.map((o) => [o.organizationId, o.families.length])).toEqual([[org, 4]]);
+    const log = e.sandbox.requestLog();
+    expect(Object.keys(log.byEndpoint).filter((k) => k.endsWith('/organizations'))).toEqual([]);
+    expect(Object.keys(log.byOrganization)).toEqual([org]);
+    // An organization discovery has not recorded is looked up as before.
+    await e.query('DELETE FROM _svcsync_organizations');
+    e.sandbox.resetRequestLog();
+    expectExit(await e.sync('incremental', { organization: org }), 0);
+    expect(Object.keys(e.sandbox.requestLog().byEndpoint).filter((k) => k.endsWith('/organizations')).length).toBe(4);
+  });
+
   it('after records are modified and created, writes them and only them, and equals the truth', async () => {
     e.sandbox.advanceClock(10 * 60_000);
     const mutation = e.sandbox.mutate({ modify: 3, create: 2 });
