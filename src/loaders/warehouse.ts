@@ -137,6 +137,11 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
       // as it ends the idle lock session, and the transaction rolls back (a page is all or nothing).
       idle_in_transaction_session_timeout: Math.max(1_000, Math.round(timings.ttlMs)),
     });
+    // A session the server ends (the idle-in-transaction timeout of a paused process, a restart,
+    // an administrator) must not take the process down with an unhandled 'error' event: the query
+    // that uses it fails (its transaction rolls back), and the pool drops the dead session.
+    pool.on('error', () => undefined);
+    pool.on('connect', (client) => client.on('error', () => undefined));
     const db: AnyKysely = new Kysely({ dialect: new PostgresDialect({ pool }) });
     try {
       await db.executeQuery(CompiledQuery.raw('SELECT 1'));
