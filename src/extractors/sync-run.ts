@@ -138,6 +138,10 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
         const found =
           (options.organization && (await knownOrganization(ctx, options.organization))) ||
           (await discoverOrganizations(ctx, options.organization));
+        // Discovery alone (the daemon's and workers' organizations job asks for no streams): no
+        // organization is synced, so none is leased; taking each one's lease in turn made its own
+        // jobs find it busy.
+        if (options.streams?.length === 0) return;
         const limit = pLimit(config.sync.organization_concurrency);
         const outcomes = await runAll(
           limit,

@@ -65,6 +65,21 @@ describe.each(DIALECTS)('incremental sync on %s', (dialect) => {
     expect(Object.keys(e.sandbox.requestLog().byEndpoint).filter((k) => k.endsWith('/organizations')).length).toBe(4);
   });
 
+  it('discovery alone (the organizations job: no streams) records the organizations and leases none', async () => {
+    await e.query('DELETE FROM _svcsync_leases');
+    e.sandbox.resetRequestLog();
+    const summary = await e.sync('incremental', { streams: [] });
+    expectExit(summary, 0);
+    expect(summary.organizations).toEqual([]);
+    expect(await e.query('SELECT organization_id FROM _svcsync_leases')).toEqual([]);
+    const log = e.sandbox.requestLog();
+    // A token, then one organization list per family: nothing organization-scoped.
+    expect(Object.keys(log.byEndpoint).filter((k) => !k.endsWith('/organizations') && !k.includes('/oauth/'))).toEqual([]);
+    expect(log.byOrganization).toEqual({});
+    const known = await e.query<{ organization_id: string }>('SELECT DISTINCT organization_id FROM _svcsync_organizations');
+    expect(known.length).toBe(e.sandbox.organizations().length);
+  });
+
   it('after records are modified and created, writes them and only them, and equals the truth', async () => {
     e.sandbox.advanceClock(10 * 60_000);
     const mutation = e.sandbox.mutate({ modify: 3, create: 2 });
