@@ -263,8 +263,16 @@ describe('four worker processes and 200 organizations on one Postgres warehouse'
       await until('every organization equal to the truth', 180_000, async () => {
         left = await differing();
         return left.length === 0;
-      }).catch((err: unknown) => {
-        throw new Error(`${String(err)}: ${left.length} differ, e.g. ${left.slice(0, 5).join('; ')}`);
+      }).catch(async (err: unknown) => {
+        // What the sessions were doing, to find what held the rest up.
+        const activity = await sql<Record<string, unknown>>`SELECT pid, application_name, state, wait_event_type, wait_event,
+            left(query, 120) AS query, now() - state_change AS for FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'`
+          .execute(wh.db)
+          .catch(() => ({ rows: [] }));
+        throw new Error(
+          `${String(err)}: ${left.length} differ, e.g. ${left.slice(0, 5).join('; ')}; sessions: ${JSON.stringify(activity.rows)}`,
+        );
       });
 
       // The stopped worker wrote nothing for the organizations it lost once it woke.
