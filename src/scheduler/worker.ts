@@ -1,4 +1,6 @@
 import PgBoss from 'pg-boss';
+import { Gauge } from 'prom-client';
+import { queueDepth, SYNC_QUEUE, type QueueDepth } from './queue-depth.js';
 import pg from 'pg';
 import { ConfigError } from '../core/errors.js';
 import type { Timer } from '../core/clock.js';
@@ -9,8 +11,7 @@ import type { JobOutcome } from './scheduler.js';
 
 /** The schedule tick: one a minute, fired by whichever worker's pg-boss wins its cron lock. */
 export const TICK_QUEUE = 'svcsync-tick';
-/** One job per (connection, organization, job class) that is due. */
-export const SYNC_QUEUE = 'svcsync-sync';
+export { SYNC_QUEUE };
 
 /** A tick covers the fires since the last tick, but never more than this far back (missed fires are not replayed). */
 export const TICK_LOOKBACK_MS = 5 * 60_000;
@@ -87,6 +88,35 @@ export class Worker {
     this.schema = ctx.config.worker.schema;
     this.name = ctx.name ?? `${process.env['HOSTNAME'] ?? 'worker'}/${process.pid}`;
     this.daemon = new Daemon(ctx);
+    this.registerQueueMetrics();
+  }
+
+  /** The queue's depth on /metrics, read from pg-boss's job table at each scrape. */
+  private registerQueueMetrics(): void {
+    const registers = [this.daemon.metrics.registry];
+    const read = (): Promise<QueueDepth | null> => queueDepth(this.ctx.warehouse.db, this.schema, SYNC_QUEUE).catch(() => null);
+    new Gauge({
+      name: 'svcsync_queue_jobs',
+      help: 'Sync jobs in the worker queue (all workers), by state: waiting, running, retrying',
+      labelNames: ['state'],
+      registers,
+      async collect(this: Gauge<'state'>) {
+        const q = await read();
+        this.reset();
+        if (!q) return;
+        this.set({ state: 'waiting' }, q.waiting);
+        this.set({ state: 'running' }, q.running);
+        this.set({ state: 'retrying' }, q.retrying);
+      },
+    });
+    new Gauge({
+      name: 'svcsync_queue_oldest_waiting_seconds',
+      help: 'How long the oldest sync job that may start now has waited in the worker queue (0 when none waits)',
+      registers,
+      async collect(this: Gauge) {
+        this.set((await read())?.oldestWaitingSeconds ?? 0);
+      },
+    });
   }
 
   private get log() {

@@ -10,6 +10,7 @@ import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { ExitCode } from '../../src/core/errors.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import type { JobOutcome } from '../../src/scheduler/scheduler.js';
+import { queueDepth, queueLine } from '../../src/scheduler/queue-depth.js';
 import { SYNC_QUEUE, Worker, type WorkerContext } from '../../src/scheduler/worker.js';
 import { PG_BASE_URL } from '../helpers/dialects.js';
 import { expectEqualsTruth, startE2E, type E2E } from '../helpers/e2e.js';
@@ -182,7 +183,18 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     expect(Date.now() - started).toBeLessThan(3_000 + 3_000);
     expect(worker.runningJobs()).toEqual([]);
     // The stopped runs wait in the queue for the next worker.
-    expect(await unfinished(schema)).toBeGreaterThan(0);
+    const left = await unfinished(schema);
+    expect(left).toBeGreaterThan(0);
+    // svcsync status and /metrics show the queue's depth.
+    const depth = (await queueDepth(warehouse.db, schema, SYNC_QUEUE))!;
+    expect(depth.waiting + depth.running + depth.retrying).toBe(left);
+    expect(depth.running).toBe(0);
+    expect(queueLine(schema, depth)).toMatch(new RegExp(`^worker queue \\(pg-boss schema ${schema}\\): ${depth.waiting} waiting`));
+    const metrics = await worker.daemon.metrics.registry.metrics();
+    expect(metrics).toContain(`svcsync_queue_jobs{state="waiting"} ${depth.waiting}`);
+    expect(metrics).toMatch(/svcsync_queue_oldest_waiting_seconds \d+/);
+    // No queue under a schema no worker used.
+    expect(await queueDepth(warehouse.db, `${schema}_none`, SYNC_QUEUE)).toBeNull();
   }, 60_000);
 
   it('refuses a SQLite warehouse with exit 2 and says why (CLI)', async () => {

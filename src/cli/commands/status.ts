@@ -12,6 +12,7 @@ import { listStreamStates } from '../../state/stream-state.js';
 import { stateDb } from '../../state/tables.js';
 import type { Config } from '../../config/schema.js';
 import { resolveJobs } from '../../scheduler/jobs.js';
+import { queueDepth, queueLine, SYNC_QUEUE } from '../../scheduler/queue-depth.js';
 import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
 
 export interface StatusStream {
@@ -189,7 +190,12 @@ export function statusCommand(cli: Cli): Command {
     .option('--json', 'as JSON')
     .action(async (flags: { json?: boolean }) => {
       const rt = loadRuntime(cli.global());
-      const orgs = await withWarehouse(rt.config, (w) => collectStatus(rt.config, w, rt.clock.now()));
-      process.stdout.write(flags.json ? `${JSON.stringify(orgs, null, 2)}\n` : renderStatus(orgs));
+      const { orgs, queue } = await withWarehouse(rt.config, async (w) => ({
+        orgs: await collectStatus(rt.config, w, rt.clock.now()),
+        // svcsync worker's queue, when workers use this warehouse (Postgres).
+        queue: w.dialect === 'postgres' ? await queueDepth(w.db, rt.config.worker.schema, SYNC_QUEUE) : null,
+      }));
+      if (flags.json) process.stdout.write(`${JSON.stringify(orgs, null, 2)}\n`);
+      else process.stdout.write(renderStatus(orgs) + (queue ? `${queueLine(rt.config.worker.schema, queue)}\n` : ''));
     });
 }
