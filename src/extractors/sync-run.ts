@@ -10,7 +10,7 @@ import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import { TableWriter } from '../loaders/table-writer.js';
 import { commitOrganizations } from '../loaders/unit-of-work.js';
-import { applyHandover, type Lease } from '../loaders/org-lease.js';
+import { applyHandover, LeaseLost, type Lease } from '../loaders/org-lease.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { finishRun, startRun, type RunStatus } from '../state/runs.js';
 import { stateDb } from '../state/tables.js';
@@ -176,6 +176,20 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
               });
             } catch (error) {
               if (endsTheRun(error, options.signal)) throw error;
+              if (error instanceof LeaseLost) {
+                // Not a failure: another process owns the organization now and goes on from the last committed page.
+                const message = `organization ${organizationId}: ${describeError(error)}`;
+                ctx.logger.warn({ organization_id: organizationId, err: error }, message);
+                const lost: OrganizationOutcome = {
+                  connection: connection.name,
+                  organizationId,
+                  families,
+                  status: 'busy',
+                  streams: [],
+                  error: message,
+                };
+                return lost;
+              }
               ctx.logger.error({ organization_id: organizationId, err: error }, `organization failed: ${describeError(error)}`);
               const failed: OrganizationOutcome = {
                 connection: connection.name,
