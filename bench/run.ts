@@ -14,6 +14,8 @@
  *   memory-sqlite                one stream with 1,000,000 records in one organization:
  *                                peak RSS, and RSS as the records pass 10%, 25%, 50%, 75%, 100%.
  *   sandbox                      bench/sandbox-throughput (issue 3), when it has been built.
+ *   fleet                        only with --only fleet: 1,000 organizations kept current by the
+ *                                daemon and by 1, 2 and 4 workers (bench/fleet.ts; ~15 minutes).
  *
  * Options (also as env: BENCH_SCALE, BENCH_ORGS, BENCH_MEM_RECORDS, BENCH_PG_URL; BENCH_KEEP_DB=1
  * keeps each SQLite warehouse and prints its folder):
@@ -897,6 +899,17 @@ async function main(): Promise<void> {
     }
   }
   const sandbox = want('sandbox') ? await sandboxThroughput(Math.min(opts.timeoutS, 300), opts.quick) : null;
+  // The fleet (issue 12, bench/fleet.ts) takes a quarter of an hour: only when asked for by name.
+  if (opts.only?.includes('fleet')) {
+    const args = [
+      join(here, 'fleet.js'),
+      '--pg',
+      opts.pgUrl,
+      ...(opts.quick ? ['--orgs', '200', '--modes', 'daemon,2', '--fires', '1'] : []),
+    ];
+    const code = await new Promise<number | null>((res) => spawn(process.execPath, args, { stdio: 'inherit' }).on('exit', res));
+    if (code !== 0) failures++;
+  }
   const markdown = renderMarkdown(results, sandbox, opts);
   console.log('\n' + markdown);
   if (opts.json) writeFileSync(opts.json, JSON.stringify({ machine: machine(), options: opts, results, sandbox }, null, 2));
