@@ -117,6 +117,32 @@ describe('overlap', () => {
     await t.scheduler.stop(1000);
   });
 
+  it('under a backlog every job gets its turn, the longest waiting first (no organization starves)', async () => {
+    // Three organizations due every minute, one slot, each run takes 50 s: only one run a minute fits.
+    const jobs = ['a', 'b', 'c'].map((o) => job(`j-${o}`, '* * * * *', { organizationId: o, trees: [`t-${o}`] }));
+    const started: string[] = [];
+    const clock = new FakeClock(Date.UTC(2026, 0, 1, 0, 0, 30));
+    const scheduler = new Scheduler({
+      clock,
+      logger: createLogger({ level: 'silent', secrets: new SecretRegistry() }),
+      jobs: () => jobs,
+      maxConcurrent: 1,
+      runJob: (j) => {
+        started.push(j.id);
+        return new Promise<JobOutcome>((resolve) => clock.setTimeout(() => resolve({ status: 'ok' }), 50_000));
+      },
+    });
+    scheduler.start();
+    await clock.advance(9 * MIN);
+    // Ordered by id, j-a would have run at every fire and j-c never.
+    const counts = ['j-a', 'j-b', 'j-c'].map((id) => started.filter((s) => s === id).length);
+    expect(Math.min(...counts), JSON.stringify(started)).toBeGreaterThanOrEqual(2);
+    expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
+    const stopping = scheduler.stop(1000);
+    await clock.advance(60_000);
+    await stopping;
+  });
+
   it('a job whose streams another job is syncing waits for it instead of running alongside', async () => {
     const m = manualRunner();
     const jobs = [
