@@ -87,14 +87,14 @@ const daemonSchema = z
   })
   .strict();
 
+/** A Postgres schema name svcsync may quote into SQL text: letters, digits and "_", at most 50. */
+export const PLAIN_SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,49}$/;
+
 /** `svcsync worker` (docs/scale-out.md): peers coordinated through pg-boss in the Postgres warehouse. */
 const workerSchema = z
   .object({
     /** Postgres schema pg-boss keeps its queues, jobs and schedules in (in the warehouse database). */
-    schema: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,49}$/, 'expected a Postgres schema name: letters, digits and "_", at most 50')
-      .default('pgboss'),
+    schema: z.string().regex(PLAIN_SCHEMA_NAME, 'expected a Postgres schema name: letters, digits and "_", at most 50').default('pgboss'),
     /** Sync jobs this process runs at once. */
     concurrency: z.number().int().min(1).max(64).default(4),
     /** A job syncs for at most this long, then stops between pages and queues its continuation. */

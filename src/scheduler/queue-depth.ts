@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { PLAIN_SCHEMA_NAME } from '../config/schema.js';
 import type { AnyDb } from '../loaders/db.js';
 
 /** One job per (connection, organization, job class) that is due. */
@@ -23,7 +24,7 @@ export interface QueueDepth {
  * Postgres name; it is quoted as an identifier, never bound into the query text.
  */
 export async function queueDepth(db: AnyDb, schema: string, queue: string): Promise<QueueDepth | null> {
-  if (!/^[A-Za-z_][A-Za-z0-9_]{0,49}$/.test(schema)) return null;
+  if (!PLAIN_SCHEMA_NAME.test(schema)) return null;
   const exists = await sql<{ n: number }>`SELECT 1 AS n FROM information_schema.tables
     WHERE table_schema = ${schema} AND table_name = 'job'`
     .execute(db)

@@ -2,6 +2,7 @@ import PgBoss from 'pg-boss';
 import { Gauge } from 'prom-client';
 import { queueDepth, SYNC_QUEUE, type QueueDepth } from './queue-depth.js';
 import pg from 'pg';
+import { PLAIN_SCHEMA_NAME } from '../config/schema.js';
 import { ConfigError } from '../core/errors.js';
 import type { Timer } from '../core/clock.js';
 import { migrateToLatest } from '../loaders/migrate.js';
@@ -61,7 +62,7 @@ export function assertWorkerWarehouse(url: string, dialect?: string): void {
 
 /** The schema as a quoted identifier; worker.schema is validated by the config, this guards the class's own callers. */
 function quoteSchema(schema: string): string {
-  if (!/^[A-Za-z_][A-Za-z0-9_]{0,49}$/.test(schema)) throw new ConfigError(`worker.schema: "${schema}" is not a plain Postgres name`);
+  if (!PLAIN_SCHEMA_NAME.test(schema)) throw new ConfigError(`worker.schema: "${schema}" is not a plain Postgres name`);
   return `"${schema}"`;
 }
 
