@@ -14,7 +14,8 @@
  *   the same work takes on a real 15-minute schedule;
  * - peak RSS per process (VmHWM); requests against the minimum.
  *
- * Options: --orgs N (1000), --modes daemon,1,2,4, --fires N (2), --pg URL, --json FILE.
+ * Options: --orgs N (1000), --modes daemon,1,2,4, --fires N (2), --pg URL, --json FILE, --profile DIR
+ * (restart the processes under --cpu-prof once current: the profiles then cover steady state).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -40,6 +41,8 @@ interface Options {
   fires: number;
   pgUrl: string;
   json: string | null;
+  /** Restart the processes under `--cpu-prof` once current, so the profiles cover steady state only. */
+  profile: string | null;
 }
 
 function options(argv: string[]): Options {
@@ -53,6 +56,7 @@ function options(argv: string[]): Options {
     fires: Number(get('fires') ?? 2),
     pgUrl: get('pg') ?? process.env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test',
     json: get('json') ?? null,
+    profile: get('profile') ?? null,
   };
 }
 
@@ -169,8 +173,8 @@ async function runMode(mode: string, opts: Options): Promise<FleetResult> {
   );
   const procs: ChildProcess[] = [];
   const problems: string[] = [];
-  const spawnOne = (args: string[]): void => {
-    const child = spawn(process.execPath, [BIN, ...args, '--config', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const spawnOne = (args: string[], node: string[] = []): void => {
+    const child = spawn(process.execPath, [...node, BIN, ...args, '--config', config], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d) => (err = (err + String(d)).slice(-2000)));
     child.on('exit', (code) => {
@@ -181,8 +185,11 @@ async function runMode(mode: string, opts: Options): Promise<FleetResult> {
   const watch = new pg.Client({ connectionString: db.url });
   const started = Date.now();
   try {
-    if (workers === 0) spawnOne(['daemon']);
-    else for (let i = 0; i < workers; i++) spawnOne(['worker']);
+    const spawnAll = (node: string[] = []): void => {
+      if (workers === 0) spawnOne(['daemon'], node);
+      else for (let i = 0; i < workers; i++) spawnOne(['worker'], node);
+    };
+    spawnAll();
     await sleep(2_000);
     await watch.connect();
     // Current from empty: every organization's streams have a cursor and no pass in progress.
@@ -196,6 +203,13 @@ async function runMode(mode: string, opts: Options): Promise<FleetResult> {
     const currentRealS = (Date.now() - started) / 1000;
     const firstLog = sandbox.requestLog();
     const firstSyncRequests = firstLog.total - (firstLog.byEndpoint['POST /oauth/v2/token'] ?? 0);
+    if (opts.profile) {
+      const old = procs.splice(0);
+      for (const p of old) p.kill('SIGTERM');
+      await Promise.all(old.map((p) => new Promise((r) => (p.exitCode !== null ? r(null) : p.once('exit', r)))));
+      spawnAll(['--cpu-prof', '--cpu-prof-dir', opts.profile]);
+      await sleep(5_000);
+    }
     // Steady state: `fires` whole schedule fires, measured from 2 s before one (the previous fire's
     // jobs long done) to 2 s before the fire after the last.
     let untilNext = 60_000 - (Date.now() % 60_000) - 2_000;

@@ -608,13 +608,33 @@ export interface LimiterRegistryOptions {
  * through two families or two connections still has one per-minute window and one quota.
  */
 export class LimiterRegistry {
-  private readonly limiters = new Map<string, Promise<OrgLimiter>>();
-  private readonly loaded = new Map<string, OrgLimiter>();
+  private readonly limiters: Map<string, Promise<OrgLimiter>>;
+  private readonly loaded: Map<string, OrgLimiter>;
+  /** The organizations asked for through this view; null for the registry itself (its flush covers all). */
+  private readonly touched: Set<string> | null;
 
-  constructor(private readonly opts: LimiterRegistryOptions) {}
+  constructor(
+    private readonly opts: LimiterRegistryOptions,
+    shared?: LimiterRegistry,
+  ) {
+    this.limiters = shared?.limiters ?? new Map<string, Promise<OrgLimiter>>();
+    this.loaded = shared?.loaded ?? new Map<string, OrgLimiter>();
+    this.touched = shared ? new Set() : null;
+  }
+
+  /**
+   * A view for one run: the same limiters, but its flush returns and re-reads only the
+   * organizations the run asked for. A daemon's registry holds every organization it ever ran;
+   * flushing all of them at the end of each job cost one query per organization per job (the
+   * fleet benchmark: 1,000 organizations, a daemon at 80 % of a core doing little else).
+   */
+  forRun(): LimiterRegistry {
+    return new LimiterRegistry(this.opts, this);
+  }
 
   /** The organization's limiter; the first caller's limits and zone define it. */
   get(organizationId: string, config: { limits: Limits; timeZone: string }): Promise<OrgLimiter> {
+    this.touched?.add(organizationId);
     let p = this.limiters.get(organizationId);
     if (!p) {
       const limiter = new OrgLimiter({
@@ -643,8 +663,10 @@ export class LimiterRegistry {
     return this.loaded.get(organizationId);
   }
 
-  /** Returns every organization's unsent reservations to the store; resolves when the store has them. */
+  /** Returns unsent reservations to the store (every organization's, or a run view's own); resolves when the store has them. */
   async flush(): Promise<void> {
-    await Promise.all([...this.loaded.values()].map((l) => l.flush()));
+    const ids = this.touched ?? this.loaded.keys();
+    const limiters = [...ids].flatMap((id) => this.loaded.get(id) ?? []);
+    await Promise.all(limiters.map((l) => l.flush()));
   }
 }

@@ -53,7 +53,8 @@ export async function setUpRun(options: RunInputs): Promise<RunSetup> {
     runId: `${new Date(clock.now()).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomUUID().slice(0, 8)}`,
     stamp: new Stamp(clock),
     catalog: options.catalog ?? CATALOG,
-    limiters: options.limiters ?? new LimiterRegistry({ clock, store: store(), logger }),
+    // A shared registry (the daemon's) is seen through a view, so the run's flush touches only its organizations.
+    limiters: options.limiters?.forRun() ?? new LimiterRegistry({ clock, store: store(), logger }),
     tokens:
       options.tokens ??
       new TokenCacheRegistry({

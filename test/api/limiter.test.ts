@@ -370,6 +370,44 @@ describe('usage in the store', () => {
     expect(l.heldToday()).toBe(0);
   });
 
+  it("a run's view of a shared registry shares its limiters but flushes only the organizations the run asked for", async () => {
+    const clock = new FakeClock(0);
+    const inner = new MemoryUsageStore();
+    const loads: string[] = [];
+    const store: UsageStore = {
+      load: (org) => {
+        loads.push(org);
+        return inner.load(org);
+      },
+      reserve: (org, day, n, budget) => inner.reserve(org, day, n, budget),
+      release: (org, day, n) => inner.release(org, day, n),
+      raise: (org, day, n) => inner.raise(org, day, n),
+      block: (org, day, until) => inner.block(org, day, until),
+    };
+    const registry = new LimiterRegistry({ clock, store, logger: silentLogger() });
+    const config = { limits: limits(), timeZone: 'UTC' };
+    for (const org of ['a', 'b', 'c']) await (await registry.get(org, config)).schedule(instant());
+    const run = registry.forRun();
+    const b = await run.get('b', config);
+    expect(b).toBe(await registry.get('b', config));
+    expect(run.peek('a')).toBe(registry.peek('a'));
+    await b.schedule(instant());
+    // Let the finished requests release their slots, so each limiter is idle and flush re-reads its count.
+    await new Promise((r) => setImmediate(r));
+    loads.length = 0;
+    const releasesBefore = inner.releases;
+    await run.flush();
+    // Only b's unsent chunk comes back and only b's count is read again.
+    expect(loads).toEqual(['b']);
+    expect(inner.releases - releasesBefore).toBe(1);
+    expect((await inner.load('a'))?.count).toBe(10);
+    expect((await inner.load('b'))?.count).toBe(2);
+    loads.length = 0;
+    await registry.flush();
+    expect(loads.sort()).toEqual(['a', 'b', 'c']);
+    expect((await inner.load('a'))?.count).toBe(1);
+  });
+
   it('keeps store calls in order while a slow store holds them, and takes a chunk of the configured size', async () => {
     const clock = new FakeClock(0);
     const calls: string[] = [];
