@@ -9,7 +9,7 @@ import { configSchema, type Config } from './schema.js';
 export const DEFAULT_CONFIG_PATH = './svcsync.yaml';
 
 /** Keys whose values are secrets: registered for scrubbing, never echoed in errors. */
-const SECRET_FIELDS = new Set(['client_secret', 'refresh_token', 'client_id_secret', 'password']);
+const SECRET_FIELDS = new Set(['client_secret', 'refresh_token', 'client_id_secret', 'password', 'webhook_secret']);
 
 type Env = Record<string, string | undefined>;
 

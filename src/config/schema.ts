@@ -81,9 +81,34 @@ const daemonSchema = z
     retry_backoff_max_ms: z.number().int().min(0).default(3_600_000),
     /** Jobs running at once across all organizations. */
     max_concurrent_jobs: z.number().int().min(1).default(4),
-    /** Serve /healthz and /metrics on this port (same as --metrics-port). */
+    /**
+     * One HTTP port for the status page (`/`, `/status.json`), webhooks (`/hooks/...`), `/healthz`
+     * and `/metrics` (same as --http-port; `metrics_port` is the older name of the same setting).
+     */
+    http_port: z.number().int().min(0).max(65535).optional(),
     metrics_port: z.number().int().min(0).max(65535).optional(),
+    /** Address the HTTP port binds to (same as --http-host); 127.0.0.1 keeps it on this machine. */
+    http_host: z.string().optional(),
     metrics_host: z.string().default('127.0.0.1'),
+    /** Basic auth for the status page, /status.json and /metrics (hooks use their own secret; /healthz stays open). */
+    http_auth: z.object({ username: nonEmpty, password: nonEmpty }).strict().optional(),
+    /** Webhook-triggered runs (docs/daemon.md, "Webhooks"). */
+    hooks: z
+      .object({
+        /** Hooks for one organization within this long start one run this long after the first. */
+        debounce_ms: z.number().int().min(0).max(3_600_000).default(10_000),
+        /** Hooks a minute one address may send before it gets 429. */
+        per_address_per_minute: z.number().int().min(1).default(120),
+        /** Larger hook bodies get 413. */
+        max_body_bytes: z
+          .number()
+          .int()
+          .min(0)
+          .max(10 * 1024 * 1024)
+          .default(64 * 1024),
+      })
+      .strict()
+      .default({ debounce_ms: 10_000, per_address_per_minute: 120, max_body_bytes: 64 * 1024 }),
   })
   .strict();
 
@@ -128,6 +153,8 @@ const connectionSchema = z
     quota_reset_time_zone: z.string().default('UTC'),
     /** The daemon's schedules for this connection (see `daemon.schedules` for the defaults). */
     schedules: connectionScheduleSchema.optional(),
+    /** The secret a webhook caller presents (`?secret=` or `X-Svcsync-Secret`); unset: hooks are off for this connection. */
+    webhook_secret: z.string().min(16, 'expected at least 16 characters (use a long random value, e.g. openssl rand -hex 32)').optional(),
   })
   .strict();
 

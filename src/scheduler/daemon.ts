@@ -2,7 +2,7 @@ import { connectionLimits, TokenCacheRegistry } from '../api/client.js';
 import { LimiterRegistry, type OrgLimiter } from '../api/limiter.js';
 import type { RequestEvent } from '../api/client.js';
 import { CATALOG } from '../catalog/index.js';
-import type { StreamSpec } from '../catalog/types.js';
+import { qualifiedName, type StreamSpec } from '../catalog/types.js';
 import type { Family } from '../config/plans.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
@@ -15,6 +15,8 @@ import type { Warehouse } from '../loaders/warehouse.js';
 import { stateDb } from '../state/tables.js';
 import { WarehouseUsageStore } from '../state/usage-store.js';
 import { decide, heldForHigher } from './budget.js';
+import { hookBudget, HookDebouncer, type HookTarget } from './hooks.js';
+import type { HookResult } from './http-server.js';
 import { daemonCommand, estimateJob, loadSnapshot, rowsNeeded, backfillPhase, treesInBackfill, type OrgSnapshot } from './estimate.js';
 import { narrowJob, resolveJobs, type JobSpec, type KnownOrganization } from './jobs.js';
 import { DaemonMetrics } from './metrics.js';
@@ -36,6 +38,19 @@ export interface DaemonContext {
   fetch?: typeof fetch;
   random?: () => number;
   onEvent?: (e: SchedulerEvent) => void;
+}
+
+/** The daemon's live state in `/status.json` (null in `svcsync status --json`, which reads only the warehouse). */
+export interface LiveStatus {
+  startedAt: string | null;
+  running: Array<{ job: string; connection: string; organizationId: string | null; streams: string[] }>;
+  /** Per connection: whether webhooks are on (a `webhook_secret` is set). */
+  hooks: Array<{ connection: string; active: boolean }>;
+  /** Webhook runs waiting out their debounce delay. */
+  hookRunsDue: Array<{ connection: string; organizationId: string; at: string }>;
+  /** Organizations whose hooks fell back to the schedule (budget low) in the last day. */
+  hookFallbacks: Array<{ connection: string; organizationId: string; at: string; reason: string }>;
+  nextRuns: Array<{ job: string; connection: string; organizationId: string; at: string }>;
 }
 
 /** The last thing each job did, for status and metrics. */
@@ -64,6 +79,9 @@ export class Daemon {
   /** Actual requests of each job's last complete run: the best estimate of its next. */
   private readonly history = new Map<string, number>();
   private stopping = false;
+  /** Webhooks: coalesced per organization, and where the budget made them fall back to the schedule. */
+  private readonly hooks: HookDebouncer;
+  private readonly hookFallback = new Map<string, { at: number; until: number; reason: string }>();
 
   constructor(private readonly ctx: DaemonContext) {
     this.catalog = ctx.catalog ?? CATALOG;
@@ -107,7 +125,145 @@ export class Daemon {
         ctx.onEvent?.(e);
       },
     });
+    this.hooks = new HookDebouncer(ctx.clock, settings.hooks.debounce_ms, (key, trees) => {
+      this.fireHook(key, trees).catch((err: unknown) => ctx.logger.error({ err }, 'webhook run failed to start'));
+    });
   }
+
+  /** The connection's webhook secret, if hooks are on for it. */
+  hookSecret(connection: string): string | undefined {
+    return this.ctx.config.connections.find((c) => c.name === connection)?.webhook_secret;
+  }
+
+  /**
+   * A webhook with a valid secret: makes the organization's incremental run of the family's
+   * streams (or the named ones) due after the debounce delay. Never reads or trusts a payload.
+   */
+  receiveHook(target: HookTarget): Promise<HookResult> {
+    return Promise.resolve(this.hookResult(target));
+  }
+
+  private hookResult(target: HookTarget): HookResult {
+    const connection = this.ctx.config.connections.find((c) => c.name === target.connection)!;
+    const family = target.family as Family;
+    const org = this.organizations.find(
+      (o) => o.connection === connection.name && o.organizationId === target.organizationId && o.families.includes(family),
+    );
+    if (!org)
+      return {
+        kind: 'unknown',
+        message:
+          `organization ${target.organizationId} is not known to connection ${connection.name} for family ${target.family}: ` +
+          'svcsync syncs the organizations its discovery found (svcsync status lists them)',
+      };
+    const jobs = this.jobList.filter(
+      (j) => j.connection === connection.name && j.organizationId === org.organizationId && j.jobClass === 'incremental',
+    );
+    const familyTrees = jobs.flatMap((j) => j.trees).filter((t) => t.startsWith(`${family}.`));
+    const trees = new Set<string>();
+    for (const name of target.streams) {
+      const qualified = name.includes('.') ? name : `${family}.${name}`;
+      let spec = this.catalog.find((s) => qualifiedName(s) === qualified);
+      // A child stream is synced with its parent's tree.
+      while (spec?.parent) {
+        const parent = spec.parent.stream;
+        spec = this.catalog.find((s) => s.family === spec!.family && s.name === parent);
+      }
+      const tree = spec ? qualifiedName(spec) : qualified;
+      if (!familyTrees.includes(tree))
+        return {
+          kind: 'invalid',
+          message:
+            `stream "${name}" is not an incremental stream of ${target.family} for this organization; ` +
+            `name one of: ${familyTrees.join(', ')}`,
+        };
+      trees.add(tree);
+    }
+    if (familyTrees.length === 0)
+      return { kind: 'invalid', message: `no incremental stream of ${target.family} is scheduled for this organization` };
+    const key = `${connection.name}\u0000${org.organizationId}`;
+    this.metrics.hooksReceived.inc({ connection: connection.name });
+    const fallback = this.hookFallback.get(key);
+    if (fallback && fallback.until > this.ctx.clock.now()) return { kind: 'fallback', reason: fallback.reason };
+    const r = this.hooks.add(key, trees.size ? [...trees] : familyTrees);
+    if (r.kind === 'coalesced') this.metrics.hooksCoalesced.inc({ connection: connection.name });
+    return { kind: 'accepted', runAt: r.at, coalesced: r.kind === 'coalesced' };
+  }
+
+  /** The debounce delay is over: fire the organization's incremental job on the trees the hooks named, if the budget allows. */
+  private async fireHook(key: string, trees: string[]): Promise<void> {
+    const [connection, organizationId] = key.split('\u0000') as [string, string];
+    const now = this.ctx.clock.now();
+    for (const job of this.jobList) {
+      if (job.connection !== connection || job.organizationId !== organizationId || job.jobClass !== 'incremental') continue;
+      const mine = job.trees.filter((t) => trees.includes(t));
+      if (mine.length === 0) continue;
+      const verdict = await this.hookAllowed(narrowJob(job, mine, this.catalog), now);
+      if (!verdict.run) {
+        this.hookFallback.set(key, { at: now, until: now + this.ctx.config.daemon.hooks.debounce_ms, reason: verdict.reason });
+        this.metrics.hookRuns.inc({ connection, result: 'fallback' });
+        this.ctx.logger.warn({ job: job.id, reason: verdict.reason }, 'webhook run not started: left to the schedule');
+        continue;
+      }
+      this.hookFallback.delete(key);
+      this.metrics.hookRuns.inc({ connection, result: 'started' });
+      this.ctx.logger.info({ job: job.id, streams: mine }, 'webhook run due');
+      this.scheduler.fireSoon(job.id, mine);
+    }
+  }
+
+  /** An extra incremental run fits only above what the scheduled incremental fires until the reset need. */
+  private async hookAllowed(job: JobSpec, now: number): Promise<{ run: boolean; reason: string }> {
+    const limiter = await this.limiterFor(job.connection, job.organizationId!);
+    if (!limiter) return { run: false, reason: 'connection no longer configured' };
+    if (limiter.blockedUntil()) return { run: false, reason: 'the daily quota is spent (429 code 45)' };
+    const orgJobs = this.jobList.filter((j) => j.connection === job.connection && j.organizationId === job.organizationId);
+    const snap = await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId!, {
+      rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))],
+    });
+    const estimate = await this.estimate(job, snap);
+    const scheduled = await Promise.all(
+      orgJobs.filter((j) => j.priority === 0).map(async (j) => ({ job: j, estimate: await this.estimate(j, snap) })),
+    );
+    const held = heldForHigher(1, scheduled, now, limiter.nextReset().getTime(), this.ctx.config.daemon.budget_safety);
+    return hookBudget(estimate, limiter.remainingToday(), held);
+  }
+
+  /** What the daemon is doing now, for the status page and /status.json. */
+  liveStatus(): LiveStatus {
+    const now = this.ctx.clock.now();
+    return {
+      startedAt: this.startedAt === null ? null : new Date(this.startedAt).toISOString(),
+      running: this.scheduler.runningJobs().map((j) => ({
+        job: j.id,
+        connection: j.connection,
+        organizationId: j.organizationId,
+        streams: j.trees,
+      })),
+      hooks: this.ctx.config.connections.map((c) => ({ connection: c.name, active: Boolean(c.webhook_secret) })),
+      hookRunsDue: this.organizations.flatMap((o) => {
+        const at = this.hooks.dueAt(`${o.connection}\u0000${o.organizationId}`);
+        return at === null ? [] : [{ connection: o.connection, organizationId: o.organizationId, at: new Date(at).toISOString() }];
+      }),
+      hookFallbacks: [...this.hookFallback.entries()]
+        .filter(([, f]) => now - f.at < 24 * 3_600_000)
+        .map(([k, f]) => {
+          const [connection, organizationId] = k.split('\u0000') as [string, string];
+          return { connection, organizationId, at: new Date(f.at).toISOString(), reason: f.reason };
+        }),
+      nextRuns: this.scheduler
+        .nextRuns()
+        .filter((r) => r.job.organizationId !== null)
+        .map((r) => ({
+          job: r.job.id,
+          connection: r.job.connection,
+          organizationId: r.job.organizationId!,
+          at: new Date(r.at).toISOString(),
+        })),
+    };
+  }
+
+  private startedAt: number | null = null;
 
   /** Jobs as scheduled now. */
   jobs(): readonly JobSpec[] {
@@ -120,6 +276,7 @@ export class Daemon {
 
   /** Loads what the warehouse knows, schedules, and discovers organizations at once when none are known. */
   async start(): Promise<void> {
+    this.startedAt = this.ctx.clock.now();
     await migrateToLatest(this.ctx.warehouse);
     await this.reloadOrganizations();
     this.scheduler.start();
@@ -142,6 +299,7 @@ export class Daemon {
   /** Graceful stop: no new jobs, running ones end after their page, abandoned at the bound. */
   async stop(graceMs = this.ctx.config.daemon.shutdown_grace_ms): Promise<void> {
     this.stopping = true;
+    this.hooks.cancelAll();
     await this.scheduler.stop(graceMs);
     // Every job has returned, and runSync returns only after each branch committed its last page.
     await this.limiters.flush();

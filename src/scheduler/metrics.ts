@@ -1,9 +1,9 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../api/client.js';
+import { svcsyncVersion } from '../api/user-agent.js';
 import type { LimiterRegistry } from '../api/limiter.js';
-import type { Clock } from '../core/clock.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import { serveHttp, type HttpServer } from './http-server.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { listDrift } from '../state/drift.js';
 import { listStreamStates } from '../state/stream-state.js';
@@ -28,6 +28,11 @@ export class DaemonMetrics {
   readonly skipped: Counter<'connection' | 'job_class' | 'reason'>;
   readonly duration: Histogram<'connection' | 'job_class' | 'status'>;
   readonly running: Gauge<'job_class'>;
+  /** Webhooks: accepted (each hook), coalesced into a pending run, rejected (by reason), and what they started. */
+  readonly hooksReceived: Counter<'connection'>;
+  readonly hooksCoalesced: Counter<'connection'>;
+  readonly hooksRejected: Counter<'reason'>;
+  readonly hookRuns: Counter<'connection' | 'result'>;
 
   constructor(deps: { clock: Clock; limiters: LimiterRegistry; warehouse: Warehouse; quota: QuotaSource }) {
     const registers = [this.registry];
@@ -69,6 +74,37 @@ export class DaemonMetrics {
       registers,
     });
     this.running = new Gauge({ name: 'svcsync_jobs_running', help: 'Jobs running now', labelNames: ['job_class'], registers });
+    this.hooksReceived = new Counter({
+      name: 'svcsync_hooks_received_total',
+      help: 'Webhooks accepted (valid secret, known organization)',
+      labelNames: ['connection'],
+      registers,
+    });
+    this.hooksCoalesced = new Counter({
+      name: 'svcsync_hooks_coalesced_total',
+      help: 'Accepted webhooks that joined a run already pending for their organization',
+      labelNames: ['connection'],
+      registers,
+    });
+    this.hooksRejected = new Counter({
+      name: 'svcsync_hooks_rejected_total',
+      help: 'Webhooks refused, by reason (unauthorized, too_large, rate_limited, unknown_organization, bad_request)',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.hookRuns = new Counter({
+      name: 'svcsync_hook_runs_total',
+      help: 'Debounced webhook runs by result: started (an early run), fallback (the budget is low: left to the schedule)',
+      labelNames: ['connection', 'result'],
+      registers,
+    });
+    const info = new Gauge({
+      name: 'svcsync_build_info',
+      help: 'Always 1; the labels say which svcsync and Node run',
+      labelNames: ['version', 'node'],
+      registers,
+    });
+    info.set({ version: svcsyncVersion(), node: process.versions.node }, 1);
     const { clock, limiters, warehouse, quota } = deps;
     const byOrg = (fn: (l: NonNullable<ReturnType<LimiterRegistry['peek']>>) => number) =>
       function (this: Gauge<'organization'>): void {
@@ -123,6 +159,19 @@ export class DaemonMetrics {
       },
     });
     new Gauge({
+      name: 'svcsync_stream_last_success_timestamp_seconds',
+      help: 'When each stream last finished a run successfully, epoch seconds (alert on time() minus this)',
+      labelNames: ['connection', 'organization', 'stream'],
+      registers,
+      async collect(this: Gauge<'connection' | 'organization' | 'stream'>) {
+        this.reset();
+        for (const s of await listStreamStates(warehouse.db)) {
+          const at = s.last_success_at ? Date.parse(s.last_success_at) : NaN;
+          if (Number.isFinite(at)) this.set({ connection: s.connection, organization: s.organization_id, stream: s.stream }, at / 1000);
+        }
+      },
+    });
+    new Gauge({
       name: 'svcsync_drift_fields',
       help: 'Fields the API sent that the catalog does not know (_svcsync_drift), per stream; see svcsync schema --drift',
       labelNames: ['connection', 'organization', 'stream'],
@@ -162,50 +211,10 @@ export class DaemonMetrics {
   }
 }
 
-export interface MetricsServer {
-  url: string;
-  close(): Promise<void>;
-}
-
-/** /healthz (200 while the daemon runs, 503 once it is stopping) and /metrics. */
-export async function serveMetrics(
+/** /healthz (200 while the process runs, 503 once it is stopping) and /metrics, without the status page or hooks. */
+export function serveMetrics(
   metrics: DaemonMetrics,
   options: { port: number; host?: string; healthy: () => boolean },
-): Promise<MetricsServer> {
-  const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET' }).end();
-      return;
-    }
-    if (path === '/healthz') {
-      const ok = options.healthy();
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'stopping\n');
-      return;
-    }
-    if (path === '/metrics') {
-      metrics.registry
-        .metrics()
-        .then((text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text))
-        .catch((err: unknown) =>
-          res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err instanceof Error ? err.message : String(err)}\n`),
-        );
-      return;
-    }
-    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host ?? '127.0.0.1', () => resolve());
-  });
-  const a = server.address() as AddressInfo;
-  const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-  return {
-    url: `http://${host}:${a.port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections?.();
-        server.close(() => resolve());
-      }),
-  };
+): Promise<HttpServer> {
+  return serveHttp({ metrics, healthy: options.healthy }, { port: options.port, host: options.host, clock: systemClock });
 }

@@ -1,6 +1,6 @@
 import type { Clock, Timer } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
-import type { JobSpec } from './jobs.js';
+import { narrowJob, type JobSpec } from './jobs.js';
 
 /** `busy`: another process (a hand-run sync, a worker) held the organization, so nothing ran. */
 export type JobStatus = 'ok' | 'partial' | 'failed' | 'quota' | 'stopped' | 'busy';
@@ -72,6 +72,11 @@ function scopeOf(connection: string, organizationId: string | null): string {
   return organizationId === null ? connection : `${connection}/${organizationId}`;
 }
 
+/** How long a scope is held after its `failures`-th failure in a row: doubling from `base`, at most `max`. */
+export function backoffMs(failures: number, base = 60_000, max = 3_600_000): number {
+  return Math.min(max, base * 2 ** Math.max(0, failures - 1));
+}
+
 /**
  * Fires jobs on their cron schedules, on an injected clock. A job never runs twice at once:
  * a fire that finds it running is skipped and logged. Jobs whose streams another job is
@@ -85,6 +90,13 @@ export class Scheduler {
   private readonly nextFire = new Map<string, number>();
   private readonly backoff = new Map<string, Backoff>();
   private readonly pausedUntil = new Map<string, number>();
+  /**
+   * Early fires asked for by webhooks: the trees to run (null: the whole job) and the job's own
+   * next cron fire, which an early fire does not consume.
+   */
+  private readonly soon = new Map<string, { trees: Set<string> | null; cronAt: number }>();
+  /** Early fires that came while the job ran: it fires again when it finishes (one follow-up pass). */
+  private readonly followUp = new Map<string, Set<string> | null>();
   private timer: Timer | null = null;
   private stopping = false;
   private started = false;
@@ -169,6 +181,37 @@ export class Scheduler {
     return this.opts.jobs().map((job) => ({ job, at: this.nextFire.get(job.id) ?? job.cron.next(this.opts.clock.now()) }));
   }
 
+  /**
+   * Fires a job now, outside its schedule, on `trees` only (all of them when none are named):
+   * a webhook said something changed. A job running now fires once more when it finishes,
+   * so the change is read in a follow-up pass. Its scheduled fires are unchanged.
+   */
+  fireSoon(jobId: string, trees: readonly string[] = []): void {
+    if (this.stopping) return;
+    const job = this.opts.jobs().find((j) => j.id === jobId);
+    if (!job) return;
+    const merge = (into: Set<string> | null | undefined): Set<string> | null => {
+      if (into === null || trees.length === 0) return null;
+      const out = new Set(into ?? []);
+      for (const t of trees) if (job.trees.includes(t)) out.add(t);
+      return out;
+    };
+    if (this.running.has(jobId)) {
+      this.followUp.set(jobId, merge(this.followUp.has(jobId) ? this.followUp.get(jobId) : undefined));
+      return;
+    }
+    const prev = this.soon.get(jobId);
+    const cronAt = prev?.cronAt ?? this.nextFire.get(jobId) ?? job.cron.next(this.opts.clock.now());
+    this.soon.set(jobId, { trees: merge(prev ? prev.trees : undefined), cronAt });
+    this.nextFire.set(jobId, this.opts.clock.now());
+    if (this.started) this.arm();
+  }
+
+  /** Jobs with an early fire waiting (webhooks), for status. */
+  firingSoon(): string[] {
+    return [...new Set([...this.soon.keys(), ...this.followUp.keys()])];
+  }
+
   /** When an organization's (or connection's) jobs may run again, and why, if not now. */
   heldUntil(connection: string, organizationId: string | null): { until: number; reason: string } | null {
     const now = this.opts.clock.now();
@@ -234,6 +277,15 @@ export class Scheduler {
         continue;
       }
       if (at > now) continue;
+      const early = this.soon.get(job.id);
+      this.soon.delete(job.id);
+      if (early && early.cronAt > now) {
+        // A webhook's early fire: its trees only, and the scheduled fire stays where it was.
+        this.nextFire.set(job.id, early.cronAt);
+        const trees = early.trees ? job.trees.filter((t) => early.trees!.has(t)) : job.trees;
+        due.push(trees.length === job.trees.length ? job : narrowJob(job, trees));
+        continue;
+      }
       // One run per fire that came due, however many were missed (no catch-up storm).
       this.nextFire.set(job.id, job.cron.next(now));
       due.push(job);
@@ -324,6 +376,11 @@ export class Scheduler {
       }
       this.running.delete(id);
       this.settle(entry.job, outcome);
+      if (this.followUp.has(id) && !this.stopping) {
+        const trees = this.followUp.get(id);
+        this.followUp.delete(id);
+        this.fireSoon(id, trees ? [...trees] : []);
+      }
       this.opts.onEvent?.({ type: 'finished', job: entry.job, at: this.opts.clock.now(), startedAt, outcome });
       const level = outcome.status === 'ok' || outcome.status === 'stopped' || outcome.status === 'busy' ? 'info' : 'warn';
       this.opts.logger[level]({ job: id, status: outcome.status, requests: outcome.requests, error: outcome.error }, 'job finished');
@@ -357,9 +414,7 @@ export class Scheduler {
     for (const scope of failedScopes) {
       const prev = this.backoff.get(scope);
       const failures = (prev?.failures ?? 0) + 1;
-      const base = this.opts.retryBackoffMs ?? 60_000;
-      const max = this.opts.retryBackoffMaxMs ?? 3_600_000;
-      const wait = Math.min(max, base * 2 ** (failures - 1));
+      const wait = backoffMs(failures, this.opts.retryBackoffMs, this.opts.retryBackoffMaxMs);
       this.backoff.set(scope, { failures, until: now + wait, reason: outcome.error ?? outcome.status });
     }
   }

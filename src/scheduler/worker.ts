@@ -8,7 +8,7 @@ import type { Timer } from '../core/clock.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import { Daemon, type DaemonContext } from './daemon.js';
 import type { JobSpec } from './jobs.js';
-import type { JobOutcome } from './scheduler.js';
+import { backoffMs, type JobOutcome } from './scheduler.js';
 
 /** The schedule tick: one a minute, fired by whichever worker's pg-boss wins its cron lock. */
 export const TICK_QUEUE = 'svcsync-tick';
@@ -22,6 +22,8 @@ export interface SyncJobData {
   id: string;
   /** Queued by a run that stopped at its slice or at shutdown, to go on where it stopped. */
   continuation?: boolean;
+  /** Failures in a row before this job: it is the retry of a failed one, queued after its backoff. */
+  failures?: number;
 }
 
 export interface WorkerContext extends DaemonContext {
@@ -201,8 +203,8 @@ export class Worker {
   }
 
   /** Queues one job; null when the same job is already waiting (policy short, singletonKey = job id). */
-  async send(job: JobSpec, continuation = false, afterSeconds = 0): Promise<string | null> {
-    const data: SyncJobData = continuation ? { id: job.id, continuation } : { id: job.id };
+  async send(job: JobSpec, continuation = false, afterSeconds = 0, failures = 0): Promise<string | null> {
+    const data: SyncJobData = { id: job.id, ...(continuation ? { continuation } : {}), ...(failures > 0 ? { failures } : {}) };
     // pg-boss fetches the highest priority first; the daemon's priority 0 (incremental) is the most urgent.
     const options = { singletonKey: job.id, priority: 10 - job.priority, ...(afterSeconds > 0 ? { startAfter: afterSeconds } : {}) };
     return this.requireBoss().send(SYNC_QUEUE, data, options);
@@ -347,11 +349,31 @@ export class Worker {
     let continued = false;
     if (cut) continued = (await this.send(spec, true)) !== null;
     else if (busy && !this.stopping) continued = (await this.send(spec, true, BUSY_RETRY_SECONDS)) !== null;
+    else if ((outcome.failed?.length ?? 0) > 0 && !this.stopping) continued = await this.queueRetry(spec, data.failures ?? 0);
     if (spec.jobClass === 'organizations' && !this.stopping) await this.queueFirstSyncs(knownBefore);
     const level = outcome.status === 'ok' || outcome.status === 'stopped' || outcome.status === 'busy' ? 'info' : 'warn';
     this.log[level]({ job: spec.id, status: outcome.status, requests: outcome.requests, error: outcome.error, continued }, 'job finished');
     this.ctx.onJob?.({ worker: this.name, job: spec.id, outcome });
     return { status: outcome.status, requests: outcome.requests ?? 0, continued, ...(outcome.error ? { error: outcome.error } : {}) };
+  }
+
+  /**
+   * A failed job's backoff, shared by every worker: its retry waits in the queue until the first
+   * fire of its schedule after the backoff, carrying the count of failures in a row. While it
+   * waits, the tick cannot queue the same job (one waiting job per id), so no other worker runs
+   * it sooner; a success ends the chain. Each worker's own hold (the daemon's backoff) would
+   * only stop that worker.
+   */
+  private async queueRetry(spec: JobSpec, failuresBefore: number): Promise<boolean> {
+    const failures = failuresBefore + 1;
+    const { retry_backoff_ms, retry_backoff_max_ms } = this.ctx.config.daemon;
+    const now = this.ctx.clock.now();
+    const at = spec.cron.next(now + backoffMs(failures, retry_backoff_ms, retry_backoff_max_ms));
+    // pg-boss counts in real seconds; with a scaled test clock the wait is only longer.
+    const afterSeconds = Math.max(1, Math.ceil((at - now) / 1000));
+    const queued = (await this.send(spec, false, afterSeconds, failures)) !== null;
+    this.log.info({ job: spec.id, failures, retryAt: new Date(at).toISOString(), queued }, 'failed job queued for retry after its backoff');
+    return queued;
   }
 
   /**

@@ -122,7 +122,15 @@ describe('the command line', () => {
     expect(sync.stdout).toContain('Result: success (exit 0)');
     const status = await cli(['status', '--config', path, '--json'], env);
     expect(status.code).toBe(0);
-    const orgs = JSON.parse(status.stdout) as Array<{ organizationId: string; streams: Array<{ stream: string; rows: number }> }>;
+    const doc = JSON.parse(status.stdout) as {
+      generatedAt: string;
+      queue: unknown;
+      organizations: Array<{ organizationId: string; streams: Array<{ stream: string; rows: number }> }>;
+    };
+    // SQLite: no worker queue.
+    expect(doc.queue).toBeNull();
+    expect(Number.isNaN(Date.parse(doc.generatedAt))).toBe(false);
+    const orgs = doc.organizations;
     const orgId = sandbox.organizations()[0]!.organization_id;
     const so = orgs.find((o) => o.organizationId === orgId)!.streams.find((s) => s.stream === 'inventory.sales_orders')!;
     expect(so.rows).toBe(sandbox.count(orgId, 'inventory', 'sales_orders'));

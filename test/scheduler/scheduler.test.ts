@@ -388,3 +388,64 @@ describe("a run's outcome for the scheduler", () => {
     expect(outcomeOf(job('j', '0 * * * *'), summary(statuses)).status).toBe(want);
   });
 });
+
+describe('early fires (webhooks)', () => {
+  it('fireSoon runs the named trees now and leaves the scheduled fire where it was', async () => {
+    const jobs = [job('j', '*/15 * * * *', { trees: ['a', 'b'], streams: ['a', 'b'] })];
+    const r = manualRunner();
+    const t = setup(jobs, r.runJob(new FakeClock()));
+    const runs: Array<{ trees: string[]; at: number }> = [];
+    const s = new Scheduler({
+      clock: t.clock,
+      logger: createLogger({ level: 'silent', secrets: new SecretRegistry() }),
+      jobs: () => jobs,
+      runJob: (j) => {
+        runs.push({ trees: j.trees, at: t.clock.now() });
+        return Promise.resolve({ status: 'ok' });
+      },
+    });
+    s.start();
+    await t.clock.advance(MIN);
+    s.fireSoon('j', ['b', 'not-a-tree-of-this-job']);
+    await t.clock.advance(0);
+    expect(runs).toEqual([{ trees: ['b'], at: t.clock.now() }]);
+    // The quarter-hour fire still comes, whole.
+    await t.clock.advanceTo(Date.UTC(2026, 0, 1, 0, 15));
+    expect(runs.map((x) => x.trees)).toEqual([['b'], ['a', 'b']]);
+    expect(runs[1]!.at).toBe(Date.UTC(2026, 0, 1, 0, 15));
+    // No name: the whole job.
+    s.fireSoon('j');
+    await t.clock.advance(0);
+    expect(runs.map((x) => x.trees)).toEqual([['b'], ['a', 'b'], ['a', 'b']]);
+    expect(s.firingSoon()).toEqual([]);
+  });
+
+  it('an early fire while the job runs becomes one follow-up run when it finishes', async () => {
+    const jobs = [job('j', '*/15 * * * *', { trees: ['a', 'b'], streams: ['a', 'b'] })];
+    const r = manualRunner();
+    const clock = new FakeClock(Date.UTC(2026, 0, 1, 0, 0, 30));
+    const s = new Scheduler({
+      clock,
+      logger: createLogger({ level: 'silent', secrets: new SecretRegistry() }),
+      jobs: () => jobs,
+      runJob: r.runJob(clock),
+    });
+    s.start();
+    s.fireSoon('j', ['a']);
+    await clock.advance(0);
+    expect(r.runs.map((x) => x.job.trees)).toEqual([['a']]);
+    // Three hooks while it runs: one follow-up, on the union of their trees.
+    s.fireSoon('j', ['a']);
+    s.fireSoon('j', ['b']);
+    s.fireSoon('j', ['a']);
+    expect(s.firingSoon()).toEqual(['j']);
+    await clock.advance(1_000);
+    expect(r.runs).toHaveLength(1);
+    r.runs[0]!.finish();
+    await clock.advance(0);
+    expect(r.runs.map((x) => x.job.trees)).toEqual([['a'], ['a', 'b']]);
+    r.runs[1]!.finish();
+    await clock.advance(MIN);
+    expect(r.runs).toHaveLength(2);
+  });
+});

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { collectStatusDocument } from '../../src/cli/commands/status.js';
 import { main } from '../../src/cli/main.js';
 import type { Config } from '../../src/config/schema.js';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
@@ -195,6 +196,57 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     expect(metrics).toMatch(/svcsync_queue_oldest_waiting_seconds \d+/);
     // No queue under a schema no worker used.
     expect(await queueDepth(warehouse.db, `${schema}_none`, SYNC_QUEUE)).toBeNull();
+    // svcsync status --json carries the same depth, with the schema it was read from.
+    const doc = await collectStatusDocument(config, warehouse, Date.now());
+    expect(doc.queue).toEqual({ schema, ...depth, oldestWaitingSeconds: doc.queue?.oldestWaitingSeconds });
+    expect(doc.organizations.length).toBe(2);
+  }, 60_000);
+
+  it("a failed job's backoff is shared: its retry waits in the queue, and the tick cannot queue it sooner", async () => {
+    const e: E2E = await startE2E('postgres', { scale: 1, organizations: 1, timeScale: 1 });
+    cleanups.push(() => e.close());
+    const schema = bossSchema();
+    // A refresh token the service refuses: discovery fails for the whole connection.
+    const config: Config = {
+      ...e.config,
+      connections: [{ ...e.config.connections[0]!, refresh_token: '1000.not-a-token-the-service-knows' }],
+      daemon: { ...e.config.daemon, retry_backoff_ms: 20 * 60_000 },
+      worker: { schema, concurrency: 1, slice_minutes: 10 },
+    };
+    const warehouse = await openWarehouse(config.warehouse, { poolSize: 4 });
+    cleanups.push(() => warehouse.close());
+    const finished: Finished[] = [];
+    const worker = new Worker({
+      config,
+      warehouse,
+      clock: e.sandbox.clock,
+      logger: createLogger({ level: 'silent', secrets: e.secrets }),
+      secrets: e.secrets,
+      schedule: false,
+      pollingIntervalSeconds: 0.5,
+      onJob: (f) => finished.push(f),
+    });
+    cleanups.push(() => worker.stop(1_000));
+    await worker.start();
+    const until = Date.now() + 20_000;
+    while (Date.now() < until && finished.length === 0) await new Promise((r) => setTimeout(r, 100));
+    expect(finished[0]?.outcome.status).toBe('failed');
+    const spec = worker.daemon.jobs().find((j) => j.jobClass === 'organizations')!;
+    const now = e.sandbox.clock.now();
+    const c = new pg.Client({ connectionString: PG_BASE_URL });
+    await c.connect();
+    const { rows } = await c
+      .query<{ data: unknown; wait: number }>(
+        `SELECT data, extract(epoch FROM start_after - now()) AS wait FROM "${schema}".job WHERE name = $1 AND state = 'created'`,
+        [SYNC_QUEUE],
+      )
+      .finally(() => c.end());
+    expect(rows.map((r) => r.data)).toEqual([{ id: spec.id, failures: 1 }]);
+    // At the first fire of its schedule after the 20-minute backoff, on whichever worker is free then.
+    const expected = (spec.cron.next(now + 20 * 60_000) - now) / 1000;
+    expect(Math.abs(Number(rows[0]!.wait) - expected)).toBeLessThan(15);
+    // The next tick finds the retry waiting: no second job, so no worker retries sooner.
+    expect(await worker.send(spec)).toBeNull();
   }, 60_000);
 
   it('refuses a SQLite warehouse with exit 2 and says why (CLI)', async () => {

@@ -1,11 +1,18 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
 import { Daemon } from '../../scheduler/daemon.js';
-import { serveMetrics, type MetricsServer } from '../../scheduler/metrics.js';
+import { serveHttp, type HttpServer } from '../../scheduler/http-server.js';
+import { renderStatusPage } from '../../scheduler/status-page.js';
 import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';
+import { collectStatusDocument, type StatusDocument } from './status.js';
+import type { Config } from '../../config/schema.js';
+import type { Clock } from '../../core/clock.js';
+import type { Warehouse } from '../../loaders/warehouse.js';
 
 interface DaemonFlags {
   backfill?: boolean;
+  httpPort?: string;
+  httpHost?: string;
   metricsPort?: string;
   metricsHost?: string;
   graceMs?: string;
@@ -24,12 +31,19 @@ export function daemonCommand(cli: Cli): Command {
       "keep the warehouse current on the configured schedules within each organization's daily budget (SIGTERM/SIGINT stop it gracefully)",
     )
     .option('--backfill', 'also backfill every stream, spread over days on the budget the schedule leaves')
-    .option('--metrics-port <port>', 'serve /healthz and Prometheus /metrics on this port')
-    .option('--metrics-host <host>', 'address for the metrics endpoint (default 127.0.0.1)')
+    .option('--http-port <port>', 'serve the status page (/), /status.json, webhooks (/hooks/...), /healthz and /metrics on this port')
+    .option('--http-host <host>', 'address the HTTP port binds to (default 127.0.0.1: this machine only)')
+    .option('--metrics-port <port>', 'the same as --http-port (its older name)')
+    .option('--metrics-host <host>', 'the same as --http-host (its older name)')
     .option('--grace-ms <ms>', 'shutdown bound: running jobs finish their page within this (default daemon.shutdown_grace_ms, 30000)')
     .action(async (flags: DaemonFlags) => {
       const rt = loadRuntime(cli.global());
-      const port = intFlag('metrics-port', flags.metricsPort, 65535) ?? rt.config.daemon.metrics_port;
+      const port =
+        intFlag('http-port', flags.httpPort, 65535) ??
+        intFlag('metrics-port', flags.metricsPort, 65535) ??
+        rt.config.daemon.http_port ??
+        rt.config.daemon.metrics_port;
+      const host = flags.httpHost ?? flags.metricsHost ?? rt.config.daemon.http_host ?? rt.config.daemon.metrics_host;
       const graceMs = intFlag('grace-ms', flags.graceMs, 3_600_000) ?? rt.config.daemon.shutdown_grace_ms;
       const warehouse = await openConfiguredWarehouse(rt.config);
       const daemon = new Daemon({
@@ -40,7 +54,7 @@ export function daemonCommand(cli: Cli): Command {
         secrets: rt.secrets,
         backfill: flags.backfill ?? rt.config.daemon.backfill,
       });
-      let metrics: MetricsServer | null = null;
+      let http: HttpServer | null = null;
       let signals = 0;
       let stopped: (() => void) | null = null;
       const done = new Promise<void>((resolve) => (stopped = resolve));
@@ -65,12 +79,8 @@ export function daemonCommand(cli: Cli): Command {
       process.on('SIGTERM', onSignal);
       try {
         if (port !== undefined) {
-          metrics = await serveMetrics(daemon.metrics, {
-            port,
-            host: flags.metricsHost ?? rt.config.daemon.metrics_host,
-            healthy: () => !daemon.isStopping(),
-          });
-          rt.logger.info({ url: metrics.url }, 'metrics endpoint listening');
+          http = await serveDaemonHttp(daemon, rt.config, warehouse, rt.clock, { port, host });
+          rt.logger.info({ url: http.url }, 'status page, webhooks and metrics listening');
         }
         await daemon.start();
         rt.logger.info({ jobs: daemon.jobs().length, organizations: daemon.knownOrganizations().length }, 'daemon started');
@@ -81,8 +91,33 @@ export function daemonCommand(cli: Cli): Command {
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
-        await metrics?.close();
+        await http?.close();
         await warehouse.close();
       }
     });
+}
+
+/** The daemon's HTTP port: status page, /status.json, webhooks, /healthz and /metrics. */
+export function serveDaemonHttp(
+  daemon: Daemon,
+  config: Config,
+  warehouse: Warehouse,
+  clock: Clock,
+  options: { port: number; host?: string },
+): Promise<HttpServer> {
+  const status = (): Promise<StatusDocument> => collectStatusDocument(config, warehouse, clock.now(), daemon.liveStatus());
+  return serveHttp(
+    {
+      metrics: daemon.metrics,
+      healthy: () => !daemon.isStopping(),
+      status,
+      page: async (query) => renderStatusPage(await status(), query, clock.now()),
+      hooks: {
+        settings: config.daemon.hooks,
+        secretFor: (connection) => daemon.hookSecret(connection),
+        receive: (target) => daemon.receiveHook(target),
+      },
+    },
+    { port: options.port, host: options.host, auth: config.daemon.http_auth, clock },
+  );
 }

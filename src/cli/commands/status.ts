@@ -12,7 +12,8 @@ import { listStreamStates } from '../../state/stream-state.js';
 import { stateDb } from '../../state/tables.js';
 import type { Config } from '../../config/schema.js';
 import { resolveJobs } from '../../scheduler/jobs.js';
-import { queueDepth, queueLine, SYNC_QUEUE } from '../../scheduler/queue-depth.js';
+import { queueDepth, queueLine, SYNC_QUEUE, type QueueDepth } from '../../scheduler/queue-depth.js';
+import type { LiveStatus } from '../../scheduler/daemon.js';
 import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
 
 export interface StatusStream {
@@ -21,6 +22,10 @@ export interface StatusStream {
   inProgress: string | null;
   lastStatus: string | null;
   lastFinishedAt: string | null;
+  /** The last run that finished the stream without error. */
+  lastSuccessAt: string | null;
+  /** How often the daemon's schedule runs the stream (its incremental or settings job), or null when it does not. */
+  expectedEverySeconds: number | null;
   lastError: string | null;
   rows: number;
   deleted: number;
@@ -83,6 +88,11 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
     const key = `${d.connection}|${d.organization_id}|${d.stream}`;
     drift.set(key, [...(drift.get(key) ?? []), d.field]);
   }
+  const pendingBy = new Map<string, number>();
+  for (const p of pending) {
+    const key = `${p.connection}|${p.organization_id}|${p.stream}`;
+    pendingBy.set(key, (pendingBy.get(key) ?? 0) + Number(p.n));
+  }
   const orgs = new Map<string, StatusOrganization>();
   for (const o of orgRows) {
     const key = `${o.connection}|${o.organization_id}`;
@@ -121,14 +131,12 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
       inProgress: s.pass_kind ? `${s.pass_kind} pass at page ${s.pass_next_page}` : null,
       lastStatus: s.last_status,
       lastFinishedAt: s.last_finished_at,
+      lastSuccessAt: s.last_success_at,
+      expectedEverySeconds: null,
       lastError: s.last_error,
       rows: c.rows,
       deleted: c.deleted,
-      pending: Number(
-        pending
-          .filter((p) => p.connection === s.connection && p.organization_id === s.organization_id && p.stream === s.stream)
-          .reduce((a, p) => a + Number(p.n), 0),
-      ),
+      pending: pendingBy.get(`${s.connection}|${s.organization_id}|${s.stream}`) ?? 0,
       drift: drift.get(`${s.connection}|${s.organization_id}|${s.stream}`) ?? [],
     });
   }
@@ -144,7 +152,13 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
     if (!entry) continue;
     // A spent quota holds every job until the reset.
     const after = entry.blockedUntil ? Math.max(now, Date.parse(entry.blockedUntil) - 1) : now;
-    entry.nextRuns.push({ job: job.jobClass, streams: job.streams.length, at: new Date(job.cron.next(after)).toISOString() });
+    const next = job.cron.next(after);
+    entry.nextRuns.push({ job: job.jobClass, streams: job.streams.length, at: new Date(next).toISOString() });
+    if (job.jobClass === 'incremental' || job.jobClass === 'settings') {
+      // The period between two fires: what "fresh" means for the stream on the status page.
+      const every = Math.round((job.cron.next(next) - next) / 1000);
+      for (const st of entry.streams) if (job.streams.includes(st.stream)) st.expectedEverySeconds = every;
+    }
   }
   for (const o of orgs.values()) o.nextRuns.sort((a, b) => a.at.localeCompare(b.at));
   return [...orgs.values()];
@@ -184,18 +198,42 @@ export function driftLine(fields: readonly string[]): string {
   return `drift: ${count} the catalog does not know (${named}); see svcsync schema --drift`;
 }
 
+/** `svcsync status --json`: one object, so fields can be added without breaking a reader. */
+export interface StatusDocument {
+  /** When it was read (ISO 8601, UTC). */
+  generatedAt: string;
+  organizations: StatusOrganization[];
+  /** svcsync worker's queue, when workers use this warehouse (Postgres); null otherwise. */
+  queue: (QueueDepth & { schema: string }) | null;
+  /** What a running daemon is doing now (its `/status.json`); null from `svcsync status`, which reads only the warehouse. */
+  daemon: LiveStatus | null;
+}
+
+/** The status of every connection, organization and stream, and the worker queue, as `status --json` prints it. */
+export async function collectStatusDocument(
+  config: Config,
+  warehouse: Warehouse,
+  now: number,
+  daemon: LiveStatus | null = null,
+): Promise<StatusDocument> {
+  const organizations = await collectStatus(config, warehouse, now);
+  const depth = warehouse.dialect === 'postgres' ? await queueDepth(warehouse.db, config.worker.schema, SYNC_QUEUE) : null;
+  return {
+    generatedAt: new Date(now).toISOString(),
+    organizations,
+    queue: depth ? { schema: config.worker.schema, ...depth } : null,
+    daemon,
+  };
+}
+
 export function statusCommand(cli: Cli): Command {
   return new Command('status')
     .description('show per connection, organization and stream: cursor, last run, rows, requests used today of the budget')
     .option('--json', 'as JSON')
     .action(async (flags: { json?: boolean }) => {
       const rt = loadRuntime(cli.global());
-      const { orgs, queue } = await withWarehouse(rt.config, async (w) => ({
-        orgs: await collectStatus(rt.config, w, rt.clock.now()),
-        // svcsync worker's queue, when workers use this warehouse (Postgres).
-        queue: w.dialect === 'postgres' ? await queueDepth(w.db, rt.config.worker.schema, SYNC_QUEUE) : null,
-      }));
-      if (flags.json) process.stdout.write(`${JSON.stringify(orgs, null, 2)}\n`);
-      else process.stdout.write(renderStatus(orgs) + (queue ? `${queueLine(rt.config.worker.schema, queue)}\n` : ''));
+      const doc = await withWarehouse(rt.config, (w) => collectStatusDocument(rt.config, w, rt.clock.now()));
+      if (flags.json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+      else process.stdout.write(renderStatus(doc.organizations) + (doc.queue ? `${queueLine(doc.queue.schema, doc.queue)}\n` : ''));
     });
 }

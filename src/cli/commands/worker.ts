@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
-import { serveMetrics, type MetricsServer } from '../../scheduler/metrics.js';
+import { serveMetrics } from '../../scheduler/metrics.js';
+import type { HttpServer } from '../../scheduler/http-server.js';
 import { assertWorkerWarehouse, Worker } from '../../scheduler/worker.js';
 import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';
 
@@ -38,7 +39,7 @@ export function workerCommand(cli: Cli): Command {
       const config = { ...rt.config, worker: { ...rt.config.worker, concurrency } };
       const warehouse = await openConfiguredWarehouse(config);
       const worker = new Worker({ config, warehouse, clock: rt.clock, logger: rt.logger, secrets: rt.secrets });
-      let metrics: MetricsServer | null = null;
+      let metrics: HttpServer | null = null;
       let signals = 0;
       let stopped: (() => void) | null = null;
       const done = new Promise<void>((resolve) => (stopped = resolve));

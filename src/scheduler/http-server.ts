@@ -1,0 +1,183 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Clock } from '../core/clock.js';
+import { AddressRateLimit, parseHookUrl, presentedSecret, secretMatches, type HookSettings, type HookTarget } from './hooks.js';
+import type { DaemonMetrics } from './metrics.js';
+
+/** What a hook with a valid secret led to. */
+export type HookResult =
+  | { kind: 'accepted'; runAt: number; coalesced: boolean }
+  | { kind: 'fallback'; reason: string }
+  | { kind: 'unknown'; message: string }
+  | { kind: 'invalid'; message: string };
+
+/** The daemon (or a worker) seen from the HTTP port. */
+export interface HttpTarget {
+  metrics: DaemonMetrics;
+  healthy: () => boolean;
+  /** The status document (`/status.json`) and the page rendered from it (`/`); absent: no status page. */
+  status?: () => Promise<unknown>;
+  page?: (query: string) => Promise<string>;
+  /** Webhooks; absent: /hooks/... is 404. */
+  hooks?: {
+    settings: HookSettings;
+    /** The connection's webhook secret; undefined for an unknown connection or one without hooks. */
+    secretFor: (connection: string) => string | undefined;
+    receive: (target: HookTarget) => Promise<HookResult>;
+  };
+}
+
+export interface HttpServerOptions {
+  port: number;
+  host?: string;
+  /** Basic auth for everything but /healthz and the hooks (which have their own secret). */
+  auth?: { username: string; password: string } | undefined;
+  clock: Clock;
+}
+
+export interface HttpServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+const text = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void => {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...headers }).end(body);
+};
+const json = (res: ServerResponse, status: number, body: unknown): void => {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(`${JSON.stringify(body, null, 2)}\n`);
+};
+
+function authorized(req: IncomingMessage, auth: HttpServerOptions['auth']): boolean {
+  if (!auth) return true;
+  const h = req.headers.authorization ?? '';
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)$/i.exec(h);
+  const presented = m ? Buffer.from(m[1]!, 'base64').toString('utf8') : undefined;
+  return secretMatches(presented, `${auth.username}:${auth.password}`);
+}
+
+/** Reads at most `max` bytes of a body; null when it is longer (the rest is not read). */
+function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    req.on('data', (c: Buffer) => {
+      if (done) return;
+      size += c.length;
+      if (size > max) {
+        done = true;
+        resolve(null);
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      if (!done) resolve(Buffer.concat(chunks));
+    });
+    req.on('error', (err) => {
+      if (!done) reject(err);
+    });
+  });
+}
+
+/**
+ * The daemon's one HTTP port: `/` (status page), `/status.json`, `POST /hooks/...`, `/healthz`
+ * and `/metrics`. Hooks are checked cheapest first: the caller's rate, the body's size, the
+ * secret (constant time; the same 401 whether the connection exists or not), and only then
+ * whether the organization is known (404). The body is never used.
+ */
+export async function serveHttp(target: HttpTarget, options: HttpServerOptions): Promise<HttpServer> {
+  const rate = target.hooks ? new AddressRateLimit(options.clock, target.hooks.settings.per_address_per_minute) : null;
+
+  const onHook = async (req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> => {
+    const hooks = target.hooks!;
+    const rejected = (reason: string): void => target.metrics.hooksRejected.inc({ reason });
+    if (!rate!.allow(req.socket.remoteAddress ?? 'unknown')) {
+      rejected('rate_limited');
+      text(res, 429, 'too many hooks from this address; try again in a minute\n', { 'retry-after': '60' });
+      return;
+    }
+    const max = hooks.settings.max_body_bytes;
+    const declared = Number(req.headers['content-length'] ?? 0);
+    const body = declared > max ? null : await readBody(req, max);
+    if (body === null) {
+      rejected('too_large');
+      res.setHeader('connection', 'close');
+      text(res, 413, `hook body over ${max} bytes\n`);
+      return;
+    }
+    const hook = parseHookUrl(url);
+    if (!hook || !secretMatches(presentedSecret(req.headers, url), hook ? hooks.secretFor(hook.connection) : undefined)) {
+      rejected('unauthorized');
+      text(res, 401, 'unauthorized\n');
+      return;
+    }
+    const result = await hooks.receive(hook);
+    if (result.kind === 'unknown') {
+      rejected('unknown_organization');
+      text(res, 404, `${result.message}\n`);
+    } else if (result.kind === 'invalid') {
+      rejected('bad_request');
+      text(res, 400, `${result.message}\n`);
+    } else if (result.kind === 'fallback') {
+      json(res, 202, { accepted: true, run: 'at the next scheduled fire', reason: result.reason });
+    } else {
+      json(res, 202, { accepted: true, run: new Date(result.runAt).toISOString(), coalesced: result.coalesced });
+    }
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'http://svcsync.invalid');
+    const path = url.pathname;
+    if (path.startsWith('/hooks/') && target.hooks) {
+      if (req.method !== 'POST') return text(res, 405, 'hooks take POST\n', { allow: 'POST' });
+      return onHook(req, res, url);
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'method not allowed\n', { allow: 'GET' });
+    if (path === '/healthz') {
+      const ok = target.healthy();
+      return text(res, ok ? 200 : 503, ok ? 'ok\n' : 'stopping\n');
+    }
+    const known = path === '/metrics' || ((path === '/' || path === '/status.json') && target.status !== undefined);
+    if (!known) return text(res, 404, `not found: try ${target.status ? '/, /status.json, ' : ''}/metrics or /healthz\n`);
+    if (!authorized(req, options.auth)) {
+      return text(res, 401, 'authentication required\n', { 'www-authenticate': 'Basic realm="svcsync", charset="UTF-8"' });
+    }
+    if (path === '/metrics') {
+      const body = await target.metrics.registry.metrics();
+      res.writeHead(200, { 'content-type': target.metrics.registry.contentType }).end(body);
+      return;
+    }
+    if (path === '/status.json') return json(res, 200, await target.status!());
+    const html = await target.page!(url.searchParams.get('q') ?? '');
+    res
+      .writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-store',
+        // Everything is inline and nothing is fetched from elsewhere.
+        'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'",
+      })
+      .end(html);
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (!res.headersSent) text(res, 500, `failed: ${err instanceof Error ? err.message : String(err)}\n`);
+      else res.end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const a = server.address() as AddressInfo;
+  const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+  return {
+    url: `http://${host}:${a.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections?.();
+        server.close(() => resolve());
+      }),
+  };
+}
