@@ -143,7 +143,13 @@ export class Daemon {
     return Promise.resolve(this.hookResult(target));
   }
 
-  private hookResult(target: HookTarget): HookResult {
+  /**
+   * What a hook names, checked against what is scheduled: the organization's incremental jobs
+   * and the trees (top-level streams) of the family to run, or why not (unknown, invalid).
+   */
+  resolveHook(
+    target: HookTarget,
+  ): { kind: 'ok'; key: string; trees: string[]; jobs: JobSpec[] } | Exclude<HookResult, { kind: 'accepted' | 'fallback' }> {
     const connection = this.ctx.config.connections.find((c) => c.name === target.connection)!;
     const family = target.family as Family;
     const org = this.organizations.find(
@@ -181,12 +187,24 @@ export class Daemon {
     }
     if (familyTrees.length === 0)
       return { kind: 'invalid', message: `no incremental stream of ${target.family} is scheduled for this organization` };
-    const key = `${connection.name}\u0000${org.organizationId}`;
-    this.metrics.hooksReceived.inc({ connection: connection.name });
+    const wanted = trees.size ? [...trees] : familyTrees;
+    return {
+      kind: 'ok',
+      key: `${connection.name}\u0000${org.organizationId}`,
+      trees: wanted,
+      jobs: jobs.filter((j) => j.trees.some((t) => wanted.includes(t))),
+    };
+  }
+
+  private hookResult(target: HookTarget): HookResult {
+    const resolved = this.resolveHook(target);
+    if (resolved.kind !== 'ok') return resolved;
+    const { key, trees } = resolved;
+    this.metrics.hooksReceived.inc({ connection: target.connection });
     const fallback = this.hookFallback.get(key);
     if (fallback && fallback.until > this.ctx.clock.now()) return { kind: 'fallback', reason: fallback.reason };
-    const r = this.hooks.add(key, trees.size ? [...trees] : familyTrees);
-    if (r.kind === 'coalesced') this.metrics.hooksCoalesced.inc({ connection: connection.name });
+    const r = this.hooks.add(key, trees);
+    if (r.kind === 'coalesced') this.metrics.hooksCoalesced.inc({ connection: target.connection });
     return { kind: 'accepted', runAt: r.at, coalesced: r.kind === 'coalesced' };
   }
 
@@ -213,7 +231,7 @@ export class Daemon {
   }
 
   /** An extra incremental run fits only above what the scheduled incremental fires until the reset need. */
-  private async hookAllowed(job: JobSpec, now: number): Promise<{ run: boolean; reason: string }> {
+  async hookAllowed(job: JobSpec, now: number): Promise<{ run: boolean; reason: string }> {
     const limiter = await this.limiterFor(job.connection, job.organizationId!);
     if (!limiter) return { run: false, reason: 'connection no longer configured' };
     if (limiter.blockedUntil()) return { run: false, reason: 'the daily quota is spent (429 code 45)' };

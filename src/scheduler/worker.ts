@@ -8,6 +8,8 @@ import type { Timer } from '../core/clock.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import { Daemon, type DaemonContext } from './daemon.js';
 import type { JobSpec } from './jobs.js';
+import type { HookTarget } from './hooks.js';
+import type { HookResult } from './http-server.js';
 import { backoffMs, type JobOutcome } from './scheduler.js';
 
 /** The schedule tick: one a minute, fired by whichever worker's pg-boss wins its cron lock. */
@@ -24,6 +26,8 @@ export interface SyncJobData {
   continuation?: boolean;
   /** Failures in a row before this job: it is the retry of a failed one, queued after its backoff. */
   failures?: number;
+  /** Queued by a webhook: an extra incremental run, started only if the budget allows one. */
+  hook?: boolean;
 }
 
 export interface WorkerContext extends DaemonContext {
@@ -211,6 +215,35 @@ export class Worker {
   }
 
   /**
+   * A webhook with a valid secret, on a worker: queues an extra incremental run of each of the
+   * organization's incremental jobs the hook's streams belong to, due after the debounce delay,
+   * under its own singleton key (`<job id>#hook`), so hooks until it starts coalesce into it and
+   * the scheduled fires are not affected. Any worker takes it; it runs the whole job (hooks that
+   * name other streams of the same job join it).
+   */
+  async receiveHook(target: HookTarget): Promise<HookResult> {
+    const resolved = this.daemon.resolveHook(target);
+    if (resolved.kind !== 'ok') return resolved;
+    const metrics = this.daemon.metrics;
+    metrics.hooksReceived.inc({ connection: target.connection });
+    const delay = Math.ceil(this.ctx.config.daemon.hooks.debounce_ms / 1000);
+    let coalesced = true;
+    for (const job of resolved.jobs) if ((await this.sendHook(job, delay)) !== null) coalesced = false;
+    if (coalesced) metrics.hooksCoalesced.inc({ connection: target.connection });
+    return { kind: 'accepted', runAt: this.ctx.clock.now() + delay * 1000, coalesced };
+  }
+
+  private sendHook(job: JobSpec, afterSeconds: number): Promise<string | null> {
+    const data: SyncJobData = { id: job.id, hook: true };
+    const options = {
+      singletonKey: `${job.id}#hook`,
+      priority: 10 - job.priority,
+      ...(afterSeconds > 0 ? { startAfter: afterSeconds } : {}),
+    };
+    return this.requireBoss().send(SYNC_QUEUE, data, options);
+  }
+
+  /**
    * The schedule tick: claims the span since the last tick (any worker's) in Postgres, so each
    * fire is queued once however many ticks run, and queues each job whose cron fires in it.
    * Returns the ids queued.
@@ -283,9 +316,20 @@ export class Worker {
     if (this.stopping) return this.skipped(data.id, 'busy: stopping');
     const spec = await this.findJob(data.id);
     if (!spec) return this.skipped(data.id, 'busy: the job is no longer configured');
-    if (this.running.has(spec.id)) return this.skipped(spec.id, 'overlap: this process is running it');
+    if (this.running.has(spec.id)) {
+      if (!data.hook) return this.skipped(spec.id, 'overlap: this process is running it');
+      // The change a hook announced may have come after that run read the stream: run again after it.
+      await this.sendHook(spec, BUSY_RETRY_SECONDS);
+      return this.skipped(spec.id, 'busy: a run of this job is going here; the hook run is queued again');
+    }
     const held = this.daemon.scheduler.heldUntil(spec.connection, spec.organizationId);
     if (held) return this.skipped(spec.id, `${held.reason}; resumes at ${new Date(held.until).toISOString()}`);
+    if (data.hook) {
+      // An extra run: only above what the scheduled incremental fires until the reset need.
+      const verdict = await this.daemon.hookAllowed(spec, this.ctx.clock.now());
+      this.daemon.metrics.hookRuns.inc({ connection: spec.connection, result: verdict.run ? 'started' : 'fallback' });
+      if (!verdict.run) return this.skipped(spec.id, `fallback: ${verdict.reason}`);
+    }
     const admission = await this.daemon.admit(spec, this.ctx.clock.now());
     if (!admission.run) return this.skipped(spec.id, admission.reason);
     if (this.stopping) {
@@ -296,7 +340,7 @@ export class Worker {
     if (spec.organizationId !== null && [...this.running.values()].some((r) => r.org === orgKey(spec))) {
       // One organization, one run at a time (its lease is per organization): try again shortly. Checked with
       // no await before `running` is set, so two handlers of this process cannot both pass.
-      await this.send(spec, true, BUSY_RETRY_SECONDS);
+      await (data.hook ? this.sendHook(spec, BUSY_RETRY_SECONDS) : this.send(spec, true, BUSY_RETRY_SECONDS));
       return this.skipped(spec.id, 'busy: another job of this organization runs here; queued again');
     }
     const soft = new AbortController();
@@ -348,7 +392,8 @@ export class Worker {
     const busy = outcome.status === 'busy';
     let continued = false;
     if (cut) continued = (await this.send(spec, true)) !== null;
-    else if (busy && !this.stopping) continued = (await this.send(spec, true, BUSY_RETRY_SECONDS)) !== null;
+    else if (busy && !this.stopping)
+      continued = (await (data.hook ? this.sendHook(spec, BUSY_RETRY_SECONDS) : this.send(spec, true, BUSY_RETRY_SECONDS))) !== null;
     else if ((outcome.failed?.length ?? 0) > 0 && !this.stopping) continued = await this.queueRetry(spec, data.failures ?? 0);
     if (spec.jobClass === 'organizations' && !this.stopping) await this.queueFirstSyncs(knownBefore);
     const level = outcome.status === 'ok' || outcome.status === 'stopped' || outcome.status === 'busy' ? 'info' : 'warn';

@@ -14,7 +14,7 @@ import type { JobOutcome } from '../../src/scheduler/scheduler.js';
 import { queueDepth, queueLine } from '../../src/scheduler/queue-depth.js';
 import { SYNC_QUEUE, Worker, type WorkerContext } from '../../src/scheduler/worker.js';
 import { PG_BASE_URL } from '../helpers/dialects.js';
-import { expectEqualsTruth, startE2E, type E2E } from '../helpers/e2e.js';
+import { expectEqualsTruth, instant, startE2E, type E2E } from '../helpers/e2e.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -248,6 +248,68 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     // The next tick finds the retry waiting: no second job, so no worker retries sooner.
     expect(await worker.send(spec)).toBeNull();
   }, 60_000);
+
+  it('webhooks on a worker: 50 hooks queue one extra run after the debounce, which reads the change', async () => {
+    const e: E2E = await startE2E(
+      'postgres',
+      { scale: 12, organizations: 2, timeScale: 1 },
+      { connection: { webhook_secret: 'worker-hook-secret-0123456789', families: ['inventory'], streams: ['inventory.sales_orders'] } },
+    );
+    cleanups.push(() => e.close());
+    expect((await e.sync()).exitCode).toBe(0);
+    const schema = bossSchema();
+    const config: Config = {
+      ...e.config,
+      daemon: {
+        ...e.config.daemon,
+        schedules: { ...e.config.daemon.schedules, incremental: '0 3 * * *', settings: '0 4 * * *', reconcile: 'off' },
+        hooks: { ...e.config.daemon.hooks, debounce_ms: 1_000 },
+      },
+      worker: { schema, concurrency: 2, slice_minutes: 10 },
+    };
+    const warehouse = await openWarehouse(config.warehouse, { poolSize: 4 });
+    cleanups.push(() => warehouse.close());
+    const finished: Finished[] = [];
+    const worker = new Worker({
+      config,
+      warehouse,
+      clock: e.sandbox.clock,
+      logger: createLogger({ level: 'silent', secrets: e.secrets }),
+      secrets: e.secrets,
+      schedule: false,
+      pollingIntervalSeconds: 0.5,
+      onJob: (f) => finished.push(f),
+    });
+    cleanups.push(() => worker.stop(1_000));
+    await worker.start();
+    const org = e.sandbox.organizations()[0]!.organization_id;
+    e.sandbox.advanceClock(60_000);
+    expect(e.sandbox.mutate({ organizationId: org, modify: 1, streams: ['sales_orders'] }).modified).toBe(1);
+    const target = { connection: 'e2e', family: 'inventory', organizationId: org, streams: [] };
+    const results = [];
+    for (let i = 0; i < 50; i++) results.push(await worker.receiveHook(target));
+    expect(results[0]).toMatchObject({ kind: 'accepted', coalesced: false });
+    expect(results.slice(1).every((r) => r.kind === 'accepted' && r.coalesced)).toBe(true);
+    expect((await worker.receiveHook({ ...target, organizationId: '999999' })).kind).toBe('unknown');
+    const job = `e2e/${org}/incremental`;
+    const until = Date.now() + 30_000;
+    while (Date.now() < until && !finished.some((f) => f.job === job)) await new Promise((r) => setTimeout(r, 100));
+    await drained(schema, [worker], 20_000);
+    expect(finished.filter((f) => f.job === job).map((f) => f.outcome.status)).toEqual(['ok']);
+    const p = e.warehouse.sql.param;
+    const rows = await e.query<{ id: string; m: string }>(
+      'SELECT salesorder_id AS id, last_modified_time AS m FROM inventory_sales_orders ' +
+        `WHERE organization_id = ${p(1)} AND _deleted_at IS NULL`,
+      [org],
+    );
+    const truth = e.sandbox.truth(org, 'inventory', 'sales_orders');
+    expect(new Map(rows.map((r) => [String(r.id), instant(r.m)]))).toEqual(
+      new Map(truth.map((r) => [String(r['salesorder_id']), instant(r['last_modified_time'])])),
+    );
+    const metrics = await worker.daemon.metrics.registry.metrics();
+    expect(metrics).toContain('svcsync_hooks_coalesced_total{connection="e2e"} 49');
+    expect(metrics).toContain('svcsync_hook_runs_total{connection="e2e",result="started"} 1');
+  }, 90_000);
 
   it('refuses a SQLite warehouse with exit 2 and says why (CLI)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'svcsync-worker-'));

@@ -1,11 +1,14 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
-import { serveMetrics } from '../../scheduler/metrics.js';
-import type { HttpServer } from '../../scheduler/http-server.js';
+import { serveHttp, type HttpServer } from '../../scheduler/http-server.js';
+import { renderStatusPage } from '../../scheduler/status-page.js';
+import { collectStatusDocument, type StatusDocument } from './status.js';
 import { assertWorkerWarehouse, Worker } from '../../scheduler/worker.js';
 import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';
 
 interface WorkerFlags {
+  httpPort?: string;
+  httpHost?: string;
   metricsPort?: string;
   metricsHost?: string;
   graceMs?: string;
@@ -26,14 +29,21 @@ export function workerCommand(cli: Cli): Command {
         'SIGTERM/SIGINT stop it gracefully',
     )
     .option('--concurrency <n>', 'sync jobs this process runs at once (default worker.concurrency, 4)')
-    .option('--metrics-port <port>', 'serve /healthz and Prometheus /metrics on this port')
-    .option('--metrics-host <host>', 'address for the metrics endpoint (default 127.0.0.1)')
+    .option('--http-port <port>', 'serve the status page (/), /status.json, webhooks (/hooks/...), /healthz and /metrics on this port')
+    .option('--http-host <host>', 'address the HTTP port binds to (default 127.0.0.1: this machine only)')
+    .option('--metrics-port <port>', 'the same as --http-port (its older name)')
+    .option('--metrics-host <host>', 'the same as --http-host (its older name)')
     .option('--grace-ms <ms>', 'shutdown bound: running jobs finish their page within this (default daemon.shutdown_grace_ms, 30000)')
     .action(async (flags: WorkerFlags) => {
       const rt = loadRuntime(cli.global());
       // Before anything opens: a SQLite warehouse cannot hold the shared queue.
       assertWorkerWarehouse(rt.config.warehouse);
-      const port = intFlag('metrics-port', flags.metricsPort, 0, 65535) ?? rt.config.daemon.metrics_port;
+      const port =
+        intFlag('http-port', flags.httpPort, 0, 65535) ??
+        intFlag('metrics-port', flags.metricsPort, 0, 65535) ??
+        rt.config.daemon.http_port ??
+        rt.config.daemon.metrics_port;
+      const host = flags.httpHost ?? flags.metricsHost ?? rt.config.daemon.http_host ?? rt.config.daemon.metrics_host;
       const graceMs = intFlag('grace-ms', flags.graceMs, 0, 3_600_000) ?? rt.config.daemon.shutdown_grace_ms;
       const concurrency = intFlag('concurrency', flags.concurrency, 1, 64) ?? rt.config.worker.concurrency;
       const config = { ...rt.config, worker: { ...rt.config.worker, concurrency } };
@@ -59,15 +69,26 @@ export function workerCommand(cli: Cli): Command {
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
       try {
-        if (port !== undefined) {
-          metrics = await serveMetrics(worker.daemon.metrics, {
-            port,
-            host: flags.metricsHost ?? config.daemon.metrics_host,
-            healthy: () => !worker.isStopping(),
-          });
-          rt.logger.info({ url: metrics.url }, 'metrics endpoint listening');
-        }
         await worker.start();
+        // After start: hooks queue jobs in pg-boss, which start() installs.
+        if (port !== undefined) {
+          const status = (): Promise<StatusDocument> => collectStatusDocument(config, warehouse, rt.clock.now());
+          metrics = await serveHttp(
+            {
+              metrics: worker.daemon.metrics,
+              healthy: () => !worker.isStopping(),
+              status,
+              page: async (query) => renderStatusPage(await status(), query, rt.clock.now()),
+              hooks: {
+                settings: config.daemon.hooks,
+                secretFor: (connection) => worker.daemon.hookSecret(connection),
+                receive: (target) => worker.receiveHook(target),
+              },
+            },
+            { port, host, auth: config.daemon.http_auth, clock: rt.clock },
+          );
+          rt.logger.info({ url: metrics.url }, 'status page, webhooks and metrics listening');
+        }
         await done;
         await worker.stop(graceMs);
         cli.exit(ExitCode.ok);
