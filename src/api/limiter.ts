@@ -288,12 +288,25 @@ export class OrgLimiter {
     if (t <= this.pausedUntil) return;
     this.pausedUntil = t;
     this.pauseTimer?.cancel();
+    this.pauseTimer = null;
+    this.armPause();
+  }
+
+  /**
+   * Wakes the queue when the hold ends. Armed again by pump while the hold lasts: a timer may
+   * fire a millisecond before the clock reads its instant (Node's timers and Date.now() are
+   * different clocks), and a pump that found the hold still on and armed nothing left the
+   * queue asleep for good; the fleet test's rare "took the organization over ...; waiting one
+   * window" followed by silence.
+   */
+  private armPause(): void {
+    if (this.pauseTimer) return;
     this.pauseTimer = this.clock.setTimeout(
       () => {
         this.pauseTimer = null;
         this.pump();
       },
-      Math.max(0, t - this.clock.now()),
+      Math.max(1, this.pausedUntil - this.clock.now()),
     );
   }
 
@@ -503,7 +516,10 @@ export class OrgLimiter {
         for (const w of this.queue.splice(0)) w.fail(err);
         return;
       }
-      if (this.clock.now() < this.pausedUntil) return;
+      if (this.clock.now() < this.pausedUntil) {
+        this.armPause();
+        return;
+      }
       if (this.running >= this.maxConcurrent || this.slots.length >= this.limits.per_minute) return;
       if (this.granted === 0) {
         this.refill();

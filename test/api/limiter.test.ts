@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Limits } from '../../src/config/plans.js';
-import { FakeClock } from '../../src/core/clock.js';
+import { FakeClock, type Clock } from '../../src/core/clock.js';
 import { QuotaExhaustedError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { LimiterRegistry, MemoryUsageStore, OrgLimiter, type UsageStore } from '../../src/api/limiter.js';
@@ -213,6 +213,32 @@ describe('OrgLimiter: handing the window to the next owner', () => {
     expect(starts).toEqual([]);
     await runAll(clock, jobs, 1);
     expect(starts).toEqual([11_000, 11_000, 11_000, 11_000, 11_000, 12_000]);
+  });
+
+  it('a hold whose timer fires a millisecond before the clock reaches its end still wakes the queue', async () => {
+    // Node's timers and Date.now() are different clocks: a timer can fire 1 ms "early".
+    const fake = new FakeClock(10_000);
+    const early: Clock = {
+      now: () => fake.now(),
+      setTimeout: (fn, ms) => fake.setTimeout(fn, Math.max(1, ms - 1)),
+      sleep: (ms, signal) => fake.sleep(ms, signal),
+    };
+    const b = new OrgLimiter({
+      organizationId: '1',
+      limits: small,
+      timeZone: 'UTC',
+      clock: early,
+      store: new MemoryUsageStore(),
+      logger: silentLogger(),
+    });
+    b.holdUntil(fake.now() + small.window_ms);
+    const starts: number[] = [];
+    const job = b.schedule(instant(() => starts.push(fake.now())));
+    await fake.advance(999);
+    expect(starts).toEqual([]);
+    await fake.advance(10);
+    await job;
+    expect(starts).toEqual([11_000]);
   });
 
   it('a guard that fails after the wait sends nothing and takes no slot; removed, it no longer applies', async () => {
