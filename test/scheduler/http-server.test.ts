@@ -1,0 +1,102 @@
+import { Counter, Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/core/clock.js';
+import { DEFAULT_HOOK_SETTINGS } from '../../src/scheduler/hooks.js';
+import { serveHttp, type HttpServer, type HttpTarget } from '../../src/scheduler/http-server.js';
+import type { DaemonMetrics } from '../../src/scheduler/metrics.js';
+
+/** Just the parts of the daemon's metrics the server touches. */
+function metrics(): DaemonMetrics {
+  const registry = new Registry();
+  const hooksRejected = new Counter({ name: 'svcsync_hooks_rejected_total', help: 'h', labelNames: ['reason'], registers: [registry] });
+  return { registry, hooksRejected } as unknown as DaemonMetrics;
+}
+
+describe('the HTTP port', () => {
+  const servers: HttpServer[] = [];
+  afterEach(async () => {
+    for (const s of servers.splice(0)) await s.close();
+  });
+
+  async function serve(over: Partial<HttpTarget> = {}, auth?: { username: string; password: string }): Promise<string> {
+    const received: unknown[] = [];
+    const target: HttpTarget = {
+      metrics: metrics(),
+      healthy: () => true,
+      status: () => Promise.resolve({ organizations: [] }),
+      page: (q) => Promise.resolve(`<p>page ${q}</p>`),
+      hooks: {
+        settings: DEFAULT_HOOK_SETTINGS,
+        secretFor: (c) => (c === 'main' ? 'the-secret-of-main-0123' : undefined),
+        receive: (t) => {
+          received.push(t);
+          return Promise.resolve({ kind: 'accepted', runAt: 0, coalesced: false });
+        },
+      },
+      ...over,
+    };
+    const s = await serveHttp(target, { port: 0, auth, clock: new FakeClock(0) });
+    servers.push(s);
+    return s.url;
+  }
+
+  it('binds to 127.0.0.1 unless told otherwise', async () => {
+    const url = await serve();
+    expect(new URL(url).hostname).toBe('127.0.0.1');
+  });
+
+  it('with http_auth, the page, /status.json and /metrics ask for basic auth; /healthz stays open', async () => {
+    const url = await serve({}, { username: 'ops', password: 'pa:ss word' });
+    const basic = (u: string, p: string): Record<string, string> => ({
+      authorization: `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`,
+    });
+    for (const path of ['/', '/status.json', '/metrics']) {
+      const none = await fetch(`${url}${path}`);
+      expect(none.status, path).toBe(401);
+      expect(none.headers.get('www-authenticate')).toMatch(/^Basic realm="svcsync"/);
+      expect((await fetch(`${url}${path}`, { headers: basic('ops', 'wrong') })).status, path).toBe(401);
+      expect((await fetch(`${url}${path}`, { headers: basic('ops', 'pa:ss word') })).status, path).toBe(200);
+    }
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    // Hooks use their own secret, not basic auth.
+    expect((await fetch(`${url}/hooks/main/books/1?secret=the-secret-of-main-0123`, { method: 'POST' })).status).toBe(202);
+  });
+
+  it('answers unknown paths with 404, wrong methods with 405, and renders the page with the filter from ?q=', async () => {
+    const url = await serve();
+    expect((await fetch(`${url}/nope`)).status).toBe(404);
+    expect((await fetch(`${url}/status.json`, { method: 'POST' })).status).toBe(405);
+    expect((await fetch(`${url}/hooks/main/books/1`)).status).toBe(405);
+    const page = await fetch(`${url}/?q=acme`);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    expect(await page.text()).toBe('<p>page acme</p>');
+    expect(await (await fetch(`${url}/status.json`)).json()).toEqual({ organizations: [] });
+  });
+
+  it('a hook: too large is refused before the secret, a wrong secret before the organization is looked up', async () => {
+    let looked = 0;
+    const url = await serve({
+      hooks: {
+        settings: { ...DEFAULT_HOOK_SETTINGS, max_body_bytes: 10 },
+        secretFor: () => 'the-secret-of-main-0123',
+        receive: () => {
+          looked++;
+          return Promise.resolve({ kind: 'unknown', message: 'organization 1 is not known' });
+        },
+      },
+    });
+    const big = await fetch(`${url}/hooks/main/books/1?secret=the-secret-of-main-0123`, { method: 'POST', body: 'x'.repeat(11) });
+    expect(big.status).toBe(413);
+    const wrong = await fetch(`${url}/hooks/main/books/1?secret=nope`, { method: 'POST', body: '{}' });
+    expect(wrong.status).toBe(401);
+    expect(looked).toBe(0);
+    const unknown = await fetch(`${url}/hooks/main/books/1`, {
+      method: 'POST',
+      headers: { 'x-svcsync-secret': 'the-secret-of-main-0123' },
+    });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.text()).toContain('not known');
+    expect(looked).toBe(1);
+  });
+});
