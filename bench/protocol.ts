@@ -107,3 +107,31 @@ export interface SqlStat {
   prepareMs: number;
   executeMs: number;
 }
+
+/** The bare loader's run (bench/bare-child.ts): issue 14's yardstick. */
+export interface BareSpec {
+  dialect: 'sqlite' | 'postgres';
+  /** A SQLite file path, or a Postgres URL. */
+  warehouse: string;
+  sandboxUrl: string;
+  credentials: { client_id: string; client_secret: string; refresh_token: string };
+  organizations: string[];
+  /** Qualified list-only streams. */
+  streams: string[];
+  perPage: number;
+}
+
+export type BareResult =
+  | {
+      type: 'bare';
+      elapsedMs: number;
+      records: number;
+      requests: number;
+      cpuUserMs: number;
+      cpuSystemMs: number;
+      peakRssMb: number;
+      /** `family_stream` → rows the loader holds at the end. */
+      tableRows: Record<string, number>;
+      error?: undefined;
+    }
+  | { type: 'bare'; error: string };

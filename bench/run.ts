@@ -52,7 +52,7 @@ import { CATALOG, childStreamsOf } from '../src/catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../src/catalog/types.js';
 import type { RequestLog } from '../src/sandbox/index.js';
 import { summarizeProfile, type CpuProfile, type ProfileSummary } from './profile.js';
-import type { SandboxMessage, SandboxSpec, SqlStat, StreamRef, SyncResult, SyncSpec } from './protocol.js';
+import type { BareResult, BareSpec, SandboxMessage, SandboxSpec, SqlStat, StreamRef, SyncResult, SyncSpec } from './protocol.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repoRoot = resolve(here, '..', '..');
@@ -441,6 +441,8 @@ interface ScenarioResult {
   /** Times of every repetition, s. */
   times: number[];
   sqlStats?: SqlStat[];
+  /** The bare loader on the same sandbox process and records (issue 14). */
+  bare?: BareFigures;
 }
 
 interface ScenarioSpec {
@@ -455,6 +457,68 @@ interface ScenarioSpec {
   profile: boolean;
   /** Not a measurement: excluded from the targets. */
   counted: boolean;
+  /** Also run the bare loader (bench/bare-child.ts) against the same sandbox process and records. */
+  bare?: boolean;
+}
+
+interface BareFigures {
+  elapsedS: number;
+  recordsPerS: number;
+  cpuPct: number;
+  peakRssMb: number;
+  requests: number;
+  rowsMatch: boolean;
+  /** svcsync's list records/s divided by the bare loader's: issue 14's figure. */
+  ratio: number;
+  error?: string;
+}
+
+/** Issue 14's yardstick, in its own process, against the sandbox svcsync just read. */
+async function runBare(
+  s: ScenarioSpec,
+  opts: Options,
+  ready: Ready,
+  svcsyncRecordsPerS: number,
+  counts: Array<{ table: string; want: number }>,
+): Promise<BareFigures> {
+  const warehouse = await freshWarehouse(s.dialect, opts.pgUrl);
+  try {
+    const spec: BareSpec = {
+      dialect: s.dialect,
+      warehouse: s.dialect === 'sqlite' ? warehouse.url.slice('sqlite:'.length) : warehouse.url,
+      sandboxUrl: ready.url,
+      credentials: ready.credentials,
+      organizations: ready.organizations,
+      streams: s.streams ?? [],
+      perPage: opts.perPage,
+    };
+    const child = fork(join(here, 'bare-child.js'), [JSON.stringify(spec)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    try {
+      const r = await waitMessage(
+        child,
+        (m) => ((m as { type?: string }).type === 'bare' ? (m as BareResult) : undefined),
+        opts.timeoutS * 1000,
+        'bare loader',
+      );
+      if (r.error !== undefined) throw new Error(`bare loader: ${r.error}`);
+      const elapsedS = r.elapsedMs / 1000;
+      const recordsPerS = r.records / elapsedS;
+      const rowsMatch = counts.every((c) => r.tableRows[c.table] === c.want);
+      return {
+        elapsedS,
+        recordsPerS,
+        cpuPct: (100 * (r.cpuUserMs + r.cpuSystemMs)) / r.elapsedMs,
+        peakRssMb: r.peakRssMb,
+        requests: r.requests,
+        rowsMatch,
+        ratio: svcsyncRecordsPerS / recordsPerS,
+      };
+    } finally {
+      kill(child);
+    }
+  } finally {
+    await warehouse.drop().catch(() => undefined);
+  }
 }
 
 function apiRequestCount(log: RequestLog): { api: number; token: number; orgLists: number } {
@@ -545,6 +609,13 @@ async function runScenario(s: ScenarioSpec, opts: Options): Promise<ScenarioResu
       ...(result.sqlStats ? { sqlStats: result.sqlStats } : {}),
       ...(result.error ? { error: result.error } : {}),
     };
+    if (s.bare) {
+      const counts = counted.map((r) => ({
+        table: `${r.family}_${r.stream}`,
+        want: Object.values(ready.counts).reduce((a, perOrg) => a + (perOrg[`${r.family}.${r.stream}`] ?? 0), 0),
+      }));
+      out.bare = await runBare(s, opts, ready, out.listRecordsPerS, counts);
+    }
     if (profileDir) {
       const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
       if (file) {
@@ -681,6 +752,34 @@ function renderMarkdown(results: ScenarioResult[], sandbox: { ran: boolean; outp
         fmt(r.clientRequests),
       ]),
     );
+  }
+  const withBare = results.filter((r) => r.bare);
+  if (withBare.length) {
+    lines.push('');
+    lines.push(
+      'Against the bare loader (bench/bare-child.ts: pages 10 at a time, `JSON.parse`, one upsert per record of id, three ' +
+        'columns and the raw JSON, one transaction per page; Postgres: one multi-row upsert per page), run right after ' +
+        'svcsync against the same sandbox process and records. Issue 14 targets svcsync ≥ 0.80 × bare.',
+    );
+    lines.push('');
+    lines.push(
+      '| scenario | svcsync list records/s | bare records/s | svcsync ÷ bare | bare time | bare CPU | bare peak RSS ' +
+        '| bare rows = sandbox |',
+    );
+    lines.push('|---|---:|---:|---:|---:|---:|---:|---|');
+    for (const r of withBare)
+      lines.push(
+        tableRow([
+          r.name,
+          fmt(r.listRecordsPerS),
+          fmt(r.bare!.recordsPerS),
+          r.bare!.ratio.toFixed(2),
+          `${fmt(r.bare!.elapsedS, 1)} s`,
+          `${fmt(r.bare!.cpuPct)}%`,
+          `${fmt(r.bare!.peakRssMb)} MB`,
+          r.bare!.rowsMatch ? 'yes' : 'NO',
+        ]),
+      );
   }
   const mem = results.find((r) => r.name.startsWith('memory'));
   if (mem && mem.checkpoints.length) {
@@ -819,6 +918,7 @@ async function main(): Promise<void> {
       checkpoints: [],
       profile: false,
       counted: true,
+      bare: true,
     },
     {
       name: 'list-postgres',
@@ -830,6 +930,7 @@ async function main(): Promise<void> {
       checkpoints: [],
       profile: false,
       counted: true,
+      bare: true,
     },
     {
       name: 'catalog-sqlite',
@@ -852,6 +953,7 @@ async function main(): Promise<void> {
       checkpoints: [0.1, 0.25, 0.5, 0.75, 1].map(step),
       profile: false,
       counted: true,
+      bare: true,
     },
     {
       name: 'profile-sqlite',
