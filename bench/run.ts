@@ -8,7 +8,9 @@
  *
  * Scenarios:
  *   list-sqlite / list-postgres  a full sync of the list-only streams (no detail or child
- *                                requests) of N organizations: list records/s, requests vs minimum.
+ *                                requests) of N organizations: list records/s, requests vs minimum;
+ *                                then the bare loader (bench/bare-child.ts) on the same sandbox
+ *                                process and records, and svcsync / bare (issue 14). memory-sqlite too.
  *   catalog-sqlite               a full sync of the whole catalog (detail and child requests
  *                                included) at a smaller scale: requests vs minimum, records/s.
  *   memory-sqlite                one stream with 1,000,000 records in one organization:
