@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash as digest } from 'node:crypto';
 import type { Source, StreamSpec } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
 import { unknownFields, type UnknownField } from './drift.js';
@@ -106,7 +106,8 @@ export function normalizeRecord(stream: StreamSpec, raw: Record<string, unknown>
   }
 
   const text = rawText(plan, raw);
-  const hash = createHash('sha1').update(text).digest('hex');
+  // One-shot crypto.hash (Node 20.12+): about three times faster than a Hash object per record.
+  const hash = digest('sha1', text, 'hex');
   row[plan.rawColumn] = text;
   if (plan.writesHash) row._hash = hash;
   row._synced_at = opts.syncedAt;
