@@ -123,7 +123,8 @@ function salesOrderLines(catalog: readonly StreamSpec[]): ViewDef {
     name: 'report_sales_order_lines',
     description:
       'Sales-order line items with their order header and customer, amounts also in the base currency ' +
-      '(item_total × the order\u2019s exchange_rate; the order\u2019s bcy_total as the list sends it, else total × exchange_rate).',
+      '(item_total × the order\u2019s exchange_rate, or ÷ it for an order whose bcy_total shows the rate quoted the other way; ' +
+      'the order\u2019s bcy_total as the list sends it, else total × exchange_rate).',
     sql: [
       'SELECT "o"."organization_id", "o"."salesorder_id", "o"."salesorder_number", "o"."date", "o"."status",',
       '  "o"."customer_id", COALESCE("c"."contact_name", "o"."customer_name") AS "customer_name",',
@@ -131,7 +132,12 @@ function salesOrderLines(catalog: readonly StreamSpec[]): ViewDef {
       '  COALESCE("o"."bcy_total", "o"."total" * "o"."exchange_rate") AS "order_total_bcy",',
       '  "l"."line_item_id", "l"."item_order", "l"."item_id", "l"."name" AS "item_name", "l"."quantity", "l"."unit",',
       '  "l"."rate", "l"."bcy_rate" AS "rate_bcy", "l"."item_total",',
-      '  "l"."item_total" * "o"."exchange_rate" AS "item_total_bcy"',
+      // A37: exchange_rate is read as base units per unit of the order's currency, unless the
+      // order's own bcy_total (sent by the list) is nearer total ÷ rate than total × rate.
+      '  "l"."item_total" * CASE WHEN "o"."bcy_total" IS NOT NULL AND "o"."exchange_rate" > 0',
+      '    AND ABS("o"."bcy_total" - "o"."total" / "o"."exchange_rate")',
+      '      < ABS("o"."bcy_total" - "o"."total" * "o"."exchange_rate")',
+      '    THEN 1.0 / "o"."exchange_rate" ELSE "o"."exchange_rate" END AS "item_total_bcy"',
       `FROM ${live(catalog, 'inventory.sales_orders', 'line_items')} AS "l"`,
       `JOIN ${live(catalog, 'inventory.sales_orders')} AS "o"`,
       '  ON "o"."organization_id" = "l"."organization_id" AND "o"."salesorder_id" = "l"."salesorder_id"',

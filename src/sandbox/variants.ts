@@ -80,6 +80,12 @@ export interface Variants {
    * modified and one created, as `mutate` does. Top-level streams with a change field only.
    */
   changeWhilePagingEvery: number;
+  /**
+   * `exchange_rate` quoted the other way (A37): units of the record's currency per one unit of
+   * the base currency, 1 / the default reading, on every top-level record that carries one.
+   * `bcy_*` amounts are unchanged. Truth holds what is served.
+   */
+  inverseExchangeRate: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -99,6 +105,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   orgIdPerFamily: false,
   defaultFiltersHide: false,
   changeWhilePagingEvery: 0,
+  inverseExchangeRate: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -115,6 +122,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   orgIdPerFamily: true,
   defaultFiltersHide: true,
   changeWhilePagingEvery: 5,
+  inverseExchangeRate: true,
 });
 
 export const VARIANT_NAMES = Object.keys(DEFAULT_VARIANTS) as Array<keyof Variants>;
@@ -203,6 +211,10 @@ export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number
     if (Array.isArray(items) && items.length === 1 && isObject(items[0])) rec['line_items'] = items[0];
     const docs = rec['documents'];
     if (Array.isArray(docs) && g.hash(def.space, slot, 0xd0c) % 2 === 0) rec['documents'] = ['document_id', 'file_name'];
+  }
+  if (v.inverseExchangeRate) {
+    const rate = rec['exchange_rate'];
+    if (typeof rate === 'number' && rate > 0) rec['exchange_rate'] = 1 / rate;
   }
   if (v.extraFields) {
     const r = new Rng(g.hash(def.space, slot, 0xe7a));

@@ -99,7 +99,11 @@ async function viewRows(e: E2E, dialect: Dialect, view: string, organizationId: 
   return e.query<Rec>(`SELECT * FROM "${view}" WHERE "organization_id" = ${param(dialect, 1)}`, [organizationId]);
 }
 
-async function expectSalesOrderLines(e: E2E, dialect: Dialect): Promise<number> {
+/**
+ * `inverse`: the sandbox quotes exchange_rate the other way (variant inverseExchangeRate, A37);
+ * the base-currency amounts expected are the same, at the true rate 1 / exchange_rate.
+ */
+async function expectSalesOrderLines(e: E2E, dialect: Dialect, inverse = false): Promise<number> {
   let n = 0;
   for (const org of e.sandbox.organizations()) {
     const id = org.ids.inventory;
@@ -114,7 +118,7 @@ async function expectSalesOrderLines(e: E2E, dialect: Dialect): Promise<number> 
     for (const row of rows) {
       const { order, line } = expected.get(`${String(row['salesorder_id'])}|${String(row['line_item_id'])}`)!;
       const label = `report_sales_order_lines ${String(row['salesorder_id'])}/${String(row['line_item_id'])}`;
-      const rate = Number(order['exchange_rate']);
+      const rate = inverse ? 1 / Number(order['exchange_rate']) : Number(order['exchange_rate']);
       expect(row['customer_name'], label).toBe(names.get(String(order['customer_id'])) ?? order['customer_name']);
       expect(row['salesorder_number'], label).toBe(order['salesorder_number']);
       expect(row['currency_code'], label).toBe(order['currency_code']);
@@ -314,4 +318,21 @@ describe.each(DIALECTS)('views on %s', (dialect) => {
     await expectLiveViewsEqualTruth(e, dialect);
     await expectModelledViews(e, dialect);
   }, 120_000);
+});
+
+describe('report_sales_order_lines under the other reading of exchange_rate (A37)', () => {
+  let e: E2E;
+  beforeAll(async () => {
+    e = await startE2E('sqlite', { variants: { inverseExchangeRate: true } });
+    expectExit(await e.sync(), 0);
+  }, 180_000);
+  afterAll(async () => {
+    await e?.close();
+  });
+
+  it("takes the direction from each order's bcy_total: base-currency amounts equal the truth's", async () => {
+    const orders = e.sandbox.organizations().flatMap((o) => e.sandbox.truth(o.ids.inventory, 'inventory', 'sales_orders'));
+    expect(orders.some((o) => typeof o['exchange_rate'] === 'number' && o['exchange_rate'] < 1)).toBe(true);
+    expect(await expectSalesOrderLines(e, 'sqlite', true)).toBeGreaterThan(10);
+  });
 });

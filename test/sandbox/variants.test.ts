@@ -382,6 +382,38 @@ describe('extraFields', () => {
   });
 });
 
+describe('inverseExchangeRate', () => {
+  it('quotes exchange_rate the other way (1 / the default), bcy_total unchanged; truth holds what is served', async () => {
+    const plain = await start({ scale: 20, organizations: 3, unlimited: true });
+    const inverse = await start({ scale: 20, organizations: 3, unlimited: true, variants: { inverseExchangeRate: true } });
+    let foreign = 0;
+    for (const org of inverse.orgs.map((o) => o.organization_id)) {
+      // The sales-order list sends bcy_total, the single record exchange_rate (spec 2.x).
+      const list = (await inverse.json('inventory', '/salesorders', org)).body['salesorders'] as Rec[];
+      const plainList = (await plain.json('inventory', '/salesorders', org)).body['salesorders'] as Rec[];
+      const a = plain.sb.truth(org, 'inventory', 'sales_orders');
+      const b = inverse.sb.truth(org, 'inventory', 'sales_orders');
+      expect(b.map((s) => s['salesorder_number'])).toEqual(a.map((s) => s['salesorder_number']));
+      for (const s of a.filter((x) => typeof x['exchange_rate'] === 'number' && x['exchange_rate'] !== 1)) {
+        foreign++;
+        const number = s['salesorder_number'];
+        const t = b.find((x) => x['salesorder_number'] === number)!;
+        expect(t['exchange_rate']).toBeCloseTo(1 / Number(s['exchange_rate']), 12);
+        const served = (await inverse.json('inventory', `/salesorders/${String(t['salesorder_id'])}`, org)).body['salesorder'] as Rec;
+        expect(served['exchange_rate']).toBe(t['exchange_rate']);
+        const listed = list.find((x) => x['salesorder_number'] === number)!;
+        expect(listed['bcy_total']).toBe(plainList.find((x) => x['salesorder_number'] === number)!['bcy_total']);
+        // bcy_total is total at the default reading's rate: now nearer total ÷ exchange_rate.
+        const total = Number(t['total']);
+        const rate = Number(t['exchange_rate']);
+        const bcy = Number(listed['bcy_total']);
+        expect(Math.abs(bcy - total / rate)).toBeLessThan(Math.abs(bcy - total * rate));
+      }
+    }
+    expect(foreign).toBeGreaterThan(0);
+  });
+});
+
 describe('arrayQuirks', () => {
   it('sends one line item as an object and documents as strings; truth counts the rows a client should keep', async () => {
     const options: SandboxOptions = { scale: 60, organizations: 1, unlimited: true };
