@@ -82,6 +82,7 @@ export class Daemon {
   /** Webhooks: coalesced per organization, and where the budget made them fall back to the schedule. */
   private readonly hooks: HookDebouncer;
   private readonly hookFallback = new Map<string, { at: number; until: number; reason: string }>();
+  private startedAt: number | null = null;
 
   constructor(private readonly ctx: DaemonContext) {
     this.catalog = ctx.catalog ?? CATALOG;
@@ -235,10 +236,7 @@ export class Daemon {
     const limiter = await this.limiterFor(job.connection, job.organizationId!);
     if (!limiter) return { run: false, reason: 'connection no longer configured' };
     if (limiter.blockedUntil()) return { run: false, reason: 'the daily quota is spent (429 code 45)' };
-    const orgJobs = this.jobList.filter((j) => j.connection === job.connection && j.organizationId === job.organizationId);
-    const snap = await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId!, {
-      rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))],
-    });
+    const { orgJobs, snap } = await this.orgSnapshot(job.connection, job.organizationId!);
     const estimate = await this.estimate(job, snap);
     const scheduled = await Promise.all(
       orgJobs.filter((j) => j.priority === 0).map(async (j) => ({ job: j, estimate: await this.estimate(j, snap) })),
@@ -280,8 +278,6 @@ export class Daemon {
         })),
     };
   }
-
-  private startedAt: number | null = null;
 
   /** Jobs as scheduled now. */
   jobs(): readonly JobSpec[] {
@@ -358,6 +354,13 @@ export class Daemon {
     return this.limiters.get(organizationId, { limits: connectionLimits(connection), timeZone: connection.quota_reset_time_zone });
   }
 
+  /** The organization's jobs and one snapshot of its state that every one of their estimates can read. */
+  private async orgSnapshot(connection: string, organizationId: string): Promise<{ orgJobs: JobSpec[]; snap: OrgSnapshot }> {
+    const orgJobs = this.jobList.filter((j) => j.connection === connection && j.organizationId === organizationId);
+    const snap = await loadSnapshot(this.ctx.warehouse, connection, organizationId, { rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))] });
+    return { orgJobs, snap };
+  }
+
   /** Estimated requests of a job (0 for discovery, which no organization is charged for). */
   async estimate(job: JobSpec, snap?: OrgSnapshot): Promise<number> {
     if (job.organizationId === null) return 0;
@@ -383,10 +386,7 @@ export class Daemon {
       this.scheduler.pause(job.connection, job.organizationId, blocked.getTime());
       return { run: false, reason: `paused: the daily quota is spent (429 code 45); resumes at ${blocked.toISOString()}` };
     }
-    const orgJobs = this.jobList.filter((j) => j.connection === job.connection && j.organizationId === job.organizationId);
-    const snap = await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, {
-      rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))],
-    });
+    const { orgJobs, snap } = await this.orgSnapshot(job.connection, job.organizationId);
     let effective = job;
     if (job.jobClass === 'backfill') {
       const phases = job.trees.map((t) => ({ t, phase: backfillPhase(t, job, snap) }));

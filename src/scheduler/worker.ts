@@ -209,8 +209,12 @@ export class Worker {
   /** Queues one job; null when the same job is already waiting (policy short, singletonKey = job id). */
   async send(job: JobSpec, continuation = false, afterSeconds = 0, failures = 0): Promise<string | null> {
     const data: SyncJobData = { id: job.id, ...(continuation ? { continuation } : {}), ...(failures > 0 ? { failures } : {}) };
+    return this.enqueue(job, data, job.id, afterSeconds);
+  }
+
+  private enqueue(job: JobSpec, data: SyncJobData, singletonKey: string, afterSeconds: number): Promise<string | null> {
     // pg-boss fetches the highest priority first; the daemon's priority 0 (incremental) is the most urgent.
-    const options = { singletonKey: job.id, priority: 10 - job.priority, ...(afterSeconds > 0 ? { startAfter: afterSeconds } : {}) };
+    const options = { singletonKey, priority: 10 - job.priority, ...(afterSeconds > 0 ? { startAfter: afterSeconds } : {}) };
     return this.requireBoss().send(SYNC_QUEUE, data, options);
   }
 
@@ -234,13 +238,7 @@ export class Worker {
   }
 
   private sendHook(job: JobSpec, afterSeconds: number): Promise<string | null> {
-    const data: SyncJobData = { id: job.id, hook: true };
-    const options = {
-      singletonKey: `${job.id}#hook`,
-      priority: 10 - job.priority,
-      ...(afterSeconds > 0 ? { startAfter: afterSeconds } : {}),
-    };
-    return this.requireBoss().send(SYNC_QUEUE, data, options);
+    return this.enqueue(job, { id: job.id, hook: true }, `${job.id}#hook`, afterSeconds);
   }
 
   /**

@@ -65,6 +65,26 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
   });
 
+  /** One started worker on its own warehouse connection, ticking by hand, that records every job it finishes. */
+  async function startedWorker(e: E2E, config: Config): Promise<{ worker: Worker; finished: Finished[] }> {
+    const warehouse = await openWarehouse(config.warehouse, { poolSize: 4 });
+    cleanups.push(() => warehouse.close());
+    const finished: Finished[] = [];
+    const worker = new Worker({
+      config,
+      warehouse,
+      clock: e.sandbox.clock,
+      logger: createLogger({ level: 'silent', secrets: e.secrets }),
+      secrets: e.secrets,
+      schedule: false,
+      pollingIntervalSeconds: 0.5,
+      onJob: (f) => finished.push(f),
+    });
+    cleanups.push(() => worker.stop(1_000));
+    await worker.start();
+    return { worker, finished };
+  }
+
   it('two workers: the tick queues each due job once, both take jobs, every organization equals the truth', async () => {
     const e: E2E = await startE2E('postgres', { scale: 12, organizations: 6, timeScale: 60 });
     cleanups.push(() => e.close());
@@ -213,21 +233,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
       daemon: { ...e.config.daemon, retry_backoff_ms: 20 * 60_000 },
       worker: { schema, concurrency: 1, slice_minutes: 10 },
     };
-    const warehouse = await openWarehouse(config.warehouse, { poolSize: 4 });
-    cleanups.push(() => warehouse.close());
-    const finished: Finished[] = [];
-    const worker = new Worker({
-      config,
-      warehouse,
-      clock: e.sandbox.clock,
-      logger: createLogger({ level: 'silent', secrets: e.secrets }),
-      secrets: e.secrets,
-      schedule: false,
-      pollingIntervalSeconds: 0.5,
-      onJob: (f) => finished.push(f),
-    });
-    cleanups.push(() => worker.stop(1_000));
-    await worker.start();
+    const { worker, finished } = await startedWorker(e, config);
     const until = Date.now() + 20_000;
     while (Date.now() < until && finished.length === 0) await new Promise((r) => setTimeout(r, 100));
     expect(finished[0]?.outcome.status).toBe('failed');
@@ -267,21 +273,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
       },
       worker: { schema, concurrency: 2, slice_minutes: 10 },
     };
-    const warehouse = await openWarehouse(config.warehouse, { poolSize: 4 });
-    cleanups.push(() => warehouse.close());
-    const finished: Finished[] = [];
-    const worker = new Worker({
-      config,
-      warehouse,
-      clock: e.sandbox.clock,
-      logger: createLogger({ level: 'silent', secrets: e.secrets }),
-      secrets: e.secrets,
-      schedule: false,
-      pollingIntervalSeconds: 0.5,
-      onJob: (f) => finished.push(f),
-    });
-    cleanups.push(() => worker.stop(1_000));
-    await worker.start();
+    const { worker, finished } = await startedWorker(e, config);
     const org = e.sandbox.organizations()[0]!.organization_id;
     e.sandbox.advanceClock(60_000);
     expect(e.sandbox.mutate({ organizationId: org, modify: 1, streams: ['sales_orders'] }).modified).toBe(1);

@@ -1,10 +1,9 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
 import { Daemon } from '../../scheduler/daemon.js';
-import { serveHttp, type HttpServer } from '../../scheduler/http-server.js';
-import { renderStatusPage } from '../../scheduler/status-page.js';
+import type { HttpServer } from '../../scheduler/http-server.js';
+import { httpAddress, serveSyncHttp } from '../http-port.js';
 import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';
-import { collectStatusDocument, type StatusDocument } from './status.js';
 import type { Config } from '../../config/schema.js';
 import type { Clock } from '../../core/clock.js';
 import type { Warehouse } from '../../loaders/warehouse.js';
@@ -38,12 +37,15 @@ export function daemonCommand(cli: Cli): Command {
     .option('--grace-ms <ms>', 'shutdown bound: running jobs finish their page within this (default daemon.shutdown_grace_ms, 30000)')
     .action(async (flags: DaemonFlags) => {
       const rt = loadRuntime(cli.global());
-      const port =
-        intFlag('http-port', flags.httpPort, 65535) ??
-        intFlag('metrics-port', flags.metricsPort, 65535) ??
-        rt.config.daemon.http_port ??
-        rt.config.daemon.metrics_port;
-      const host = flags.httpHost ?? flags.metricsHost ?? rt.config.daemon.http_host ?? rt.config.daemon.metrics_host;
+      const { port, host } = httpAddress(
+        {
+          httpPort: intFlag('http-port', flags.httpPort, 65535),
+          metricsPort: intFlag('metrics-port', flags.metricsPort, 65535),
+          ...(flags.httpHost !== undefined ? { httpHost: flags.httpHost } : {}),
+          ...(flags.metricsHost !== undefined ? { metricsHost: flags.metricsHost } : {}),
+        },
+        rt.config,
+      );
       const graceMs = intFlag('grace-ms', flags.graceMs, 3_600_000) ?? rt.config.daemon.shutdown_grace_ms;
       const warehouse = await openConfiguredWarehouse(rt.config);
       const daemon = new Daemon({
@@ -97,27 +99,25 @@ export function daemonCommand(cli: Cli): Command {
     });
 }
 
-/** The daemon's HTTP port: status page, /status.json, webhooks, /healthz and /metrics. */
+/** The daemon's HTTP port: status page, /status.json (with what it is doing now), webhooks, /healthz and /metrics. */
 export function serveDaemonHttp(
   daemon: Daemon,
   config: Config,
   warehouse: Warehouse,
   clock: Clock,
-  options: { port: number; host?: string },
+  address: { port: number; host?: string },
 ): Promise<HttpServer> {
-  const status = (): Promise<StatusDocument> => collectStatusDocument(config, warehouse, clock.now(), daemon.liveStatus());
-  return serveHttp(
+  return serveSyncHttp(
     {
       metrics: daemon.metrics,
       healthy: () => !daemon.isStopping(),
-      status,
-      page: async (query) => renderStatusPage(await status(), query, clock.now()),
-      hooks: {
-        settings: config.daemon.hooks,
-        secretFor: (connection) => daemon.hookSecret(connection),
-        receive: (target) => daemon.receiveHook(target),
-      },
+      live: () => daemon.liveStatus(),
+      hookSecret: (connection) => daemon.hookSecret(connection),
+      receiveHook: (target) => daemon.receiveHook(target),
     },
-    { port: options.port, host: options.host, auth: config.daemon.http_auth, clock },
+    config,
+    warehouse,
+    clock,
+    address,
   );
 }

@@ -1,8 +1,7 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
-import { serveHttp, type HttpServer } from '../../scheduler/http-server.js';
-import { renderStatusPage } from '../../scheduler/status-page.js';
-import { collectStatusDocument, type StatusDocument } from './status.js';
+import type { HttpServer } from '../../scheduler/http-server.js';
+import { httpAddress, serveSyncHttp } from '../http-port.js';
 import { assertWorkerWarehouse, Worker } from '../../scheduler/worker.js';
 import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';
 
@@ -38,12 +37,15 @@ export function workerCommand(cli: Cli): Command {
       const rt = loadRuntime(cli.global());
       // Before anything opens: a SQLite warehouse cannot hold the shared queue.
       assertWorkerWarehouse(rt.config.warehouse);
-      const port =
-        intFlag('http-port', flags.httpPort, 0, 65535) ??
-        intFlag('metrics-port', flags.metricsPort, 0, 65535) ??
-        rt.config.daemon.http_port ??
-        rt.config.daemon.metrics_port;
-      const host = flags.httpHost ?? flags.metricsHost ?? rt.config.daemon.http_host ?? rt.config.daemon.metrics_host;
+      const { port, host } = httpAddress(
+        {
+          httpPort: intFlag('http-port', flags.httpPort, 0, 65535),
+          metricsPort: intFlag('metrics-port', flags.metricsPort, 0, 65535),
+          ...(flags.httpHost !== undefined ? { httpHost: flags.httpHost } : {}),
+          ...(flags.metricsHost !== undefined ? { metricsHost: flags.metricsHost } : {}),
+        },
+        rt.config,
+      );
       const graceMs = intFlag('grace-ms', flags.graceMs, 0, 3_600_000) ?? rt.config.daemon.shutdown_grace_ms;
       const concurrency = intFlag('concurrency', flags.concurrency, 1, 64) ?? rt.config.worker.concurrency;
       const config = { ...rt.config, worker: { ...rt.config.worker, concurrency } };
@@ -72,20 +74,17 @@ export function workerCommand(cli: Cli): Command {
         await worker.start();
         // After start: hooks queue jobs in pg-boss, which start() installs.
         if (port !== undefined) {
-          const status = (): Promise<StatusDocument> => collectStatusDocument(config, warehouse, rt.clock.now());
-          metrics = await serveHttp(
+          metrics = await serveSyncHttp(
             {
               metrics: worker.daemon.metrics,
               healthy: () => !worker.isStopping(),
-              status,
-              page: async (query) => renderStatusPage(await status(), query, rt.clock.now()),
-              hooks: {
-                settings: config.daemon.hooks,
-                secretFor: (connection) => worker.daemon.hookSecret(connection),
-                receive: (target) => worker.receiveHook(target),
-              },
+              hookSecret: (connection) => worker.daemon.hookSecret(connection),
+              receiveHook: (target) => worker.receiveHook(target),
             },
-            { port, host, auth: config.daemon.http_auth, clock: rt.clock },
+            config,
+            warehouse,
+            rt.clock,
+            { port, host },
           );
           rt.logger.info({ url: metrics.url }, 'status page, webhooks and metrics listening');
         }
