@@ -119,6 +119,13 @@ export interface BareSpec {
   /** Qualified list-only streams. */
   streams: string[];
   perPage: number;
+  /**
+   * 'narrow': id, three scalar columns and the raw JSON (issue 14's yardstick as first written).
+   * 'same-rows': the tables and rows svcsync writes (every catalog column, one table per child array).
+   */
+  shape: 'narrow' | 'same-rows';
+  /** Postgres type of the raw column (svcsync's _raw is jsonb); default 'text'. */
+  rawType?: 'text' | 'jsonb';
 }
 
 export type BareResult =
