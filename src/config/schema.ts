@@ -165,6 +165,17 @@ const syncSchema = z
     lookback_seconds: z.number().int().min(0).default(300),
     /** Organizations synced at once. */
     organization_concurrency: z.number().int().min(1).default(4),
+    /**
+     * Records a process holds between their response and their commit, across every organization,
+     * stream and connection (src/extractors/record-budget.ts): more work at once waits for room
+     * instead of holding more pages, so memory does not grow with organization_concurrency.
+     */
+    max_records_in_flight: z.number().int().min(1).default(2_000),
+    /**
+     * The JavaScript heap a sync process aims to stay under (src/core/heap-budget.ts): past it,
+     * a full garbage collection runs. 0 leaves collection to V8 alone.
+     */
+    heap_budget_mb: z.number().int().min(0).default(96),
     /** Fetch each new or changed event's detail (payload, webhooks): one request per event. */
     event_details: z.boolean().default(false),
     /** Fetch each new or changed user's detail (email_ids, cost_rate, is_employee, created_time): one request per user. */

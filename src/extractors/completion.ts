@@ -10,6 +10,7 @@ import type { StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { fillPath, pages } from './pager.js';
 import { runAll } from './settle.js';
+import { holding } from './record-budget.js';
 import { raiseIfStopped } from './stop.js';
 import { newTally, type StreamTally } from './stream-tally.js';
 import { detailIsEnabled, normalizePage } from './stream-pass.js';
@@ -53,29 +54,31 @@ export async function completeDetails(
         raiseIfStopped(ctx);
         const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
         let record: NormalizedRecord | null = null;
-        const syncedAt = ctx.stamp.next();
-        try {
-          const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal, meter: tally.meter });
-          const raw = detail.recordKeys.map((k) => body[k]).find((v) => v && typeof v === 'object' && !Array.isArray(v)) as
-            Record<string, unknown> | undefined;
-          if (!raw) {
-            throw new FatalError(
-              `GET ${stream.family}${path}: the response has none of the keys ${detail.recordKeys.map((k) => `"${k}"`).join(', ')}.`,
-              {
-                hint: `Add the key this API uses to the detail recordKeys of ${qualifiedName(stream)} in src/catalog.`,
-              },
-            );
+        await holding(ctx.records, 1, ctx.signal, async () => {
+          const syncedAt = ctx.stamp.next();
+          try {
+            const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal, meter: tally.meter });
+            const raw = detail.recordKeys.map((k) => body[k]).find((v) => v && typeof v === 'object' && !Array.isArray(v)) as
+              Record<string, unknown> | undefined;
+            if (!raw) {
+              throw new FatalError(
+                `GET ${stream.family}${path}: the response has none of the keys ${detail.recordKeys.map((k) => `"${k}"`).join(', ')}.`,
+                {
+                  hint: `Add the key this API uses to the detail recordKeys of ${qualifiedName(stream)} in src/catalog.`,
+                },
+              );
+            }
+            record = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt, runId: ctx.runId });
+            tally.warnings.addAll(record.warnings);
+            tally.drift.addAll(record.unknown);
+          } catch (error) {
+            if (!isGone(error)) throw error;
           }
-          record = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt, runId: ctx.runId });
-          tally.warnings.addAll(record.warnings);
-          tally.drift.addAll(record.unknown);
-        } catch (error) {
-          if (!isGone(error)) throw error;
-        }
-        await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
-        tally.records++;
-        tally.written++;
-        if (!record) tally.deleted++;
+          await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
+          tally.records++;
+          tally.written++;
+          if (!record) tally.deleted++;
+        });
       }),
     );
   }
@@ -110,43 +113,50 @@ export async function completeChildren(
         const records: NormalizedRecord[] = [];
         let gone = false;
         let pagesRead = 0;
-        try {
-          for await (const page of pages({
-            client: ctx.client,
-            stream: child,
-            organizationId,
-            path,
-            query: { ...(child.query ?? {}) },
-            perPage: ctx.config.sync.per_page,
-            startPage: 1,
-            signal: ctx.signal,
-            stop: ctx.stop,
-            maxPages: MAX_CHILD_PAGES,
-            meter: tally.meter,
-          })) {
-            pagesRead++;
-            records.push(...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally));
+        // The parent's whole list is committed at once, so its pages are held together: the
+        // first page's room is waited for, later pages (rare) grow the share past the cap.
+        await holding(ctx.records, ctx.config.sync.per_page, ctx.signal, async (permit) => {
+          try {
+            for await (const page of pages({
+              client: ctx.client,
+              stream: child,
+              organizationId,
+              path,
+              query: { ...(child.query ?? {}) },
+              perPage: ctx.config.sync.per_page,
+              startPage: 1,
+              signal: ctx.signal,
+              stop: ctx.stop,
+              maxPages: MAX_CHILD_PAGES,
+              meter: tally.meter,
+            })) {
+              pagesRead++;
+              if (pagesRead > 1) permit?.grow(page.records.length);
+              records.push(
+                ...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally),
+              );
+            }
+          } catch (error) {
+            if (!isGone(error)) throw error;
+            gone = true;
           }
-        } catch (error) {
-          if (!isGone(error)) throw error;
-          gone = true;
-        }
-        const syncedAt = ctx.stamp.next();
-        for (const r of records) r.row['_synced_at'] = syncedAt;
-        await commitChildren(ctx, {
-          key,
-          child,
-          parent,
-          parentId,
-          syncedAt,
-          records,
-          parentGone: gone,
-          reason: item.reason as PendingReason,
+          const syncedAt = ctx.stamp.next();
+          for (const r of records) r.row['_synced_at'] = syncedAt;
+          await commitChildren(ctx, {
+            key,
+            child,
+            parent,
+            parentId,
+            syncedAt,
+            records,
+            parentGone: gone,
+            reason: item.reason as PendingReason,
+          });
+          tally.pages += pagesRead;
+          tally.records += records.length;
+          tally.written += records.length;
+          if (gone) tally.deleted++;
         });
-        tally.pages += pagesRead;
-        tally.records += records.length;
-        tally.written += records.length;
-        if (gone) tally.deleted++;
       }),
     );
   }

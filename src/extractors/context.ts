@@ -8,6 +8,7 @@ import type { Logger } from '../core/logger.js';
 import type { Fence } from '../loaders/org-lease.js';
 import type { TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
+import type { RecordBudget } from './record-budget.js';
 import type { StopRequest } from './stop.js';
 
 /** What a stream reports while it runs; the CLI draws bars on a terminal and logs otherwise. */
@@ -87,4 +88,9 @@ export interface SyncContext {
    * set by runSync for the organization it holds. Absent (no check) where no lease applies.
    */
   fence?: Fence;
+  /**
+   * The process's cap on records in flight (`sync.max_records_in_flight`), shared by every
+   * organization and connection it runs. Absent (no cap) where a test drives one unit alone.
+   */
+  records?: RecordBudget;
 }

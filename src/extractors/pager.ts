@@ -1,6 +1,7 @@
 import type { ApiClient, RequestMeter } from '../api/client.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
+import type { Permit, RecordBudget } from './record-budget.js';
 import { neverStop, raiseIfStopped, type StopRequest } from './stop.js';
 
 export type RawRecord = Record<string, unknown>;
@@ -27,6 +28,12 @@ export interface PagerRequest {
   maxPages: number;
   /** Counts every request sent for this walk, retries included, for the stream's report. */
   meter?: RequestMeter | undefined;
+  /**
+   * The process's cap on records in flight (src/extractors/record-budget.ts): each page takes
+   * `perPage` of it before it is requested and gives it back when the caller asks for the next
+   * page (it has committed this one). Absent: no cap (verify, tests).
+   */
+  budget?: RecordBudget | undefined;
 }
 
 /** The stream's records in a response, under whichever spelling of the key it uses. */
@@ -137,54 +144,69 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
   };
   const run = { stop: req.stop ?? neverStop, signal: req.signal };
   raiseIfStopped(run);
-  let current = fetchPage(page);
-  for (;;) {
-    const request = `GET ${req.stream.family}${req.path} page ${page}`;
-    const body = await current;
-    const records = recordsOf(req.stream, body, request);
-    const signal = pageSignal(body, records.length, sendsPaging(page) ? req.perPage : DEFAULT_PER_PAGE);
-    const fingerprint = records.length ? records.map((r) => String(r[req.stream.primaryKey])).join('\u0000') : null;
-    walked++;
-    const step = advance({ signal, fingerprint, previousFingerprint, walked, maxPages: req.maxPages });
-    previousFingerprint = fingerprint;
-    if (step.action === 'fail-repeated') {
-      throw new FatalError(
-        `${request}: the server answered with the same records as page ${page - 1}; it seems to ignore the page parameter.`,
-        {
-          hint:
-            'Nothing past the previous page was committed. ' +
-            'Report this; set the stream `paginated` setting in the catalog if the endpoint does not page.',
+  const budget = req.budget;
+  // `held` covers the page being read and written; `ahead` the prefetched one.
+  let held: Permit | null = budget ? await budget.acquire(req.perPage, req.signal) : null;
+  let ahead: Permit | null = null;
+  try {
+    let current = fetchPage(page);
+    for (;;) {
+      const request = `GET ${req.stream.family}${req.path} page ${page}`;
+      const body = await current;
+      const records = recordsOf(req.stream, body, request);
+      const signal = pageSignal(body, records.length, sendsPaging(page) ? req.perPage : DEFAULT_PER_PAGE);
+      const fingerprint = records.length ? records.map((r) => String(r[req.stream.primaryKey])).join('\u0000') : null;
+      walked++;
+      const step = advance({ signal, fingerprint, previousFingerprint, walked, maxPages: req.maxPages });
+      previousFingerprint = fingerprint;
+      if (step.action === 'fail-repeated') {
+        throw new FatalError(
+          `${request}: the server answered with the same records as page ${page - 1}; it seems to ignore the page parameter.`,
+          {
+            hint:
+              'Nothing past the previous page was committed. ' +
+              'Report this; set the stream `paginated` setting in the catalog if the endpoint does not page.',
+            request,
+          },
+        );
+      }
+      if (step.action === 'stop-repeated') {
+        // The records were taken with the page before; an empty last page lets the caller finish the pass.
+        yield { page, records: [], hasMore: false };
+        return;
+      }
+      const more = step.action !== 'yield-and-stop';
+      // A prefetch only takes room that is free now: waiting for it while holding this page could
+      // deadlock the cap; without room the next page is asked for after this one is committed.
+      const prefetch = more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted && run.stop.reason() === null;
+      if (prefetch && budget) ahead = budget.tryAcquire(req.perPage);
+      const next = prefetch && (!budget || ahead) ? fetchPage(page + 1) : null;
+      yield { page, records, hasMore: more };
+      if (!more) return;
+      if (step.action === 'fail-max-pages') {
+        throw new FatalError(`${request}: still more pages after ${walked} pages; stopping so the run cannot loop forever.`, {
+          hint: 'The pages read so far are committed and the next run resumes after them.',
           request,
-        },
-      );
+        });
+      }
+      page++;
+      // The caller asked for the next page, so it has committed this one.
+      held?.release();
+      held = null;
+      // A prefetched page was already asked for: it is read and committed before a stop is honoured.
+      if (next) {
+        req.signal.throwIfAborted();
+        [held, ahead] = [ahead, null];
+        current = next;
+      } else {
+        raiseIfStopped(run);
+        if (budget) held = await budget.acquire(req.perPage, req.signal);
+        current = fetchPage(page);
+      }
     }
-    if (step.action === 'stop-repeated') {
-      // The records were taken with the page before; an empty last page lets the caller finish the pass.
-      yield { page, records: [], hasMore: false };
-      return;
-    }
-    const more = step.action !== 'yield-and-stop';
-    const next =
-      more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted && run.stop.reason() === null
-        ? fetchPage(page + 1)
-        : null;
-    yield { page, records, hasMore: more };
-    if (!more) return;
-    if (step.action === 'fail-max-pages') {
-      throw new FatalError(`${request}: still more pages after ${walked} pages; stopping so the run cannot loop forever.`, {
-        hint: 'The pages read so far are committed and the next run resumes after them.',
-        request,
-      });
-    }
-    page++;
-    // A prefetched page was already asked for: it is read and committed before a stop is honoured.
-    if (next) {
-      req.signal.throwIfAborted();
-      current = next;
-    } else {
-      raiseIfStopped(run);
-      current = fetchPage(page);
-    }
+  } finally {
+    held?.release();
+    ahead?.release();
   }
 }
 

@@ -13,6 +13,7 @@ import { migrateToLatest } from '../loaders/migrate.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { WarehouseUsageStore } from '../state/usage-store.js';
 import { Stamp } from './context.js';
+import { RecordBudget } from './record-budget.js';
 
 /** What `sync` and `verify` both start from. */
 export interface RunInputs {
@@ -27,6 +28,8 @@ export interface RunInputs {
   fetch?: typeof fetch;
   limiters?: LimiterRegistry;
   tokens?: TokenCacheRegistry;
+  /** The process's cap on records in flight, when it outlives a run (the daemon's, a worker's). */
+  records?: RecordBudget;
 }
 
 /** A run's shared parts: the organizations' limiters and the connections' tokens outlive a branch. */
@@ -36,6 +39,7 @@ export interface RunSetup {
   catalog: readonly StreamSpec[];
   limiters: LimiterRegistry;
   tokens: TokenCacheRegistry;
+  records: RecordBudget;
   connections: ConnectionConfig[];
 }
 
@@ -65,6 +69,7 @@ export async function setUpRun(options: RunInputs): Promise<RunSetup> {
         timeoutMs: config.sync.request_timeout_ms,
         fetch: options.fetch,
       }),
+    records: options.records ?? new RecordBudget(config.sync.max_records_in_flight),
     connections: selectConnections(config, options.connection),
   };
 }

@@ -187,6 +187,7 @@ function pageRequest(
     stop: ctx.stop,
     maxPages: MAX_PAGES,
     meter: tally.meter,
+    budget: ctx.records,
     // A walk that cannot stop early reads every page anyway: fetch the next while writing this one.
     prefetch: !window.mayStopEarly(),
   };

@@ -1,4 +1,6 @@
 import pLimit from 'p-limit';
+import { watchHeap } from '../core/heap-budget.js';
+import type { RecordBudget } from './record-budget.js';
 import { ApiClient, TokenCacheRegistry, type RequestEvent } from '../api/client.js';
 import { LimiterRegistry, type OrgLimiter } from '../api/limiter.js';
 import { isOrganizationList, type StreamSpec } from '../catalog/types.js';
@@ -46,6 +48,10 @@ export interface SyncRunOptions {
   limiters?: LimiterRegistry;
   /** Token caches that outlive this run (the daemon's), so a run does not refresh the token anew. */
   tokens?: TokenCacheRegistry;
+  /** The process's cap on records in flight, shared by its concurrent runs (the daemon's, a worker's). */
+  records?: RecordBudget;
+  /** The caller keeps the process's heap near `sync.heap_budget_mb` itself (the daemon, workers). */
+  heapWatched?: boolean;
   onRequest?: (e: RequestEvent) => void;
   /**
    * When another process owns an organization (its lease, src/loaders/org-lease.ts): wait for
@@ -87,8 +93,18 @@ export interface SyncSummary {
  * the others carry on.
  */
 export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
+  // A one-off run keeps its own process's heap near the budget; the daemon and workers watch for their whole life.
+  const heap = options.heapWatched ? null : watchHeap(options.config.sync.heap_budget_mb);
+  try {
+    return await syncAll(options);
+  } finally {
+    heap?.stop();
+  }
+}
+
+async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
   const { config, warehouse, clock, logger } = options;
-  const { runId, stamp, catalog, limiters, tokens, connections } = await setUpRun(options);
+  const { runId, stamp, catalog, limiters, tokens, records, connections } = await setUpRun(options);
   const startedAt = stamp.next();
   await startRun(warehouse.db, { runId, command: options.command, startedAt });
   const writer = new TableWriter(warehouse.sql);
@@ -133,6 +149,7 @@ export async function runSync(options: SyncRunOptions): Promise<SyncSummary> {
         runId,
         halt: { authorization: null },
         driftWarned,
+        records,
       };
       try {
         const found =

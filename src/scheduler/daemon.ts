@@ -8,6 +8,8 @@ import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
+import { watchHeap } from '../core/heap-budget.js';
+import { RecordBudget } from '../extractors/record-budget.js';
 import { StopRequested, type StopRequest } from '../extractors/stop.js';
 import { runSync, type SyncSummary } from '../extractors/sync-run.js';
 import { migrateToLatest } from '../loaders/migrate.js';
@@ -69,6 +71,10 @@ export class Daemon {
   readonly scheduler: Scheduler;
   readonly limiters: LimiterRegistry;
   private readonly tokens: TokenCacheRegistry;
+  /** One cap on records in flight for all the jobs this process runs at once. */
+  private readonly records: RecordBudget;
+  /** Stops watching the heap (src/core/heap-budget.ts), which the daemon does for its whole life. */
+  private unwatchHeap: () => void = () => undefined;
   readonly metrics: DaemonMetrics;
   readonly reports = new Map<string, JobReport>();
   private readonly warehouse: Warehouse;
@@ -95,6 +101,7 @@ export class Daemon {
         store: new WarehouseUsageStore(ctx.warehouse.db, () => ctx.clock.now()),
         logger: ctx.logger,
       });
+    this.records = new RecordBudget(ctx.config.sync.max_records_in_flight);
     // One token serves every job.
     this.tokens = new TokenCacheRegistry({
       clock: ctx.clock,
@@ -291,6 +298,7 @@ export class Daemon {
   /** Loads what the warehouse knows, schedules, and discovers organizations at once when none are known. */
   async start(): Promise<void> {
     this.startedAt = this.ctx.clock.now();
+    this.watchHeap();
     await migrateToLatest(this.ctx.warehouse);
     await this.reloadOrganizations();
     this.scheduler.start();
@@ -299,6 +307,21 @@ export class Daemon {
       const job = this.jobList.find((j) => j.connection === c.name && j.jobClass === 'organizations');
       if (job) await this.runNow(job);
     }
+  }
+
+  /**
+   * Keeps the process's heap near `sync.heap_budget_mb` until `stop()` (the daemon's jobs share
+   * one process; a worker process calls this from its own start).
+   */
+  watchHeap(): void {
+    this.unwatchHeap();
+    this.unwatchHeap = watchHeap(this.ctx.config.sync.heap_budget_mb).stop;
+  }
+
+  /** Stops watching the heap (the daemon's stop; a worker's). */
+  unwatch(): void {
+    this.unwatchHeap();
+    this.unwatchHeap = () => undefined;
   }
 
   /** Runs one job outside its schedule (start-up discovery; tests). */
@@ -317,6 +340,7 @@ export class Daemon {
     await this.scheduler.stop(graceMs);
     // Every job has returned, and runSync returns only after each branch committed its last page.
     await this.limiters.flush();
+    this.unwatch();
   }
 
   isStopping(): boolean {
@@ -464,6 +488,8 @@ export class Daemon {
         random: this.ctx.random,
         limiters: this.limiters,
         tokens: this.tokens,
+        records: this.records,
+        heapWatched: true,
         onRequest,
       });
       outcome = outcomeOf(job, summary);

@@ -4,6 +4,7 @@ import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { FatalError } from '../../src/core/errors.js';
 import { advance, fillPath, pageSignal, pages, type Page } from '../../src/extractors/pager.js';
+import { RecordBudget } from '../../src/extractors/record-budget.js';
 import { StopFlag, StopRequested } from '../../src/extractors/stop.js';
 
 const stream = findStream('billing.plans') as StreamSpec;
@@ -183,6 +184,47 @@ describe('pages without page_context (lists may carry it, spec 1)', () => {
     const got = await collect(pages({ ...base, client, stream: unpaged, query: {}, perPage: 200 }));
     expect(got.reduce((a, p) => a + p.records.length, 0)).toBe(250);
     expect(calls).toEqual([{}, { page: 2, per_page: 200 }]);
+  });
+
+  it('with a record budget, holds one page while the caller writes it and gives it back when asked for the next', async () => {
+    const { client } = scripted((p) => body(p, 3));
+    const budget = new RecordBudget(2);
+    const heldWhileWriting: number[] = [];
+    await collect(pages({ ...base, client, stream, budget }), () => void heldWhileWriting.push(budget.inFlight));
+    expect(heldWhileWriting).toEqual([2, 2, 2]);
+    expect(budget.inFlight).toBe(0);
+    expect(budget.peak).toBe(2);
+  });
+
+  it('with a record budget, prefetches only into room that is free, and otherwise asks after the commit', async () => {
+    // Room for one page: no prefetch can be taken, so every page is asked for after the one before is done.
+    const tight = scripted((p) => body(p, 3));
+    const one = new RecordBudget(2);
+    const requestedWhileHolding: number[] = [];
+    await collect(
+      pages({ ...base, client: tight.client, stream, budget: one, prefetch: true }),
+      () => void requestedWhileHolding.push(tight.calls.length),
+    );
+    expect(requestedWhileHolding).toEqual([1, 2, 3]);
+    expect(one.peak).toBe(2);
+    // Room for two: the next page is asked for while the caller holds this one.
+    const roomy = scripted((p) => body(p, 3));
+    const two = new RecordBudget(4);
+    const ahead: number[] = [];
+    await collect(pages({ ...base, client: roomy.client, stream, budget: two, prefetch: true }), () => void ahead.push(roomy.calls.length));
+    expect(ahead).toEqual([2, 3, 3]);
+    expect(two.peak).toBe(4);
+    expect(two.inFlight).toBe(0);
+  });
+
+  it('with a record budget, gives everything back when the caller stops early or a page fails', async () => {
+    const budget = new RecordBudget(4);
+    const { client } = scripted((p) => body(p, 5));
+    for await (const p of pages({ ...base, client, stream, budget, prefetch: true })) if (p.page === 2) break;
+    expect(budget.inFlight).toBe(0);
+    const failing = scripted((p) => (p === 2 ? { code: 0, message: 'success' } : body(p, 5)));
+    await expect(collect(pages({ ...base, client: failing.client, stream, budget, prefetch: true }))).rejects.toThrow();
+    expect(budget.inFlight).toBe(0);
   });
 
   it('prefetches the next page only while pages are full', async () => {

@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
 import { CompiledQuery } from 'kysely';
 import { parseConfig } from '../../src/config/load.js';
+import type { RecordBudget } from '../../src/extractors/record-budget.js';
 import type { Config } from '../../src/config/schema.js';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
@@ -20,7 +21,10 @@ export interface E2E {
   config: Config;
   log: CapturedLog;
   secrets: SecretRegistry;
-  sync(mode?: SyncMode, extra?: { since?: string; streams?: string[]; organization?: string }): Promise<SyncSummary>;
+  sync(
+    mode?: SyncMode,
+    extra?: { since?: string; streams?: string[]; organization?: string; records?: RecordBudget },
+  ): Promise<SyncSummary>;
   /** Live (not deleted) ids of a stream's table for one organization. */
   liveIds(organizationId: string, family: Family, stream: string): Promise<string[]>;
   query<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
@@ -73,6 +77,7 @@ export async function startE2E(
         since: extra.since,
         streams: extra.streams,
         organization: extra.organization,
+        records: extra.records,
       }),
     async liveIds(organizationId, family, stream) {
       const id = ID_FIELDS[family][stream]!;
