@@ -131,7 +131,8 @@ export async function completeChildren(
               meter: tally.meter,
             })) {
               pagesRead++;
-              if (pagesRead > 1) permit?.grow(page.records.length);
+              if (pagesRead === 1) permit?.shrinkTo(page.records.length);
+              else permit?.grow(page.records.length);
               records.push(
                 ...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally),
               );

@@ -154,6 +154,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       const request = `GET ${req.stream.family}${req.path} page ${page}`;
       const body = await current;
       const records = recordsOf(req.stream, body, request);
+      held?.shrinkTo(records.length);
       const signal = pageSignal(body, records.length, sendsPaging(page) ? req.perPage : DEFAULT_PER_PAGE);
       const fingerprint = records.length ? records.map((r) => String(r[req.stream.primaryKey])).join('\u0000') : null;
       walked++;

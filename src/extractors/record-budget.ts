@@ -11,7 +11,8 @@
  * - a share larger than the whole cap is granted when nothing else is held, so no page is
  *   refused for being large;
  * - a parent's child list, which must be held whole until its commit, may grow past the cap
- *   (`Permit.grow`): it is one parent's list, and the other units wait meanwhile.
+ *   (`Permit.grow`): it is one parent's list, and the other units wait meanwhile;
+ * - a share sized for a full page shrinks to the records the answer holds (`Permit.shrinkTo`).
  * Waiters are served in arrival order, so a large share is not passed over for ever.
  */
 export class RecordBudget {
@@ -106,6 +107,17 @@ export class Permit {
     if (this.released || extra <= 0) return;
     this.n += extra;
     this.budget.add(extra);
+  }
+
+  /**
+   * Gives back what it holds beyond `records`, once the answer shows how many came: a small
+   * organization's page holds its 8 records, not the 200 it could have had.
+   */
+  shrinkTo(records: number): void {
+    if (this.released || records >= this.n) return;
+    const extra = this.n - Math.max(0, records);
+    this.n -= extra;
+    this.budget.give(extra);
   }
 
   release(): void {

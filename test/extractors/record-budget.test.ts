@@ -75,6 +75,25 @@ describe('RecordBudget', () => {
     expect(budget.inFlight).toBe(0);
   });
 
+  it('shrinkTo gives back what the answer did not need, and lets a waiter in', async () => {
+    const budget = new RecordBudget(200);
+    const page = await budget.acquire(200);
+    let next = false;
+    const waiting = budget.acquire(100).then((p) => ((next = true), p));
+    await settle();
+    expect(next).toBe(false);
+    // The page held 8 records.
+    page.shrinkTo(8);
+    await settle();
+    expect(next).toBe(true);
+    expect(budget.inFlight).toBe(108);
+    page.shrinkTo(50);
+    expect(page.records).toBe(8);
+    page.release();
+    (await waiting).release();
+    expect(budget.inFlight).toBe(0);
+  });
+
   it('an aborted wait leaves the queue and rejects with the reason; those behind it are served', async () => {
     const budget = new RecordBudget(100);
     const held = await budget.acquire(60);
