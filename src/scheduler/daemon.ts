@@ -116,6 +116,7 @@ export class Daemon {
       limiters: this.limiters,
       warehouse: ctx.warehouse,
       quota: { organizations: () => this.organizations },
+      records: this.records,
     });
     const settings = ctx.config.daemon;
     this.scheduler = new Scheduler({

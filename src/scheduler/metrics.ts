@@ -3,6 +3,7 @@ import type { RequestEvent } from '../api/client.js';
 import { svcsyncVersion } from '../api/user-agent.js';
 import type { LimiterRegistry } from '../api/limiter.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import type { RecordBudget } from '../extractors/record-budget.js';
 import { serveHttp, type HttpServer } from './http-server.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { listDrift } from '../state/drift.js';
@@ -34,7 +35,7 @@ export class DaemonMetrics {
   readonly hooksRejected: Counter<'reason'>;
   readonly hookRuns: Counter<'connection' | 'result'>;
 
-  constructor(deps: { clock: Clock; limiters: LimiterRegistry; warehouse: Warehouse; quota: QuotaSource }) {
+  constructor(deps: { clock: Clock; limiters: LimiterRegistry; warehouse: Warehouse; quota: QuotaSource; records?: RecordBudget }) {
     const registers = [this.registry];
     this.requests = new Counter({
       name: 'svcsync_requests_total',
@@ -105,6 +106,22 @@ export class DaemonMetrics {
       registers,
     });
     info.set({ version: svcsyncVersion(), node: process.versions.node }, 1);
+    const records = deps.records;
+    if (records) {
+      new Gauge({
+        name: 'svcsync_records_in_flight',
+        help: 'Records held between their response and their commit, whole process (at most sync.max_records_in_flight, bar one long child list)',
+        registers,
+        collect(this: Gauge) {
+          this.set(records.inFlight);
+        },
+      }).set(0);
+      new Gauge({
+        name: 'svcsync_records_in_flight_limit',
+        help: 'sync.max_records_in_flight: the cap on records held between response and commit',
+        registers,
+      }).set(records.limit);
+    }
     const { clock, limiters, warehouse, quota } = deps;
     const byOrg = (fn: (l: NonNullable<ReturnType<LimiterRegistry['peek']>>) => number) =>
       function (this: Gauge<'organization'>): void {

@@ -3,6 +3,7 @@ import { LimiterRegistry } from '../../src/api/limiter.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
+import { RecordBudget } from '../../src/extractors/record-budget.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { DaemonMetrics } from '../../src/scheduler/metrics.js';
@@ -61,5 +62,20 @@ describe.each(DIALECTS)('_svcsync_drift and its metric, on %s', (dialect) => {
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^svcsync_drift_fields\{connection="c",organization="1",stream="inventory.sales_orders"\} 2$/m);
     expect(text).toMatch(/^svcsync_drift_fields\{connection="c",organization="1",stream="inventory.contacts"\} 1$/m);
+  });
+
+  it('svcsync_records_in_flight reads the process cap on records at each scrape', async () => {
+    const warehouse = await open();
+    const clock = new FakeClock(Date.parse(AT.seenAt));
+    const logger = createLogger({ level: 'silent', secrets: new SecretRegistry() });
+    const limiters = new LimiterRegistry({ clock, store: new WarehouseUsageStore(warehouse.db, () => clock.now()), logger });
+    const records = new RecordBudget(2_000);
+    const metrics = new DaemonMetrics({ clock, limiters, warehouse, quota: { organizations: () => [] }, records });
+    const page = await records.acquire(200);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/^svcsync_records_in_flight 200$/m);
+    expect(text).toMatch(/^svcsync_records_in_flight_limit 2000$/m);
+    page.release();
+    expect(await metrics.registry.metrics()).toMatch(/^svcsync_records_in_flight 0$/m);
   });
 });
