@@ -170,7 +170,7 @@ const syncSchema = z
      * stream and connection (src/extractors/record-budget.ts): more work at once waits for room
      * instead of holding more pages, so memory does not grow with organization_concurrency.
      */
-    max_records_in_flight: z.number().int().min(1).default(2_000),
+    max_records_in_flight: z.number().int().min(1).default(4_000),
     /**
      * The JavaScript heap a sync process aims to stay under (src/core/heap-budget.ts): past it,
      * a full garbage collection runs. 0 leaves collection to V8 alone.
