@@ -110,7 +110,7 @@ export class DaemonMetrics {
     if (records) {
       new Gauge({
         name: 'svcsync_records_in_flight',
-        help: 'Records held between their response and their commit, whole process (at most sync.max_records_in_flight, bar one long child list)',
+        help: 'Records held between their response and their commit, whole process (at most sync.max_records_in_flight)',
         registers,
         collect(this: Gauge) {
           this.set(records.inFlight);
