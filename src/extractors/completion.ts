@@ -55,6 +55,8 @@ export async function completeDetails(
         const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
         let record: NormalizedRecord | null = null;
         await holding(ctx.records, 1, ctx.signal, async () => {
+          // A stop asked for while waiting for room: nothing is sent.
+          raiseIfStopped(ctx);
           const syncedAt = ctx.stamp.next();
           try {
             const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal, meter: tally.meter });
@@ -116,6 +118,7 @@ export async function completeChildren(
         // The parent's whole list is committed at once, so its pages are held together: the
         // first page's room is waited for, later pages (rare) grow the share past the cap.
         await holding(ctx.records, ctx.config.sync.per_page, ctx.signal, async (permit) => {
+          raiseIfStopped(ctx);
           try {
             for await (const page of pages({
               client: ctx.client,

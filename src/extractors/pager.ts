@@ -146,9 +146,14 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
   raiseIfStopped(run);
   const budget = req.budget;
   // `held` covers the page being read and written; `ahead` the prefetched one.
-  let held: Permit | null = budget ? await budget.acquire(req.perPage, req.signal) : null;
+  let held: Permit | null = null;
   let ahead: Permit | null = null;
   try {
+    if (budget) {
+      held = await budget.acquire(req.perPage, req.signal);
+      // A stop asked for while waiting for room: no request is sent.
+      raiseIfStopped(run);
+    }
     let current = fetchPage(page);
     for (;;) {
       const request = `GET ${req.stream.family}${req.path} page ${page}`;
@@ -201,7 +206,10 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
         current = next;
       } else {
         raiseIfStopped(run);
-        if (budget) held = await budget.acquire(req.perPage, req.signal);
+        if (budget) {
+          held = await budget.acquire(req.perPage, req.signal);
+          raiseIfStopped(run);
+        }
         current = fetchPage(page);
       }
     }

@@ -226,6 +226,20 @@ describe('pages without page_context (lists may carry it, spec 1)', () => {
     expect(two.inFlight).toBe(0);
   });
 
+  it('with a record budget, a stop asked for while waiting for room sends no request', async () => {
+    const { client, calls } = scripted((p) => body(p, 3));
+    const budget = new RecordBudget(2);
+    const other = await budget.acquire(2);
+    const stop = new StopFlag();
+    const walk = collect(pages({ ...base, client, stream, budget, stop }));
+    await new Promise((resolve) => setImmediate(resolve));
+    stop.request('shutting down');
+    other.release();
+    await expect(walk).rejects.toBeInstanceOf(StopRequested);
+    expect(calls).toEqual([]);
+    expect(budget.inFlight).toBe(0);
+  });
+
   it('with a record budget, gives everything back when the caller stops early or a page fails', async () => {
     const budget = new RecordBudget(4);
     const { client } = scripted((p) => body(p, 5));
