@@ -116,7 +116,8 @@ export async function completeChildren(
         let gone = false;
         let pagesRead = 0;
         // The parent's whole list is committed at once, so its pages are held together: the
-        // first page's room is waited for, later pages (rare) grow the share past the cap.
+        // first page's room is waited for, then the share holds what has arrived (past the cap
+        // only for a list longer than a page, which is rare).
         await holding(ctx.records, ctx.config.sync.per_page, ctx.signal, async (permit) => {
           raiseIfStopped(ctx);
           try {
@@ -134,11 +135,10 @@ export async function completeChildren(
               meter: tally.meter,
             })) {
               pagesRead++;
-              if (pagesRead === 1) permit?.shrinkTo(page.records.length);
-              else permit?.grow(page.records.length);
               records.push(
                 ...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally),
               );
+              permit?.resizeTo(records.length);
             }
           } catch (error) {
             if (!isGone(error)) throw error;

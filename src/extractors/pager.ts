@@ -145,12 +145,14 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
   const run = { stop: req.stop ?? neverStop, signal: req.signal };
   raiseIfStopped(run);
   const budget = req.budget;
+  // What a request can bring: per_page when it is sent, the server's default page otherwise.
+  const reserve = (n: number): number => (sendsPaging(n) ? req.perPage : DEFAULT_PER_PAGE);
   // `held` covers the page being read and written; `ahead` the prefetched one.
   let held: Permit | null = null;
   let ahead: Permit | null = null;
   try {
     if (budget) {
-      held = await budget.acquire(req.perPage, req.signal);
+      held = await budget.acquire(reserve(page), req.signal);
       // A stop asked for while waiting for room: no request is sent.
       raiseIfStopped(run);
     }
@@ -159,7 +161,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       const request = `GET ${req.stream.family}${req.path} page ${page}`;
       const body = await current;
       const records = recordsOf(req.stream, body, request);
-      held?.shrinkTo(records.length);
+      held?.resizeTo(records.length);
       const signal = pageSignal(body, records.length, sendsPaging(page) ? req.perPage : DEFAULT_PER_PAGE);
       const fingerprint = records.length ? records.map((r) => String(r[req.stream.primaryKey])).join('\u0000') : null;
       walked++;
@@ -185,7 +187,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       // A prefetch only takes room that is free now: waiting for it while holding this page could
       // deadlock the cap; without room the next page is asked for after this one is committed.
       const prefetch = more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted && run.stop.reason() === null;
-      if (prefetch && budget) ahead = budget.tryAcquire(req.perPage);
+      if (prefetch && budget) ahead = budget.tryAcquire(reserve(page + 1));
       const next = prefetch && (!budget || ahead) ? fetchPage(page + 1) : null;
       yield { page, records, hasMore: more };
       if (!more) return;
@@ -207,7 +209,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       } else {
         raiseIfStopped(run);
         if (budget) {
-          held = await budget.acquire(req.perPage, req.signal);
+          held = await budget.acquire(reserve(page), req.signal);
           raiseIfStopped(run);
         }
         current = fetchPage(page);

@@ -10,9 +10,10 @@
  *   for the next one; a prefetch only takes room that is free at once);
  * - a share larger than the whole cap is granted when nothing else is held, so no page is
  *   refused for being large;
- * - a parent's child list, which must be held whole until its commit, may grow past the cap
- *   (`Permit.grow`): it is one parent's list, and the other units wait meanwhile;
- * - a share sized for a full page shrinks to the records the answer holds (`Permit.shrinkTo`).
+ * - a share holds what the answer brought (`Permit.resizeTo`): less than a full page gives the
+ *   rest back; more (a parent's child list, which must be held whole until its commit, or a
+ *   server that sends more than asked) goes past the cap without waiting, and the other units
+ *   wait meanwhile.
  * Waiters are served in arrival order, so a large share is not passed over for ever.
  */
 export class RecordBudget {
@@ -120,16 +121,20 @@ export class Permit {
     this.budget.give(extra);
   }
 
+  /**
+   * Holds exactly what arrived: less than reserved gives the rest back, more (a server that sends
+   * more than it was asked for, a child list past its first page) is held without waiting.
+   */
+  resizeTo(records: number): void {
+    if (records > this.n) this.grow(records - this.n);
+    else this.shrinkTo(records);
+  }
+
   release(): void {
     if (this.released) return;
     this.released = true;
     this.budget.give(this.n);
   }
-}
-
-/** A budget for callers that hold no cap (tests of a single unit, verify). */
-export function unlimitedBudget(): RecordBudget {
-  return new RecordBudget(Number.MAX_SAFE_INTEGER);
 }
 
 /** Runs `work` holding `n` records of `budget` (none when there is no budget), and gives them back however it ends. */

@@ -299,7 +299,7 @@ export class Daemon {
   /** Loads what the warehouse knows, schedules, and discovers organizations at once when none are known. */
   async start(): Promise<void> {
     this.startedAt = this.ctx.clock.now();
-    this.watchHeap();
+    this.startHeapWatch();
     await migrateToLatest(this.ctx.warehouse);
     await this.reloadOrganizations();
     this.scheduler.start();
@@ -314,13 +314,13 @@ export class Daemon {
    * Keeps the process's heap near `sync.heap_budget_mb` until `stop()` (the daemon's jobs share
    * one process; a worker process calls this from its own start).
    */
-  watchHeap(): void {
+  startHeapWatch(): void {
     this.unwatchHeap();
     this.unwatchHeap = watchHeap(this.ctx.config.sync.heap_budget_mb).stop;
   }
 
   /** Stops watching the heap (the daemon's stop; a worker's). */
-  unwatch(): void {
+  stopHeapWatch(): void {
     this.unwatchHeap();
     this.unwatchHeap = () => undefined;
   }
@@ -341,7 +341,7 @@ export class Daemon {
     await this.scheduler.stop(graceMs);
     // Every job has returned, and runSync returns only after each branch committed its last page.
     await this.limiters.flush();
-    this.unwatch();
+    this.stopHeapWatch();
   }
 
   isStopping(): boolean {

@@ -136,7 +136,7 @@ export class Worker {
 
   /** Installs pg-boss (once, whichever worker comes first), its queues, and starts taking jobs. */
   async start(): Promise<void> {
-    this.daemon.watchHeap();
+    this.daemon.startHeapWatch();
     await migrateToLatest(this.ctx.warehouse);
     const boss = new PgBoss({
       connectionString: this.ctx.config.warehouse,
@@ -472,7 +472,7 @@ export class Worker {
       clearTimeout(hardTimer);
     }
     await this.daemon.limiters.flush();
-    this.daemon.unwatch();
+    this.daemon.stopHeapWatch();
     await boss?.stop({ graceful: true, timeout: 1_000, wait: true });
     this.boss = null;
     this.log.info({ worker: this.name }, 'worker stopped');

@@ -205,6 +205,15 @@ describe('pages without page_context (lists may carry it, spec 1)', () => {
     expect(budget.inFlight).toBe(0);
   });
 
+  it('with a record budget, a page larger than asked for (a server that ignores per_page) is held whole', async () => {
+    const { client } = scripted((p) => ({ code: 0, plans: p === 1 ? [{ plan_code: 'a' }, { plan_code: 'b' }, { plan_code: 'c' }] : [] }));
+    const budget = new RecordBudget(10);
+    const held: number[] = [];
+    await collect(pages({ ...base, client, stream, budget }), () => void held.push(budget.inFlight));
+    expect(held).toEqual([3, 0]);
+    expect(budget.inFlight).toBe(0);
+  });
+
   it('with a record budget, prefetches only into room that is free, and otherwise asks after the commit', async () => {
     // Room for one page: no prefetch can be taken, so every page is asked for after the one before is done.
     const tight = scripted((p) => body(p, 3));
