@@ -304,11 +304,18 @@ export class ApiClient {
 
     let body: unknown;
     let parseError: unknown;
+    const repaired: string[] = [];
     try {
-      body = parseJson(text);
+      body = parseJson(text, repaired);
     } catch (err) {
       parseError = err;
     }
+    if (repaired.length)
+      log.warn(
+        { path: built.display, count: repaired.length, fields: repaired.slice(0, 10) },
+        'The response held text with a NUL character or an unpaired surrogate, which a Postgres warehouse cannot store; ' +
+          'each such character was replaced with U+FFFD in the stored rows and _raw. Nothing to do unless the source data should be fixed.',
+      );
     const code = body && typeof body === 'object' ? (body as Record<string, unknown>)['code'] : undefined;
     if (typeof code === 'number') attempt.code = code;
     log.debug({ method: 'GET', path: built.display, status, code: attempt.code, ms: attempt.durationMs, attempt: attemptNo }, 'request');

@@ -69,17 +69,76 @@ export function quoteUnsafeIntegers(text: string): string {
   return parts.join('');
 }
 
+// ES2024 methods Node 20 has (V8 11.3); TypeScript's ES2023 lib does not declare them.
+declare global {
+  interface String {
+    isWellFormed(): boolean;
+    toWellFormed(): string;
+  }
+}
+
+/**
+ * The only ways JSON text can carry a character no warehouse text holds: NUL and surrogates
+ * arrive as `\u` escapes (a raw control character is not valid JSON, and undecodable bytes
+ * were already replaced by the UTF-8 decoder). Escaped pairs (emoji from a server that escapes
+ * everything) match too; they only cost the check of each string.
+ */
+const SUSPECT_ESCAPE = /\\u(?:0000|d[89a-f])/i;
+const REPLACEMENT = '\uFFFD';
+
+/** A string Postgres can store: NUL (refused by text and jsonb) and unpaired surrogates (refused by jsonb) become U+FFFD. */
+function storable(s: string): string | null {
+  const nul = s.includes('\u0000');
+  if (!nul && s.isWellFormed()) return null;
+  return (nul ? s.replaceAll('\u0000', REPLACEMENT) : s).toWellFormed();
+}
+
+/**
+ * Replaces, in place, NUL characters and unpaired surrogates in every string and key of a
+ * parsed body with U+FFFD, noting the path of each value changed (`organizations[0].name`).
+ * SQLite could hold them but Postgres cannot: without this one such character would fail its
+ * page on every run, and the stream would never get past it. Both warehouses get the same text.
+ */
+export function repairStrings(value: unknown, path: string, repaired: string[]): unknown {
+  if (typeof value === 'string') {
+    const fixed = storable(value);
+    if (fixed === null) return value;
+    repaired.push(path || '(body)');
+    return fixed;
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) value[i] = repairStrings(value[i], `${path}[${i}]`, repaired);
+    return value;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  const object = value as Record<string, unknown>;
+  for (const key of Object.keys(object)) {
+    const fixedKey = storable(key);
+    const at = path ? `${path}.${fixedKey ?? key}` : (fixedKey ?? key);
+    const v = repairStrings(object[key], at, repaired);
+    if (fixedKey === null) object[key] = v;
+    else {
+      repaired.push(`${at} (key)`);
+      delete object[key];
+      object[fixedKey] = v;
+    }
+  }
+  return object;
+}
+
 /**
  * JSON.parse that keeps integers too large for a double exact, as strings of their digits
  * (spec 2: identifiers are strings or integers as the responses give them; a record must
- * never silently change its id). Other numbers parse as usual.
+ * never silently change its id). Other numbers parse as usual. Strings holding NUL or an
+ * unpaired surrogate are repaired (`repairStrings`); the paths changed go to `repaired`.
  */
-export function parseJson(text: string): unknown {
+export function parseJson(text: string, repaired: string[] = []): unknown {
+  let value: unknown;
   try {
-    if (!LONG_INTEGER.test(text)) return JSON.parse(text) as unknown;
-    return JSON.parse(quoteUnsafeIntegers(text)) as unknown;
+    value = JSON.parse(LONG_INTEGER.test(text) ? quoteUnsafeIntegers(text) : text) as unknown;
   } catch (err) {
     const snippet = text.slice(0, 80).replace(/\s+/g, ' ');
     throw new InvalidJsonError(`response body is not valid JSON (${text.length} bytes, starting "${snippet}")`, { cause: err });
   }
+  return SUSPECT_ESCAPE.test(text) ? repairStrings(value, '', repaired) : value;
 }

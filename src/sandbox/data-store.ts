@@ -104,7 +104,8 @@ export class OrgData {
     readonly variants: Variants = DEFAULT_VARIANTS,
   ) {
     this.g = new OrgGen(seed, org, scale, startMs);
-    this.shaped = variants.sparseFields > 0 || variants.arrayQuirks || variants.extraFields || variants.inverseExchangeRate;
+    this.shaped =
+      variants.sparseFields > 0 || variants.arrayQuirks || variants.extraFields || variants.inverseExchangeRate || variants.oddText;
     for (const def of STREAMS) {
       this.states.set(`${def.family}.${def.stream}`, new StreamState(def, def.kind === 'top' && def.count ? def.count(scale) : 0));
     }

@@ -86,6 +86,12 @@ export interface Variants {
    * `bcy_*` amounts are unchanged. Truth holds what is served.
    */
   inverseExchangeRate: boolean;
+  /**
+   * Text that no Postgres column holds (A38): on every fourth record one name or description ends in a
+   * NUL character and an unpaired surrogate, sent as the escapes `\u0000\ud800`. Keys and
+   * change times are never touched. Truth holds what is served.
+   */
+  oddText: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -106,6 +112,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   defaultFiltersHide: false,
   changeWhilePagingEvery: 0,
   inverseExchangeRate: false,
+  oddText: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -123,6 +130,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   defaultFiltersHide: true,
   changeWhilePagingEvery: 5,
   inverseExchangeRate: true,
+  oddText: true,
 });
 
 export const VARIANT_NAMES = Object.keys(DEFAULT_VARIANTS) as Array<keyof Variants>;
@@ -215,6 +223,13 @@ export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number
   if (v.inverseExchangeRate) {
     const rate = rec['exchange_rate'];
     if (typeof rate === 'number' && rate > 0) rec['exchange_rate'] = 1 / rate;
+  }
+  if (v.oddText && g.hash(def.space, slot, 0x0dd) % 4 === 0) {
+    let keep = PROTECTED.get(def);
+    if (!keep) PROTECTED.set(def, (keep = protectedFields(def)));
+    // A name or description: free text, never parsed as a number, date, code or status.
+    const field = Object.keys(rec).find((k) => typeof rec[k] === 'string' && !keep.has(k) && /(name|description|notes)$/.test(k));
+    if (field !== undefined) rec[field] = `${rec[field] as string}\u0000\ud800`;
   }
   if (v.extraFields) {
     const r = new Rng(g.hash(def.space, slot, 0xe7a));

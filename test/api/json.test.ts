@@ -74,3 +74,35 @@ describe('quoteUnsafeIntegers', () => {
     });
   });
 });
+
+describe('parseJson: characters no Postgres text holds (A38)', () => {
+  it.each([
+    // body, the value at "v" after parsing, the paths reported
+    ['{"v":"a\\u0000b"}', 'a\uFFFDb', ['v']],
+    ['{"v":"x\\ud800"}', 'x\uFFFD', ['v']],
+    ['{"v":"\\udc00x"}', '\uFFFDx', ['v']],
+    ['{"v":"\\u0000\\ud800\\u0000"}', '\uFFFD\uFFFD\uFFFD', ['v']],
+    // A pair is a character (a server that escapes every non-ASCII one): kept.
+    ['{"v":"\\ud83d\\ude00"}', '\u{1F600}', []],
+    // An escaped backslash before u0000 is text, not an escape: kept.
+    ['{"v":"\\\\u0000"}', '\\u0000', []],
+    ['{"v":"plain"}', 'plain', []],
+  ] as Array<[string, string, string[]]>)('%s', (body, value, paths) => {
+    const repaired: string[] = [];
+    expect((parseJson(body, repaired) as { v: unknown }).v).toBe(value);
+    expect(repaired).toEqual(paths);
+  });
+
+  it('names the path of every value it changed, in arrays and nested objects, and repairs keys', () => {
+    const repaired: string[] = [];
+    const body = parseJson('{"contacts":[{"name":"ok"},{"name":"a\\u0000","tags":["\\ud800"]}],"k\\u0000":1}', repaired);
+    expect(body).toEqual({ contacts: [{ name: 'ok' }, { name: 'a\uFFFD', tags: ['\uFFFD'] }], 'k\uFFFD': 1 });
+    expect(repaired).toEqual(['contacts[1].name', 'contacts[1].tags[0]', 'k\uFFFD (key)']);
+  });
+
+  it('keeps large integers exact on the same pass', () => {
+    const repaired: string[] = [];
+    expect(parseJson('{"id":12345678901234567890,"n":"\\u0000"}', repaired)).toEqual({ id: '12345678901234567890', n: '\uFFFD' });
+    expect(repaired).toEqual(['n']);
+  });
+});

@@ -119,6 +119,28 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(stored.flatMap((r) => JSON.parse(r.warnings!) as unknown[]).length).toBe(counted.length);
   }, 120_000);
 
+  it('A38: names ending in NUL and an unpaired surrogate are stored with U+FFFD on both dialects, and the request is named', async () => {
+    e = await startE2E(dialect, { scale: 20, variants: { oddText: true } }, { sync: { per_page: PER_PAGE } });
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e);
+    const names = (
+      await e.query<{ name: string | null; raw: unknown }>('SELECT contact_name AS name, _raw AS raw FROM inventory_contacts')
+    ).filter((r): r is { name: string; raw: unknown } => r.name?.endsWith('\uFFFD\uFFFD') ?? false);
+    expect(names.length).toBeGreaterThan(0);
+    for (const r of names) {
+      expect(r.name.includes('\u0000')).toBe(false);
+      const raw = (typeof r.raw === 'string' ? JSON.parse(r.raw) : r.raw) as Record<string, unknown>;
+      expect(raw['contact_name']).toBe(r.name);
+    }
+    const warned = warningLines(e).filter((r) => String(r['msg']).includes('NUL character'));
+    expect(warned.length).toBeGreaterThan(0);
+    expect(
+      warned.some((r) => String(r['path']).includes('/contacts') && (r['fields'] as string[]).some((f) => f.endsWith('contact_name'))),
+    ).toBe(true);
+  }, 120_000);
+
   it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
     e = await startE2E(dialect, { scale: 20, preset: 'hostile' }, { sync: { per_page: PER_PAGE } });
     const before = minimumRequests(e.sandbox, PER_PAGE);

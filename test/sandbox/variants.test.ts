@@ -652,3 +652,27 @@ describe('svcsync sandbox --preset / --variant', () => {
     }
   });
 });
+
+describe('oddText', () => {
+  it('ends a name of about one record in four in NUL and an unpaired surrogate; keys untouched; truth holds what is served', async () => {
+    const h = await start({ scale: 40, organizations: 1, unlimited: true, variants: { oddText: true } });
+    const org = h.orgs[0]!.organization_id;
+    const contacts = (await h.json('inventory', '/contacts?per_page=200', org)).body['contacts'] as Rec[];
+    const odd = contacts.filter((c) => Object.values(c).some((v) => typeof v === 'string' && v.endsWith('\u0000\ud800')));
+    expect(odd.length).toBeGreaterThan(contacts.length / 8);
+    expect(odd.length).toBeLessThan(contacts.length / 2);
+    for (const c of odd) {
+      const field = Object.keys(c).find((k) => String(c[k]).endsWith('\u0000\ud800'))!;
+      expect(field).toMatch(/(name|description|notes)$/);
+      expect(String(c['contact_id'])).toMatch(/^\d+$/);
+    }
+    const truth = h.sb.truth(org, 'inventory', 'contacts');
+    const served = odd[0]!;
+    const field = Object.keys(served).find((k) => String(served[k]).endsWith('\u0000\ud800'))!;
+    expect(truth.find((t) => t['contact_id'] === served['contact_id'])![field]).toBe(served[field]);
+    // Off by default.
+    const plain = await start({ scale: 40, organizations: 1, unlimited: true });
+    const plainContacts = (await plain.json('inventory', '/contacts?per_page=200', org)).body['contacts'] as Rec[];
+    expect(plainContacts.some((c) => Object.values(c).some((v) => typeof v === 'string' && v.includes('\u0000')))).toBe(false);
+  });
+});
