@@ -39,6 +39,8 @@
  *   --experiment a,b        apply diagnostic changes in the svcsync process (pragma:<pragma
  *                           text>; see bench/sync-child.ts); the figures are then
  *                           labelled as an experiment and never written to the docs
+ *   --profile-postgres      the same, into Postgres (profile-postgres)
+ *   --no-bare               skip the bare loader runs (svcsync alone, for a quick A/B)
  *   --concurrency N         requests in flight per organization (default 10, the paid-plan limit)
  *   --timeout S             bound on each scenario, seconds (default 600)
  *   --write-docs            write the figures into docs/benchmarks.md (between its markers)
@@ -82,6 +84,10 @@ interface Options {
   profileStreams: string[] | null;
   sqlStats: boolean;
   experiments: string[];
+  /** --no-bare: skip the bare loader runs (a quicker look at svcsync alone). */
+  noBare: boolean;
+  /** --profile-postgres: the list-only run into Postgres under --cpu-prof (not counted). */
+  profilePostgres: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -114,6 +120,8 @@ function parseArgs(argv: string[]): Options {
     'profile-streams',
     'sql-stats',
     'experiment',
+    'no-bare',
+    'profile-postgres',
   ];
   for (const k of flags.keys()) if (!known.includes(k)) throw new Error(`unknown option --${k} (see the header of bench/run.ts)`);
   const quick = flags.has('quick');
@@ -156,6 +164,8 @@ function parseArgs(argv: string[]): Options {
     profileStreams: list('profile-streams'),
     sqlStats: flags.has('sql-stats'),
     experiments: list('experiment') ?? [],
+    noBare: flags.has('no-bare'),
+    profilePostgres: flags.has('profile-postgres'),
   };
 }
 
@@ -627,7 +637,7 @@ async function runScenario(s: ScenarioSpec, opts: Options): Promise<ScenarioResu
       ...(result.sqlStats ? { sqlStats: result.sqlStats } : {}),
       ...(result.error ? { error: result.error } : {}),
     };
-    if (s.bare) {
+    if (s.bare && !opts.noBare) {
       const counts = counted.map((r) => ({
         table: `${r.family}_${r.stream}`,
         want: Object.values(ready.counts).reduce((a, perOrg) => a + (perOrg[`${r.family}.${r.stream}`] ?? 0), 0),
@@ -1001,7 +1011,22 @@ async function main(): Promise<void> {
       profile: true,
       counted: false,
     },
-  ].filter((s) => (s.name === 'profile-sqlite' ? opts.profile || opts.profileStreams !== null : want(s.name))) as ScenarioSpec[];
+    {
+      name: 'profile-postgres',
+      dialect: 'postgres',
+      description: `${opts.profileStreams ? opts.profileStreams.join(', ') : 'list-only streams'} into Postgres, --cpu-prof (not counted)`,
+      organizations: opts.orgs,
+      scale: opts.scale,
+      streams: opts.profileStreams ?? listStreams,
+      checkpoints: [],
+      profile: true,
+      counted: false,
+    },
+  ].filter((s) => {
+    if (s.name === 'profile-sqlite') return opts.profile || opts.profileStreams !== null;
+    if (s.name === 'profile-postgres') return opts.profilePostgres;
+    return want(s.name);
+  }) as ScenarioSpec[];
 
   console.log(
     `svcsync benchmark: ${cpus().length} cores, Node ${process.version}${opts.quick ? ' (quick)' : ''}` +

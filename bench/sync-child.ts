@@ -22,12 +22,36 @@ const MB = 1024 * 1024;
  * they produce are never the benchmark's own):
  *  - pragma:<text>: run `PRAGMA <text>` on the SQLite warehouse after svcsync's own pragmas
  *    (`pragma:wal_autocheckpoint=10000`, `pragma:synchronous=OFF`, ...).
+ *  - drop-foreign-keys: drop the child tables' foreign keys after the migrations (Postgres),
+ *    to see what their checks cost.
+ *  - toast-target: `toast_tuple_target = 8160` on every table (Postgres): rows up to a page are
+ *    not compressed or moved out of line.
+ *  - lz4: every jsonb column compressed with lz4 instead of pglz (Postgres 14+).
  */
 function pragmasOf(experiments: readonly string[]): string[] {
-  return experiments.map((name) => {
-    if (name.startsWith('pragma:')) return name.slice('pragma:'.length);
+  return experiments.flatMap((name) => {
+    if (name.startsWith('pragma:')) return [name.slice('pragma:'.length)];
+    if (name in STATEMENTS) return [];
     throw new Error(`unknown experiment ${name}`);
   });
+}
+
+const STATEMENTS: Record<string, string> = {
+  'drop-foreign-keys': `DO $$ DECLARE r record; BEGIN
+    FOR r IN SELECT conrelid::regclass AS t, conname FROM pg_constraint
+      WHERE contype = 'f' AND connamespace = current_schema()::regnamespace
+    LOOP EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.t, r.conname); END LOOP; END $$`,
+  'toast-target': `DO $$ DECLARE r record; BEGIN
+    FOR r IN SELECT c.oid::regclass AS t FROM pg_class c WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
+    LOOP EXECUTE format('ALTER TABLE %s SET (toast_tuple_target = 8160)', r.t); END LOOP; END $$`,
+  lz4: `DO $$ DECLARE r record; BEGIN
+    FOR r IN SELECT attrelid::regclass AS t, attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+      WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace AND a.atttypid = 'jsonb'::regtype AND NOT a.attisdropped
+    LOOP EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET COMPRESSION lz4', r.t, r.attname); END LOOP; END $$`,
+};
+
+function statementsOf(experiments: readonly string[]): string[] {
+  return experiments.flatMap((name) => (name in STATEMENTS ? [STATEMENTS[name]!] : []));
 }
 
 async function main(): Promise<void> {
@@ -118,6 +142,7 @@ async function main(): Promise<void> {
   try {
     const m0 = performance.now();
     await migrateToLatest(warehouse);
+    for (const statement of statementsOf(spec.experiments ?? [])) await warehouse.db.executeQuery(CompiledQuery.raw(statement));
     const migrateMs = performance.now() - m0;
     const cpu0 = process.cpuUsage();
     t0 = performance.now();

@@ -7,11 +7,12 @@ import type { AnyDb as Db } from '../../src/loaders/db.js';
 import { TableWriter } from '../../src/loaders/table-writer.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { normalizeRecord, type NormalizedRecord } from '../../src/normalize/normalize.js';
-import { WEBHOOK } from '../normalize/fixtures.js';
+import { SALES_ORDER_LIST_ITEM, WEBHOOK } from '../normalize/fixtures.js';
 import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
 const ORG = '10234695';
 const WEBHOOKS = findStream('books.webhooks') as StreamSpec;
+const SALES_ORDERS = findStream('inventory.sales_orders') as StreamSpec;
 const T1 = '2026-11-21T00:00:00.000Z';
 const T2 = '2026-11-21T00:05:00.000Z';
 
@@ -84,5 +85,45 @@ describe.each(DIALECTS)('TableWriter on %s', (dialect) => {
       { webhook_id: WEBHOOK.webhook_id, webhook_name: 'second' },
     ]);
     expect((await rows('SELECT param_value FROM books_webhooks__headers')).map((r) => r['param_value'])).toEqual(['later']);
+  });
+
+  // Postgres receives a page's rows as one JSON parameter (src/loaders/sql-dialect.ts): every
+  // kind of value must come back as a bound parameter would have stored it.
+  it('stores every kind of value as it was normalized: text, empty text, numbers, instants, booleans, JSON', async () => {
+    const { writer, db } = await open();
+    const name = 'Bow"man \\ & Co\n\t\u{1F600} \u00fc \u2028';
+    const order = normalizeRecord(
+      SALES_ORDERS,
+      { ...SALES_ORDER_LIST_ITEM, customer_name: name, reference_number: '', total: '1250.50', bcy_total: 0.1 },
+      { organizationId: ORG, source: 'list', syncedAt: T1 },
+    );
+    await writer.writeRecords(db, [order], T1, () => true);
+    await writer.writeRecords(db, [webhook(T1, { events: ['a', 'b"c'] })], T1, () => true);
+    const [row] = await rows(
+      'SELECT customer_name, reference_number, total, bcy_total, created_time, is_emailed, is_drop_shipment, date, _raw ' +
+        'FROM inventory_sales_orders',
+    );
+    expect(row!['customer_name']).toBe(name);
+    expect(row!['reference_number']).toBe('');
+    expect(Number(row!['total'])).toBe(1250.5);
+    expect(Number(row!['bcy_total'])).toBe(0.1);
+    expect(new Date(row!['created_time'] as string).toISOString()).toBe('2026-11-20T04:45:30.000Z');
+    // Postgres returns booleans, SQLite 1 / 0.
+    expect([row!['is_emailed'], row!['is_drop_shipment']].map((b) => b === true || b === 1)).toEqual([true, false]);
+    expect(String(row!['date'])).toBe('2026-11-20');
+    // JSON columns hold JSON (jsonb on Postgres), not a string of it.
+    const raw = row!['_raw'];
+    const parsed = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Record<string, unknown>;
+    expect(parsed['customer_name']).toBe(name);
+    expect(parsed['unknown_field']).toBe('stays in _raw only');
+    const [hook] = await rows('SELECT events FROM books_webhooks');
+    const events = hook!['events'];
+    expect(typeof events === 'string' ? JSON.parse(events) : events).toEqual(['a', 'b"c']);
+    if (dialect === 'postgres') {
+      const [kinds] = await rows(
+        'SELECT jsonb_typeof(o._raw) AS raw, jsonb_typeof(w.events) AS events FROM inventory_sales_orders o, books_webhooks w',
+      );
+      expect(kinds).toEqual({ raw: 'object', events: 'array' });
+    }
   });
 });
