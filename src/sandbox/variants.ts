@@ -92,6 +92,12 @@ export interface Variants {
    * change times are never touched. Truth holds what is served.
    */
   oddText: boolean;
+  /**
+   * The most records a list page holds (A19; 0: per_page as asked, up to 200). A larger
+   * per_page is not refused: the page is cut to the cap, and `page` counts pages of the cap's
+   * size; `page_context` (when sent) reports the `per_page` used.
+   */
+  perPageCap: number;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -113,6 +119,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   changeWhilePagingEvery: 0,
   inverseExchangeRate: false,
   oddText: false,
+  perPageCap: 0,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -131,6 +138,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   changeWhilePagingEvery: 5,
   inverseExchangeRate: true,
   oddText: true,
+  perPageCap: 0,
 });
 
 export const VARIANT_NAMES = Object.keys(DEFAULT_VARIANTS) as Array<keyof Variants>;
@@ -167,6 +175,10 @@ export function resolveVariants(preset: Preset | undefined, given: Partial<Varia
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
         fail('variants.changeWhilePagingEvery must be a non-negative integer');
       out.changeWhilePagingEvery = value;
+    } else if (k === 'perPageCap') {
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 200)
+        fail('variants.perPageCap must be an integer from 0 (no cap) to 200');
+      out.perPageCap = value;
     } else if (kind === 'number') {
       if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1)
         fail(`variants.${k} must be a probability between 0 and 1`);

@@ -119,6 +119,20 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(stored.flatMap((r) => JSON.parse(r.warnings!) as unknown[]).length).toBe(counted.length);
   }, 120_000);
 
+  it('A19: a server whose pages hold fewer records than per_page asks still gives everything, through page_context', async () => {
+    e = await startE2E(dialect, { scale: 30, variants: { perPageCap: 7 } }, { sync: { per_page: PER_PAGE } });
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e);
+  }, 120_000);
+
+  it("A19: without page_context, sync.per_page set to the server's page size (the documented answer) gives everything", async () => {
+    e = await startE2E(dialect, { scale: 30, variants: { perPageCap: 7, omitPageContext: true } }, { sync: { per_page: 7 } });
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e);
+  }, 120_000);
+
   it('A38: names ending in NUL and an unpaired surrogate are stored with U+FFFD on both dialects, and the request is named', async () => {
     e = await startE2E(dialect, { scale: 20, variants: { oddText: true } }, { sync: { per_page: PER_PAGE } });
     const summary = await e.sync();

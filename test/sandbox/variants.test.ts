@@ -47,12 +47,15 @@ async function walkWithoutContext(h: Harness, family: Family, path: string, key:
 }
 
 describe('variant options', () => {
-  it('are all off by default and the hostile preset turns every one on; explicit variants override the preset', async () => {
+  it('are all off by default and the hostile preset turns every one on (but perPageCap); explicit variants override the preset', async () => {
     const plain = await start({ scale: 1, organizations: 1 });
     expect(plain.sb.variants).toEqual(DEFAULT_VARIANTS);
     const hostile = await start({ scale: 1, organizations: 1, preset: 'hostile' });
     expect(hostile.sb.variants).toEqual(HOSTILE_VARIANTS);
-    for (const name of VARIANT_NAMES) expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);
+    // perPageCap stays off under hostile: with omitPageContext a cap below sync.per_page ends
+    // walks early unless sync.per_page is set to it (A19); its own tests set both.
+    for (const name of VARIANT_NAMES.filter((n) => n !== 'perPageCap'))
+      expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);
     expect(HOSTILE_VARIANTS.ignoreSort.length).toBeGreaterThan(0);
     const mixed = await start({ scale: 1, organizations: 1, preset: 'hostile', variants: { numericIds: false, spurious401Rate: 0 } });
     expect(mixed.sb.variants).toEqual({ ...HOSTILE_VARIANTS, numericIds: false, spurious401Rate: 0 });
@@ -674,5 +677,34 @@ describe('oddText', () => {
     const plain = await start({ scale: 40, organizations: 1, unlimited: true });
     const plainContacts = (await plain.json('inventory', '/contacts?per_page=200', org)).body['contacts'] as Rec[];
     expect(plainContacts.some((c) => Object.values(c).some((v) => typeof v === 'string' && v.includes('\u0000')))).toBe(false);
+  });
+});
+
+describe('perPageCap', () => {
+  it('cuts every page to the cap whatever per_page asked, pages counted at the cap, page_context telling the size used', async () => {
+    const h = await start({ scale: 20, organizations: 1, unlimited: true, variants: { perPageCap: 7 } });
+    const org = h.orgs[0]!.organization_id;
+    const truth = h.sb.truth(org, 'inventory', 'contacts').length;
+    const ids: unknown[] = [];
+    for (let page = 1; ; page++) {
+      const { status, body } = await h.json('inventory', `/contacts?page=${page}&per_page=10`, org);
+      expect(status).toBe(200);
+      const rows = body['contacts'] as Rec[];
+      const context = body['page_context'] as Rec;
+      expect(context['per_page']).toBe(7);
+      expect(rows.length).toBe(Math.min(7, truth - ids.length));
+      ids.push(...rows.map((r) => r['contact_id']));
+      if (context['has_more_page'] !== true) break;
+    }
+    expect(new Set(ids).size).toBe(truth);
+    expect(truth).toBeGreaterThan(14);
+    // A per_page under the cap is served as asked.
+    expect(((await h.json('inventory', '/contacts?per_page=5', org)).body['contacts'] as Rec[]).length).toBe(5);
+  });
+
+  it.each([-1, 2.5, 201, 'x'])('refuses %j', async (value) => {
+    await expect(start({ variants: { perPageCap: value as number } })).rejects.toThrow(
+      /perPageCap must be an integer from 0 \(no cap\) to 200/,
+    );
   });
 });
