@@ -47,7 +47,7 @@ async function walkWithoutContext(h: Harness, family: Family, path: string, key:
 }
 
 describe('variant options', () => {
-  it('are all off by default and the hostile preset turns every one on (but perPageCap); explicit variants override the preset', async () => {
+  it('are all off by default, hostile turns every one on (but perPageCap); explicit variants override the preset', async () => {
     const plain = await start({ scale: 1, organizations: 1 });
     expect(plain.sb.variants).toEqual(DEFAULT_VARIANTS);
     const hostile = await start({ scale: 1, organizations: 1, preset: 'hostile' });
