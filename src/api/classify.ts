@@ -176,6 +176,12 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
       hint: 'the record or path does not exist (it may have been deleted); svcsync does not retry it.',
     });
   }
+  if (status === 400 && /per_page/i.test(serverMessage ?? '')) {
+    return new FatalError(what, {
+      ...details,
+      hint: 'the server refused the page size: set sync.per_page to the largest value it accepts (its maximum is not in the spec; A19).',
+    });
+  }
   if (status === 400) {
     return new FatalError(what, {
       ...details,

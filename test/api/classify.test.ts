@@ -64,6 +64,18 @@ describe('classify', () => {
     expect(e?.request).toBe('GET /inventory/v1/salesorders?organization_id=7');
   });
 
+  it('a refused per_page (a server whose maximum is smaller, A19) says to lower sync.per_page', () => {
+    const body = { code: 2, message: 'Invalid value passed for per_page: must be an integer between 1 and 100' };
+    const e = classify({ ...base, status: 400, body }, NOW)!;
+    expect(e.kind).toBe('fatal');
+    expect(e.message).toContain('Invalid value passed for per_page');
+    expect(e.hint).toMatch(/set sync\.per_page to the largest value it accepts/);
+    // Any other refused parameter keeps the general hint.
+    expect(classify({ ...base, status: 400, body: { code: 2, message: 'Invalid value passed for page' } }, NOW)!.hint).not.toMatch(
+      /per_page/,
+    );
+  });
+
   it('names method, path, status, code and message on a refused request', () => {
     const e = classify({ ...base, status: 400, body: { code: 2, message: 'Invalid value passed for organization_id' } }, NOW)!;
     expect(e.message).toBe(
