@@ -87,9 +87,9 @@ export interface Variants {
    */
   inverseExchangeRate: boolean;
   /**
-   * Text that no Postgres column holds (A38): on every fourth record one name or description ends in a
-   * NUL character and an unpaired surrogate, sent as the escapes `\u0000\ud800`. Keys and
-   * change times are never touched. Truth holds what is served.
+   * Text that no Postgres column holds (A38): on about one record in four, the first name,
+   * description or notes field ends in a NUL character and an unpaired surrogate, sent as the
+   * escapes `\u0000\ud800`. Keys and change times are never touched. Truth holds what is served.
    */
   oddText: boolean;
   /**
@@ -204,6 +204,11 @@ function protectedFields(def: StreamDef): Set<string> {
   return keep;
 }
 const PROTECTED = new Map<StreamDef, Set<string>>();
+function protectedOf(def: StreamDef): Set<string> {
+  let keep = PROTECTED.get(def);
+  if (!keep) PROTECTED.set(def, (keep = protectedFields(def)));
+  return keep;
+}
 
 /**
  * Applies the record-changing variants to a freshly generated record, in place: sparse fields,
@@ -211,8 +216,7 @@ const PROTECTED = new Map<StreamDef, Set<string>>();
  */
 export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number, rec: Rec): Rec {
   if (v.sparseFields > 0) {
-    let keep = PROTECTED.get(def);
-    if (!keep) PROTECTED.set(def, (keep = protectedFields(def)));
+    const keep = protectedOf(def);
     const r = new Rng(g.hash(def.space, slot, 0x5fa5));
     for (const key of Object.keys(rec)) {
       if (rec[key] === undefined) {
@@ -237,8 +241,7 @@ export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number
     if (typeof rate === 'number' && rate > 0) rec['exchange_rate'] = 1 / rate;
   }
   if (v.oddText && g.hash(def.space, slot, 0x0dd) % 4 === 0) {
-    let keep = PROTECTED.get(def);
-    if (!keep) PROTECTED.set(def, (keep = protectedFields(def)));
+    const keep = protectedOf(def);
     // A name or description: free text, never parsed as a number, date, code or status.
     const field = Object.keys(rec).find((k) => typeof rec[k] === 'string' && !keep.has(k) && /(name|description|notes)$/.test(k));
     if (field !== undefined) rec[field] = `${rec[field] as string}\u0000\ud800`;
