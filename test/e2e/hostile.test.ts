@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SyncSummary } from '../../src/extractors/sync-run.js';
+import { CapturedLog, createLogger } from '../../src/core/logger.js';
+import { runVerify } from '../../src/extractors/verify.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectEqualsTruth, expectExit, startE2E, type E2E } from '../helpers/e2e.js';
 import { minimumRequests } from '../helpers/minimum.js';
@@ -173,6 +175,35 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     e.sandbox.advanceClock(60_000);
     expectExit(await e.sync(), 0);
     await expectEqualsTruth(e);
+  }, 180_000);
+
+  it('hostile: verify agrees after a full sync (exit 0), and finds a record deleted behind its back', async () => {
+    e = await startE2E(
+      dialect,
+      { scale: 12, preset: 'hostile', variants: { changeWhilePagingEvery: 0 } },
+      { sync: { per_page: PER_PAGE } },
+    );
+    expectExit(await e.sync(), 0);
+    const env = e;
+    const verify = (): ReturnType<typeof runVerify> =>
+      runVerify({
+        config: env.config,
+        warehouse: env.warehouse,
+        clock: env.sandbox.clock,
+        logger: createLogger({ level: 'warn', secrets: env.secrets, destination: new CapturedLog() }),
+        secrets: env.secrets,
+        signal: new AbortController().signal,
+      });
+    const agreed = await verify();
+    expect(agreed.streams.filter((x) => x.status !== 'agree').map((x) => `${x.organizationId} ${x.stream}: ${x.status}`)).toEqual([]);
+    expect(agreed.exitCode).toBe(0);
+    expect(agreed.streams.length).toBeGreaterThan(0);
+    // A deletion the warehouse has not seen yet: verify reports the row as extra (exit 4).
+    e.sandbox.advanceClock(60_000);
+    e.sandbox.mutate({ modify: 0, create: 0, delete: 1 });
+    const found = await verify();
+    expect(found.exitCode).toBe(4);
+    expect(found.streams.reduce((a, x) => a + x.extraCount, 0)).toBeGreaterThan(0);
   }, 180_000);
 
   it('hostile: modify, create and delete, then an incremental run and a reconcile', async () => {
