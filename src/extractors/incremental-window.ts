@@ -9,12 +9,6 @@ export interface WindowView {
   reachedFloor: boolean;
 }
 
-function later(a: string | null, b: number | null): string | null {
-  if (b === null) return a;
-  if (a === null || Date.parse(a) < b) return new Date(b).toISOString();
-  return a;
-}
-
 /**
  * What a pass learns from the change times on its pages, one page at a time: whether the list
  * really comes newest first as asked, whether it has gone below the floor (the last cursor
@@ -24,7 +18,9 @@ function later(a: string | null, b: number | null): string | null {
 export class IncrementalWindow {
   private previous: number | null = null;
   unsorted: boolean;
-  maxChanged: string | null;
+  /** The newest change seen, as an instant: compared per record, so kept as a number (the text is made when asked). */
+  private maxChangedMs: number | null;
+  private maxChangedText: string | null;
 
   /**
    * @param sortParams the query asking the server for newest first, or null when the pass
@@ -36,7 +32,14 @@ export class IncrementalWindow {
     resumed: { unsorted: boolean; maxChanged: string | null },
   ) {
     this.unsorted = resumed.unsorted;
-    this.maxChanged = resumed.maxChanged;
+    this.maxChangedText = resumed.maxChanged;
+    this.maxChangedMs = resumed.maxChanged === null ? null : Date.parse(resumed.maxChanged);
+  }
+
+  /** The newest change seen so far (ISO-8601 UTC), which becomes the next cursor; null before any. */
+  get maxChanged(): string | null {
+    if (this.maxChangedMs !== null && this.maxChangedText === null) this.maxChangedText = new Date(this.maxChangedMs).toISOString();
+    return this.maxChangedText;
   }
 
   /** The window of a pass; sorting is only asked for when a floor lets the walk stop early. */
@@ -64,7 +67,12 @@ export class IncrementalWindow {
     }
     const floor = this.floorMs;
     const reachedFloor = this.mayStopEarly() && !this.unsorted && changedAt.some((at) => at !== null && at < floor!);
-    for (const at of changedAt) this.maxChanged = later(this.maxChanged, at);
+    for (const at of changedAt) {
+      if (at !== null && (this.maxChangedMs === null || at > this.maxChangedMs)) {
+        this.maxChangedMs = at;
+        this.maxChangedText = null;
+      }
+    }
     return { becameUnsorted, reachedFloor };
   }
 }
