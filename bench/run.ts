@@ -1000,28 +1000,17 @@ async function main(): Promise<void> {
       counted: true,
       bare: true,
     },
-    {
-      name: 'profile-sqlite',
-      dialect: 'sqlite',
-      description: `${opts.profileStreams ? opts.profileStreams.join(', ') : 'list-only streams'} under --cpu-prof (not counted)`,
+    ...(['sqlite', 'postgres'] as const).map((dialect) => ({
+      name: `profile-${dialect}`,
+      dialect,
+      description: `${opts.profileStreams ? opts.profileStreams.join(', ') : 'list-only streams'} into ${dialect}, profiled (not counted)`,
       organizations: opts.orgs,
       scale: opts.scale,
       streams: opts.profileStreams ?? listStreams,
       checkpoints: [],
       profile: true,
       counted: false,
-    },
-    {
-      name: 'profile-postgres',
-      dialect: 'postgres',
-      description: `${opts.profileStreams ? opts.profileStreams.join(', ') : 'list-only streams'} into Postgres, --cpu-prof (not counted)`,
-      organizations: opts.orgs,
-      scale: opts.scale,
-      streams: opts.profileStreams ?? listStreams,
-      checkpoints: [],
-      profile: true,
-      counted: false,
-    },
+    })),
   ].filter((s) => {
     if (s.name === 'profile-sqlite') return opts.profile || opts.profileStreams !== null;
     if (s.name === 'profile-postgres') return opts.profilePostgres;
