@@ -397,13 +397,13 @@ export class SandboxServer {
           return { status: 200, body: `{"code":0,"message":"success","${route.key}":${toJson(rec, data.org.idStyle)}}` };
         }
         const all = data.children(def, parent);
-        const { page, perPage } = paging(query, this.v.perPageCap);
+        const { page, perPage } = paging(query, this.v);
         const items = all.slice((page - 1) * perPage, page * perPage).map((c) => toJson(data.listShape(def, c), data.org.idStyle));
         return this.page(route.key, items, page, perPage, all.length, def.reportName, '', 'A');
       }
       case 'all-children': {
         const { parents, index } = data.allChildren(def);
-        const { page, perPage } = paging(query, this.v.perPageCap);
+        const { page, perPage } = paging(query, this.v);
         const items: string[] = [];
         const end = Math.min(parents.length, page * perPage);
         for (let i = (page - 1) * perPage; i < end; i++) {
@@ -422,7 +422,7 @@ export class SandboxServer {
   }
 
   private list(route: Route, def: StreamDef, data: OrgData, query: URLSearchParams): Answer {
-    const { page, perPage } = paging(query, this.v.perPageCap);
+    const { page, perPage } = paging(query, this.v);
     let predicate: ((rec: Record<string, unknown>) => boolean) | undefined;
     let filterKey = '';
     if (def.filter) {
@@ -516,10 +516,13 @@ export class SandboxServer {
   }
 }
 
-/** `cap` (variant perPageCap, 0 = none): the most records a page holds, whatever per_page asked. */
-function paging(query: URLSearchParams, cap: number): { page: number; perPage: number } {
-  const perPage = intParam(query, 'per_page', 200, MAX_PER_PAGE);
-  return { page: intParam(query, 'page', 1, Number.MAX_SAFE_INTEGER), perPage: cap > 0 ? Math.min(perPage, cap) : perPage };
+/** The page asked for, and its size: per_page as asked, or as variants fixedPageSize / perPageCap make it. */
+function paging(query: URLSearchParams, v: Pick<Variants, 'perPageCap' | 'fixedPageSize'>): { page: number; perPage: number } {
+  const asked = intParam(query, 'per_page', 200, MAX_PER_PAGE);
+  let perPage = asked;
+  if (v.fixedPageSize > 0) perPage = v.fixedPageSize;
+  else if (v.perPageCap > 0) perPage = Math.min(asked, v.perPageCap);
+  return { page: intParam(query, 'page', 1, Number.MAX_SAFE_INTEGER), perPage };
 }
 
 function intParam(query: URLSearchParams, name: string, fallback: number, max: number): number {

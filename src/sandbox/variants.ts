@@ -98,6 +98,12 @@ export interface Variants {
    * size; `page_context` (when sent) reports the `per_page` used.
    */
   perPageCap: number;
+  /**
+   * Every list page holds this many records (the last one fewer), whatever per_page asked,
+   * more or fewer (A19; 0: off; overrides perPageCap). `page` counts pages of this size and
+   * `page_context` (when sent) reports it: a server that ignores per_page.
+   */
+  fixedPageSize: number;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -120,6 +126,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   inverseExchangeRate: false,
   oddText: false,
   perPageCap: 0,
+  fixedPageSize: 0,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -139,6 +146,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   inverseExchangeRate: true,
   oddText: true,
   perPageCap: 0,
+  fixedPageSize: 0,
 });
 
 export const VARIANT_NAMES = Object.keys(DEFAULT_VARIANTS) as Array<keyof Variants>;
@@ -175,10 +183,10 @@ export function resolveVariants(preset: Preset | undefined, given: Partial<Varia
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
         fail('variants.changeWhilePagingEvery must be a non-negative integer');
       out.changeWhilePagingEvery = value;
-    } else if (k === 'perPageCap') {
+    } else if (k === 'perPageCap' || k === 'fixedPageSize') {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 200)
-        fail('variants.perPageCap must be an integer from 0 (no cap) to 200');
-      out.perPageCap = value;
+        fail(`variants.${k} must be an integer from 0 (off) to 200`);
+      out[k] = value;
     } else if (kind === 'number') {
       if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1)
         fail(`variants.${k} must be a probability between 0 and 1`);

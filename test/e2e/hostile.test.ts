@@ -135,6 +135,25 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     await expectEqualsTruth(e);
   }, 120_000);
 
+  it.each([
+    ['with page_context', true],
+    ['without page_context', false],
+  ])(
+    'A19: a server that ignores per_page and sends more a page gives everything, %s, within a small record budget',
+    async (_, context) => {
+      e = await startE2E(
+        dialect,
+        { scale: 60, variants: { fixedPageSize: 25, omitPageContext: !context } },
+        { sync: { per_page: PER_PAGE, max_records_in_flight: 40 } },
+      );
+      const summary = await e.sync();
+      expect(streamFailures(summary)).toEqual([]);
+      expectExit(summary, 0);
+      await expectEqualsTruth(e);
+    },
+    180_000,
+  );
+
   it('A38: names ending in NUL and an unpaired surrogate are stored with U+FFFD on both dialects, and the request is named', async () => {
     e = await startE2E(dialect, { scale: 20, variants: { oddText: true } }, { sync: { per_page: PER_PAGE } });
     const summary = await e.sync();

@@ -47,14 +47,14 @@ async function walkWithoutContext(h: Harness, family: Family, path: string, key:
 }
 
 describe('variant options', () => {
-  it('are all off by default, hostile turns every one on (but perPageCap); explicit variants override the preset', async () => {
+  it('are all off by default, hostile turns every one on (but the page sizes); explicit variants override the preset', async () => {
     const plain = await start({ scale: 1, organizations: 1 });
     expect(plain.sb.variants).toEqual(DEFAULT_VARIANTS);
     const hostile = await start({ scale: 1, organizations: 1, preset: 'hostile' });
     expect(hostile.sb.variants).toEqual(HOSTILE_VARIANTS);
-    // perPageCap stays off under hostile: with omitPageContext a cap below sync.per_page ends
-    // walks early unless sync.per_page is set to it (A19); its own tests set both.
-    for (const name of VARIANT_NAMES.filter((n) => n !== 'perPageCap'))
+    // perPageCap and fixedPageSize stay off under hostile: with omitPageContext a page smaller
+    // than sync.per_page ends walks early unless sync.per_page is set to it (A19); their own tests do.
+    for (const name of VARIANT_NAMES.filter((n) => n !== 'perPageCap' && n !== 'fixedPageSize'))
       expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);
     expect(HOSTILE_VARIANTS.ignoreSort.length).toBeGreaterThan(0);
     const mixed = await start({ scale: 1, organizations: 1, preset: 'hostile', variants: { numericIds: false, spurious401Rate: 0 } });
@@ -704,7 +704,25 @@ describe('perPageCap', () => {
 
   it.each([-1, 2.5, 201, 'x'])('refuses %j', async (value) => {
     await expect(start({ variants: { perPageCap: value as number } })).rejects.toThrow(
-      /perPageCap must be an integer from 0 \(no cap\) to 200/,
+      /perPageCap must be an integer from 0 \(off\) to 200/,
     );
+  });
+});
+
+describe('fixedPageSize', () => {
+  it('serves pages of its size whatever per_page asked, more or fewer, page_context telling the size', async () => {
+    const h = await start({ scale: 40, organizations: 1, unlimited: true, variants: { fixedPageSize: 15 } });
+    const org = h.orgs[0]!.organization_id;
+    const truth = h.sb.truth(org, 'inventory', 'contacts').length;
+    for (const asked of [5, 15, 200]) {
+      const first = (await h.json('inventory', `/contacts?per_page=${asked}`, org)).body;
+      expect((first['contacts'] as Rec[]).length).toBe(Math.min(15, truth));
+      expect((first['page_context'] as Rec)['per_page']).toBe(15);
+    }
+    const second = (await h.json('inventory', '/contacts?page=2&per_page=5', org)).body['contacts'] as Rec[];
+    expect(second.length).toBe(Math.min(15, truth - 15));
+    // Off by default, and it wins over perPageCap.
+    const both = await start({ scale: 40, organizations: 1, unlimited: true, variants: { fixedPageSize: 15, perPageCap: 7 } });
+    expect(((await both.json('inventory', '/contacts?per_page=10', org)).body['contacts'] as Rec[]).length).toBe(15);
   });
 });
