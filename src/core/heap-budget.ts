@@ -36,8 +36,8 @@ export class HeapBudget {
 
   /** Collects when the heap is past the threshold and the pace allows; returns whether it did. */
   check(): boolean {
-    if (this.now() < this.notBefore || this.used() <= this.threshold) return false;
     const started = this.now();
+    if (started < this.notBefore || this.used() <= this.threshold) return false;
     this.collect();
     const ended = this.now();
     this.collections++;

@@ -145,14 +145,14 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
   const run = { stop: req.stop ?? neverStop, signal: req.signal };
   raiseIfStopped(run);
   const budget = req.budget;
-  // What a request can bring: per_page when it is sent, the server's default page otherwise.
-  const reserve = (n: number): number => (sendsPaging(n) ? req.perPage : DEFAULT_PER_PAGE);
+  // A full page of request n: per_page when it is sent, the server's default page otherwise.
+  const fullPage = (n: number): number => (sendsPaging(n) ? req.perPage : DEFAULT_PER_PAGE);
   // `held` covers the page being read and written; `ahead` the prefetched one.
   let held: Permit | null = null;
   let ahead: Permit | null = null;
   try {
     if (budget) {
-      held = await budget.acquire(reserve(page), req.signal);
+      held = await budget.acquire(fullPage(page), req.signal);
       // A stop asked for while waiting for room: no request is sent.
       raiseIfStopped(run);
     }
@@ -162,7 +162,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       const body = await current;
       const records = recordsOf(req.stream, body, request);
       held?.resizeTo(records.length);
-      const signal = pageSignal(body, records.length, sendsPaging(page) ? req.perPage : DEFAULT_PER_PAGE);
+      const signal = pageSignal(body, records.length, fullPage(page));
       const fingerprint = records.length ? records.map((r) => String(r[req.stream.primaryKey])).join('\u0000') : null;
       walked++;
       const step = advance({ signal, fingerprint, previousFingerprint, walked, maxPages: req.maxPages });
@@ -187,7 +187,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       // A prefetch only takes room that is free now: waiting for it while holding this page could
       // deadlock the cap; without room the next page is asked for after this one is committed.
       const prefetch = more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted && run.stop.reason() === null;
-      if (prefetch && budget) ahead = budget.tryAcquire(reserve(page + 1));
+      if (prefetch && budget) ahead = budget.tryAcquire(fullPage(page + 1));
       const next = prefetch && (!budget || ahead) ? fetchPage(page + 1) : null;
       yield { page, records, hasMore: more };
       if (!more) return;
@@ -209,7 +209,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       } else {
         raiseIfStopped(run);
         if (budget) {
-          held = await budget.acquire(reserve(page), req.signal);
+          held = await budget.acquire(fullPage(page), req.signal);
           raiseIfStopped(run);
         }
         current = fetchPage(page);
