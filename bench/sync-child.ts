@@ -4,7 +4,8 @@
  * process's RSS sampled every `sampleMs` and noted when the records read cross each checkpoint.
  * Usage: node dist/bench/sync-child.js '<SyncSpec JSON>'
  */
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
+import { TABLES } from '../migrations/20261122T060000-warehouse-tables.js';
 import { parseConfig } from '../src/config/load.js';
 import { systemClock } from '../src/core/clock.js';
 import { createLogger } from '../src/core/logger.js';
@@ -27,11 +28,14 @@ const MB = 1024 * 1024;
  *  - toast-target: `toast_tuple_target = 8160` on every table (Postgres): rows up to a page are
  *    not compressed or moved out of line.
  *  - lz4: every jsonb column compressed with lz4 instead of pglz (Postgres 14+).
+ *  - without-rowid-children / without-rowid-all: the warehouse tables keyed by three or more
+ *    columns (the child tables), or every warehouse table, recreated `WITHOUT ROWID` (SQLite):
+ *    rows live in the primary key's B-tree, one B-tree insert per row instead of two.
  */
 function pragmasOf(experiments: readonly string[]): string[] {
   return experiments.flatMap((name) => {
     if (name.startsWith('pragma:')) return [name.slice('pragma:'.length)];
-    if (name in STATEMENTS) return [];
+    if (name in STATEMENTS || name in REBUILDS) return [];
     throw new Error(`unknown experiment ${name}`);
   });
 }
@@ -49,6 +53,29 @@ const STATEMENTS: Record<string, string> = {
       WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace AND a.atttypid = 'jsonb'::regtype AND NOT a.attisdropped
     LOOP EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET COMPRESSION lz4', r.t, r.attname); END LOOP; END $$`,
 };
+
+/** SQLite experiments that recreate the (still empty) warehouse tables after the migrations. */
+const REBUILDS: Record<string, (primaryKeyColumns: number) => boolean> = {
+  'without-rowid-children': (n) => n >= 3,
+  'without-rowid-all': (n) => n >= 1,
+};
+
+async function rebuildTables(db: Kysely<unknown>, experiments: readonly string[]): Promise<void> {
+  for (const name of experiments) {
+    const wanted = REBUILDS[name];
+    if (!wanted) continue;
+    for (const table of TABLES) {
+      if (!wanted(table.primaryKey.length)) continue;
+      const row = await db.executeQuery<{ sql: string }>(
+        CompiledQuery.raw(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = '${table.name}'`),
+      );
+      const ddl = row.rows[0]?.sql;
+      if (!ddl) continue;
+      await db.executeQuery(CompiledQuery.raw(`DROP TABLE "${table.name}"`));
+      await db.executeQuery(CompiledQuery.raw(`${ddl} WITHOUT ROWID`));
+    }
+  }
+}
 
 function statementsOf(experiments: readonly string[]): string[] {
   return experiments.flatMap((name) => (name in STATEMENTS ? [STATEMENTS[name]!] : []));
@@ -143,6 +170,7 @@ async function main(): Promise<void> {
     const m0 = performance.now();
     await migrateToLatest(warehouse);
     for (const statement of statementsOf(spec.experiments ?? [])) await warehouse.db.executeQuery(CompiledQuery.raw(statement));
+    await rebuildTables(warehouse.db, spec.experiments ?? []);
     const migrateMs = performance.now() - m0;
     const cpu0 = process.cpuUsage();
     t0 = performance.now();

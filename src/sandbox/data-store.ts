@@ -8,7 +8,7 @@ import { Rng, hash4 } from './random.js';
 import { baseTimes } from './generators.js';
 import { STREAMS, findStream } from './stream-catalog.js';
 import type { Rec, SortOrder, StreamDef, Times } from './stream-types.js';
-import { DEFAULT_VARIANTS, isExtraField, normalizeArrays, shapeRecord, type Variants } from './variants.js';
+import { applyValueForms, DEFAULT_VARIANTS, isExtraField, normalizeArrays, shapeRecord, type Variants } from './variants.js';
 
 /** Children per parent are numbered parentSlot * CHILD_STRIDE + k. */
 export const CHILD_STRIDE = 64;
@@ -105,7 +105,12 @@ export class OrgData {
   ) {
     this.g = new OrgGen(seed, org, scale, startMs);
     this.shaped =
-      variants.sparseFields > 0 || variants.arrayQuirks || variants.extraFields || variants.inverseExchangeRate || variants.oddText;
+      variants.sparseFields > 0 ||
+      variants.arrayQuirks ||
+      variants.extraFields ||
+      variants.inverseExchangeRate ||
+      variants.oddText ||
+      variants.hoursAsNumbers;
     for (const def of STREAMS) {
       this.states.set(`${def.family}.${def.stream}`, new StreamState(def, def.kind === 'top' && def.count ? def.count(scale) : 0));
     }
@@ -345,6 +350,7 @@ export class OrgData {
         if (slot === undefined) break;
         const rec = structuredClone(this.record(def, slot));
         def.modify(this.g, rec, r);
+        applyValueForms(this.variants, rec);
         this.stamp(def, slot, rec, now, false);
         done.modified++;
         // A changed vendor credit sometimes gains a refund, as a real refund would change it.
@@ -379,6 +385,7 @@ export class OrgData {
       const victim = list[r.int(list.length)];
       if (!victim) break;
       def.modify(this.g, victim, r);
+      applyValueForms(this.variants, victim);
       s.childOverlay.set(p, list);
       s.changed();
       this.touchParent(parentDef, p, now);

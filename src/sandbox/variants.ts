@@ -93,6 +93,12 @@ export interface Variants {
    */
   oddText: boolean;
   /**
+   * Project and task hours (`total_hours`, `billed_hours`, `un_billed_hours`, `log_time`) as JSON
+   * numbers of decimal hours (12.5), the spec's declared type (double), instead of the sample's
+   * hh:mm text ("12:30"). Truth holds what is served.
+   */
+  hoursAsNumbers: boolean;
+  /**
    * The most records a list page holds (A19; 0: per_page as asked, up to 200). A larger
    * per_page is not refused: the page is cut to the cap, and `page` counts pages of the cap's
    * size; `page_context` (when sent) reports the `per_page` used.
@@ -125,6 +131,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   changeWhilePagingEvery: 0,
   inverseExchangeRate: false,
   oddText: false,
+  hoursAsNumbers: false,
   perPageCap: 0,
   fixedPageSize: 0,
 });
@@ -145,6 +152,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   changeWhilePagingEvery: 5,
   inverseExchangeRate: true,
   oddText: true,
+  hoursAsNumbers: true,
   perPageCap: 0,
   fixedPageSize: 0,
 });
@@ -254,6 +262,7 @@ export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number
     const field = Object.keys(rec).find((k) => typeof rec[k] === 'string' && !keep.has(k) && /(name|description|notes)$/.test(k));
     if (field !== undefined) rec[field] = `${rec[field] as string}\u0000\ud800`;
   }
+  applyValueForms(v, rec);
   if (v.extraFields) {
     const r = new Rng(g.hash(def.space, slot, 0xe7a));
     addExtras(rec, r, 1);
@@ -263,6 +272,24 @@ export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number
   }
   return rec;
 }
+
+/**
+ * The variants that choose how a value is written rather than what it is, applied again after a
+ * `modify` (which writes the default form): hoursAsNumbers.
+ */
+export function applyValueForms(v: Variants, rec: Rec): void {
+  if (!v.hoursAsNumbers) return;
+  for (const field of HOURS_FIELDS) {
+    const text = rec[field];
+    const m = typeof text === 'string' ? HOURS_MINUTES.exec(text) : null;
+    // Four decimals, as a double an API serializes from minutes would be written.
+    if (m) rec[field] = Math.round((Number(m[1]) + Number(m[2]) / 60) * 10_000) / 10_000;
+  }
+}
+
+/** The hours fields of projects and tasks (spec 2.1: doubles, whose sample shows hh:mm text). */
+export const HOURS_FIELDS: readonly string[] = ['total_hours', 'billed_hours', 'un_billed_hours', 'log_time'];
+const HOURS_MINUTES = /^(\d+):(\d{2})$/;
 
 function addExtras(rec: Rec, r: Rng, first: number): void {
   if (r.bool(0.8)) rec[`${EXTRA_PREFIX}${first}`] = r.pick(['beta', 'Ünïcödé "new"', '', 'x'.repeat(1 + r.int(40))]);

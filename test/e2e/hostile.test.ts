@@ -176,6 +176,52 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     ).toBe(true);
   }, 120_000);
 
+  it.each([
+    ['hh:mm text, as the sample shows', false],
+    ['decimal numbers, the declared type', true],
+  ])(
+    'A39: project and task hours are stored as the hours the server meant, sent as %s',
+    async (_form, hoursAsNumbers) => {
+      e = await startE2E(dialect, { scale: 20, variants: { hoursAsNumbers } }, { sync: { per_page: PER_PAGE } });
+      const summary = await e.sync();
+      expect(streamFailures(summary)).toEqual([]);
+      expectExit(summary, 0);
+      const meant = (v: unknown): number | null => {
+        if (typeof v === 'number') return v;
+        const m = /^(\d+):(\d{2})$/.exec(String(v));
+        return m ? Number(m[1]) + Number(m[2]) / 60 : null;
+      };
+      let compared = 0;
+      for (const org of e.sandbox.organizations()) {
+        for (const [table, key, fields] of [
+          ['invoice_projects', 'project_id', ['total_hours', 'billed_hours', 'un_billed_hours']],
+          ['invoice_tasks', 'task_id', ['billed_hours', 'log_time', 'un_billed_hours']],
+        ] as const) {
+          const stream = table.slice('invoice_'.length);
+          const stored = new Map(
+            (
+              await e.query<Record<string, unknown>>(`SELECT * FROM ${table} WHERE organization_id = ${e.warehouse.sql.param(1)}`, [
+                org.organization_id,
+              ])
+            ).map((r) => [String(r[key]), r]),
+          );
+          for (const truth of e.sandbox.truth(org.organization_id, 'invoice', stream)) {
+            for (const field of fields) {
+              expect(typeof truth[field], `${stream}.${field} sent as`).toBe(hoursAsNumbers ? 'number' : 'string');
+              const row = stored.get(String(truth[key]));
+              expect(row, `${table} ${String(truth[key])}`).toBeDefined();
+              expect(Number(row![field]), `${table} ${String(truth[key])} ${field}`).toBeCloseTo(meant(truth[field])!, 4);
+              compared++;
+            }
+          }
+        }
+      }
+      expect(compared).toBeGreaterThan(20);
+      expect(warningLines(e).filter((r) => /hours|hh:mm/.test(String(r['msg'])))).toEqual([]);
+    },
+    120_000,
+  );
+
   it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
     e = await startE2E(dialect, { scale: 20, preset: 'hostile' }, { sync: { per_page: PER_PAGE } });
     const before = minimumRequests(e.sandbox, PER_PAGE);

@@ -680,6 +680,31 @@ describe('oddText', () => {
   });
 });
 
+describe('hoursAsNumbers', () => {
+  const HOURS = /^\d+:\d{2}$/;
+  const hoursOf = (rec: Rec): unknown[] =>
+    ['total_hours', 'billed_hours', 'un_billed_hours', 'log_time'].filter((f) => f in rec).map((f) => rec[f]);
+
+  it('sends project and task hours as decimal numbers, also after a change; off, as hh:mm text', async () => {
+    const h = await start({ scale: 10, organizations: 1, unlimited: true, variants: { hoursAsNumbers: true } });
+    const org = h.orgs[0]!.organization_id;
+    const projects = (await h.json('invoice', '/projects', org)).body['projects'] as Rec[];
+    const tasks = (await h.json('invoice', `/projects/${String(projects[0]!['project_id'])}/tasks`, org)).body['tasks'] as Rec[];
+    expect(projects.length * tasks.length).toBeGreaterThan(0);
+    for (const rec of [...projects, ...tasks]) {
+      expect(hoursOf(rec).length).toBe(3);
+      for (const v of hoursOf(rec)) expect(typeof v).toBe('number');
+    }
+    // 15-minute steps come out exact: a task's log time is its billed plus unbilled hours.
+    for (const t of tasks) expect(t['log_time']).toBeCloseTo((t['billed_hours'] as number) + (t['un_billed_hours'] as number), 3);
+    h.sb.mutate({ modify: 20, streams: ['tasks'], families: ['invoice'] });
+    for (const t of h.sb.truth(org, 'invoice', 'tasks')) for (const v of hoursOf(t)) expect(typeof v).toBe('number');
+    const plain = await start({ scale: 10, organizations: 1, unlimited: true });
+    for (const p of (await plain.json('invoice', '/projects', org)).body['projects'] as Rec[])
+      for (const v of hoursOf(p)) expect(String(v)).toMatch(HOURS);
+  });
+});
+
 describe('perPageCap', () => {
   it('cuts every page to the cap whatever per_page asked, pages counted at the cap, page_context telling the size used', async () => {
     const h = await start({ scale: 20, organizations: 1, unlimited: true, variants: { perPageCap: 7 } });
