@@ -169,17 +169,32 @@ function readTokenAnswer(answer: RawAnswer, action: string): TokenResponse | Svc
       hint: 'the authorization server answered without a token; check accounts_url points at the authorization server.',
     });
   }
-  const expires = Number(body['expires_in']);
   const str = (k: string): string | undefined => (typeof body[k] === 'string' ? body[k] : undefined);
   return {
     access_token: accessToken,
-    // Spec 5.2: one hour when the server does not say.
-    expires_in: Number.isFinite(expires) && expires > 0 ? expires : 3600,
+    expires_in: lifetimeSeconds(body),
     api_domain: str('api_domain'),
     token_type: str('token_type'),
     refresh_token: str('refresh_token'),
     scope: str('scope'),
   };
+}
+
+/** Spec 5 and 8: an access token lives one hour. */
+export const MAX_TOKEN_LIFETIME_S = 3600;
+
+/**
+ * How long the token may be used, in seconds (A40). `expires_in_sec` wins where it is sent (some
+ * servers of this kind send it beside an `expires_in` in milliseconds); a lifetime past the
+ * spec's hour (milliseconds, or a server that promises more) is read as one hour, and so is none.
+ */
+export function lifetimeSeconds(body: Record<string, unknown>): number {
+  for (const key of ['expires_in_sec', 'expires_in']) {
+    const raw = body[key];
+    const seconds = typeof raw === 'number' || typeof raw === 'string' ? Number(raw) : Number.NaN;
+    if (Number.isFinite(seconds) && seconds > 0) return Math.min(seconds, MAX_TOKEN_LIFETIME_S);
+  }
+  return MAX_TOKEN_LIFETIME_S;
 }
 
 function registerTokens(secrets: SecretRegistry | undefined, t: TokenResponse): void {

@@ -124,7 +124,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const credentials: Credentials = { ...DEFAULT_CREDENTIALS, ...given };
   let url = '';
   let mutationRound = 0;
-  const oauth = new OAuthServer(credentials, scopes, expiresIn, () => url);
+  const oauth = new OAuthServer(credentials, scopes, expiresIn, () => url, variants.tokenLifetimeMillis);
   const server = new SandboxServer({
     clock,
     timeScale,

@@ -58,6 +58,8 @@ export class OAuthServer {
     scopes: string[] | undefined,
     private readonly expiresInS: number,
     private readonly apiDomain: () => string,
+    /** Variant tokenLifetimeMillis: `expires_in` in milliseconds, the seconds in `expires_in_sec`. */
+    private readonly lifetimeInMillis = false,
   ) {
     this.refreshTokens.set(credentials.refresh_token, { scopes, revoked: false });
   }
@@ -88,7 +90,7 @@ export class OAuthServer {
       return {
         status: 200,
         grant: 'refresh',
-        body: { access_token: access, api_domain: this.apiDomain(), token_type: 'Bearer', expires_in: this.expiresInS },
+        body: { access_token: access, api_domain: this.apiDomain(), token_type: 'Bearer', ...this.lifetime() },
       };
     }
     const code = this.codes.get(params.get('code') ?? '');
@@ -105,9 +107,15 @@ export class OAuthServer {
         refresh_token: refresh,
         api_domain: this.apiDomain(),
         token_type: 'Bearer',
-        expires_in: this.expiresInS,
+        ...this.lifetime(),
       },
     };
+  }
+
+  private lifetime(): Record<string, number> {
+    return this.lifetimeInMillis
+      ? { expires_in: this.expiresInS * 1000, expires_in_sec: this.expiresInS }
+      : { expires_in: this.expiresInS };
   }
 
   revoke(params: URLSearchParams): TokenAnswer {

@@ -99,6 +99,11 @@ export interface Variants {
    */
   hoursAsNumbers: boolean;
   /**
+   * The token endpoint's `expires_in` in milliseconds, with the seconds in `expires_in_sec`
+   * (A40), as some authorization servers of this kind answer, instead of `expires_in` in seconds.
+   */
+  tokenLifetimeMillis: boolean;
+  /**
    * The most records a list page holds (A19; 0: per_page as asked, up to 200). A larger
    * per_page is not refused: the page is cut to the cap, and `page` counts pages of the cap's
    * size; `page_context` (when sent) reports the `per_page` used.
@@ -132,6 +137,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   inverseExchangeRate: false,
   oddText: false,
   hoursAsNumbers: false,
+  tokenLifetimeMillis: false,
   perPageCap: 0,
   fixedPageSize: 0,
 });
@@ -153,6 +159,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   inverseExchangeRate: true,
   oddText: true,
   hoursAsNumbers: true,
+  tokenLifetimeMillis: true,
   perPageCap: 0,
   fixedPageSize: 0,
 });

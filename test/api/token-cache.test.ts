@@ -73,6 +73,63 @@ describe('access token', () => {
     ]);
   });
 
+  it.each([
+    [
+      'expires_in in milliseconds with expires_in_sec (A40)',
+      { ...tokenReply(SECRETS.accessToken), expires_in: 3_600_000, expires_in_sec: 3600 },
+    ],
+    ['expires_in in milliseconds alone, read as at most an hour (A40)', { ...tokenReply(SECRETS.accessToken), expires_in: 3_600_000 }],
+    ['no expires_in, the spec\u2019s hour', { access_token: SECRETS.accessToken, api_domain: API, token_type: 'Bearer' }],
+  ])('is refreshed before the hour is out when the answer has %s', async (_label, reply) => {
+    const h = harness();
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, reply);
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken2, 3600));
+    const seen: string[] = [];
+    nock(API)
+      .get('/books/v3/users')
+      .query(true)
+      .times(3)
+      .reply(function () {
+        seen.push(String(this.req.headers['authorization']));
+        return [200, ok];
+      });
+    const call = () => h.client.get({ family: 'books', organizationId: '1', path: '/users' });
+    await h.run(call());
+    await h.clock.advance(54 * 60_000);
+    await h.run(call());
+    await h.clock.advance(2 * 60_000);
+    await h.run(call());
+    expect(seen).toEqual([
+      `Svc-oauthtoken ${SECRETS.accessToken}`,
+      `Svc-oauthtoken ${SECRETS.accessToken}`,
+      `Svc-oauthtoken ${SECRETS.accessToken2}`,
+    ]);
+  });
+
+  it('prefers expires_in_sec to expires_in: a 10-second token is not kept for 10,000 seconds', async () => {
+    const h = harness();
+    nock(ACCOUNTS)
+      .post('/oauth/v2/token')
+      .reply(200, { ...tokenReply(SECRETS.accessToken), expires_in: 10_000, expires_in_sec: 10 });
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply(SECRETS.accessToken2, 3600));
+    const api = nock(API).get('/books/v3/users').query(true).times(2).reply(200, ok);
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    await h.clock.advance(6_000);
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    expect(api.isDone()).toBe(true);
+    expect(nock.pendingMocks()).toEqual([]);
+  });
+
+  it('takes a bare api_domain host as https', async () => {
+    const h = harness();
+    nock(ACCOUNTS)
+      .post('/oauth/v2/token')
+      .reply(200, tokenReply(SECRETS.accessToken, 3600, 'eu-api.example.test'));
+    const api = nock('https://eu-api.example.test').get('/books/v3/users').query(true).reply(200, ok);
+    await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    expect(api.isDone()).toBe(true);
+  });
+
   it('uses a short-lived token for at least half its lifetime', async () => {
     const h = harness();
     const tokens = nock(ACCOUNTS).post('/oauth/v2/token').once().reply(200, tokenReply(SECRETS.accessToken, 10));

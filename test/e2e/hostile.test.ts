@@ -222,6 +222,22 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     120_000,
   );
 
+  it('A40: a token endpoint giving expires_in in milliseconds (and expires_in_sec) gets its tokens refreshed on time: no 401', async () => {
+    e = await startE2E(
+      dialect,
+      { scale: 20, timeScale: 60, tokenExpiresIn: 30, variants: { tokenLifetimeMillis: true } },
+      { sync: { per_page: PER_PAGE } },
+    );
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e);
+    const log = e.sandbox.requestLog();
+    // The run outlived several 30-second tokens, and used none past its life.
+    expect(log.token.refresh).toBeGreaterThan(2);
+    expect(log.byStatus['401'] ?? 0).toBe(0);
+  }, 120_000);
+
   it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
     e = await startE2E(dialect, { scale: 20, preset: 'hostile' }, { sync: { per_page: PER_PAGE } });
     const before = minimumRequests(e.sandbox, PER_PAGE);

@@ -26,6 +26,17 @@ describe('authorization', () => {
     expect((await usersOf(sb, String(body['access_token']))).status).toBe(200);
   });
 
+  it('variant tokenLifetimeMillis: expires_in in milliseconds, the seconds in expires_in_sec, on both grants', async () => {
+    sb = await startSandbox({ tokenExpiresIn: 120, variants: { tokenLifetimeMillis: true } });
+    const refreshed = await post(sb, '/oauth/v2/token', { grant_type: 'refresh_token', ...sb.credentials });
+    expect(refreshed.body).toMatchObject({ expires_in: 120_000, expires_in_sec: 120 });
+    const code = sb.issueGrantCode();
+    const { client_id, client_secret, redirect_uri } = sb.credentials;
+    const exchanged = await post(sb, '/oauth/v2/token', { grant_type: 'authorization_code', code, client_id, client_secret, redirect_uri });
+    expect(exchanged.body).toMatchObject({ expires_in: 120_000, expires_in_sec: 120 });
+    expect((await usersOf(sb, String(exchanged.body['access_token']))).status).toBe(200);
+  });
+
   it('refuses missing, unknown and query-parameter tokens with 401 code 14', async () => {
     sb = await startSandbox();
     const org = sb.organizations()[0]!.organization_id;
