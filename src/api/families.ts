@@ -8,15 +8,23 @@ export const FAMILY_ROOTS: Record<Family, string> = {
   billing: '/billing/v1',
 };
 
-export type OrganizationIdentification =
-  { readonly in: 'query'; readonly name: 'organization_id' } | { readonly in: 'header'; readonly name: string };
+/** Where a request names its organization: a header, the `organization_id` query parameter, or both. */
+export interface OrganizationIdentification {
+  readonly header?: string;
+  readonly query: boolean;
+}
 
-/** Spec 1: books and inventory take a query parameter, invoice and billing a header. */
+/**
+ * Spec 1: books and inventory take the query parameter, billing the header. Invoice states its
+ * header as "required on the task endpoints" only, while spec 4 says the organization is the
+ * query parameter "unless the header form is stated": a server may read either on the invoice
+ * family's other endpoints (projects), so invoice requests carry both (A41).
+ */
 export const ORGANIZATION_IDENTIFICATION: Record<Family, OrganizationIdentification> = {
-  books: { in: 'query', name: 'organization_id' },
-  inventory: { in: 'query', name: 'organization_id' },
-  invoice: { in: 'header', name: 'X-com-svc-invoice-organizationid' },
-  billing: { in: 'header', name: 'X-com-svc-subscriptions-organizationid' },
+  books: { query: true },
+  inventory: { query: true },
+  invoice: { header: 'X-com-svc-invoice-organizationid', query: true },
+  billing: { header: 'X-com-svc-subscriptions-organizationid', query: false },
 };
 
 /** Spec 5.4: the scope service name of each family. */
@@ -54,13 +62,13 @@ export function buildFamilyRequest(apiBase: string, req: FamilyRequest): BuiltRe
   const params = new URLSearchParams();
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (req.organizationId !== undefined) {
-    if (ident.in === 'query') params.set(ident.name, req.organizationId);
-    else headers[ident.name] = req.organizationId;
+    if (ident.query) params.set('organization_id', req.organizationId);
+    if (ident.header) headers[ident.header] = req.organizationId;
   }
   for (const [key, value] of Object.entries(req.query ?? {})) {
     if (value === undefined) continue;
     // The organization is identified once, the way the family requires; a caller's copy would duplicate it.
-    if (key === 'organization_id' && ident.in === 'query' && req.organizationId !== undefined) continue;
+    if (key === 'organization_id' && ident.query && req.organizationId !== undefined) continue;
     params.set(key, String(value));
   }
   const qs = params.toString();

@@ -41,9 +41,10 @@ function organizationIdSent(
   family: Family,
   req: http.IncomingMessage,
   query: URLSearchParams,
+  inQuery = false,
 ): { name: string; header: boolean; value: string | undefined } {
   const header = ORG_HEADER[family];
-  if (!header) return { name: 'organization_id', header: false, value: query.get('organization_id') ?? undefined };
+  if (!header || inQuery) return { name: 'organization_id', header: false, value: query.get('organization_id') ?? undefined };
   // Node lower-cases incoming header names.
   const raw = req.headers[header.toLowerCase()];
   return { name: header, header: true, value: Array.isArray(raw) ? raw[0] : raw };
@@ -174,10 +175,10 @@ export class SandboxServer {
   }
 
   /** The organization a request names, if it names a known one, for the rate-limit headers of early answers. */
-  private limiterKeyOf(path: string, req: http.IncomingMessage, query: URLSearchParams): string | undefined {
+  private limiterKeyOf(path: string, route: Route | undefined, req: http.IncomingMessage, query: URLSearchParams): string | undefined {
     const family = FAMILY_LIST.find((f) => path.startsWith(ROOTS[f] + '/'));
     if (!family) return undefined;
-    const { value } = organizationIdSent(family, req, query);
+    const { value } = organizationIdSent(family, req, query, this.orgInQuery(family, route));
     return value ? this.byFamilyId.get(`${family}|${value}`)?.org.organization_id : undefined;
   }
 
@@ -198,7 +199,7 @@ export class SandboxServer {
       match = undefined;
     }
     // Answers before the organization is identified: rate-limit headers (variant) of the organization named, if any.
-    const early = this.v.rateLimitHeaders ? { limiterKey: this.limiterKeyOf(path, req, query) } : { limiterKey: undefined };
+    const early = this.v.rateLimitHeaders ? { limiterKey: this.limiterKeyOf(path, match?.route, req, query) } : { limiterKey: undefined };
     if (!match) {
       this.send(res, err(404, 5, 'Invalid URL Passed'), `${method} (unknown)`, undefined, false, early);
       return;
@@ -206,7 +207,7 @@ export class SandboxServer {
     const { route } = match;
     const endpoint = `${method} ${route.template}`;
     // Organization-scoped: names a known organization (organization lists do not), whatever the answer.
-    const scoped = route.kind === 'organizations' ? undefined : this.limiterKeyOf(path, req, query);
+    const scoped = route.kind === 'organizations' ? undefined : this.limiterKeyOf(path, route, req, query);
     if (scoped !== undefined) this.track(req, res, scoped);
     if (method !== 'GET') {
       this.send(
@@ -240,7 +241,7 @@ export class SandboxServer {
       this.send(res, { status: 200, body: this.organizationsBody(route.family) }, endpoint, undefined, false, early);
       return;
     }
-    const orgId = this.organizationOf(route.family, req, query);
+    const orgId = this.organizationOf(route, req, query);
     if (orgId.error) {
       this.send(res, orgId.error, endpoint, undefined, false, early);
       return;
@@ -334,12 +335,21 @@ export class SandboxServer {
     this.deps.changeWhilePaging(data, def);
   }
 
+  /**
+   * Variant invoiceOrgInQuery (A41): the invoice family's endpoints other than the task ones
+   * (whose header spec 4.1 states) take the organization_id query parameter, and only it.
+   */
+  private orgInQuery(family: Family, route: Route | undefined): boolean {
+    return this.v.invoiceOrgInQuery && family === 'invoice' && route?.stream !== 'tasks';
+  }
+
   private organizationOf(
-    family: Family,
+    route: Route,
     req: http.IncomingMessage,
     query: URLSearchParams,
   ): { id: string; data: OrgData; error?: undefined } | { id?: undefined; error: Answer } {
-    const { name, header, value } = organizationIdSent(family, req, query);
+    const family = route.family;
+    const { name, header, value } = organizationIdSent(family, req, query, this.orgInQuery(family, route));
     if (value === undefined || value === '') {
       return { error: err(400, 2, `The ${header ? 'header' : 'parameter'} ${name} is required to identify the organization`) };
     }

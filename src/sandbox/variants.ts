@@ -104,6 +104,12 @@ export interface Variants {
    */
   tokenLifetimeMillis: boolean;
   /**
+   * The invoice family's endpoints other than the task ones (projects) identify the organization
+   * by the `organization_id` query parameter alone, as spec 4 says of every endpoint whose
+   * header form is not stated; the header is ignored there (A41).
+   */
+  invoiceOrgInQuery: boolean;
+  /**
    * The most records a list page holds (A19; 0: per_page as asked, up to 200). A larger
    * per_page is not refused: the page is cut to the cap, and `page` counts pages of the cap's
    * size; `page_context` (when sent) reports the `per_page` used.
@@ -138,6 +144,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   oddText: false,
   hoursAsNumbers: false,
   tokenLifetimeMillis: false,
+  invoiceOrgInQuery: false,
   perPageCap: 0,
   fixedPageSize: 0,
 });
@@ -160,6 +167,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   oddText: true,
   hoursAsNumbers: true,
   tokenLifetimeMillis: true,
+  invoiceOrgInQuery: true,
   perPageCap: 0,
   fixedPageSize: 0,
 });

@@ -14,12 +14,15 @@ describe('organization identification per family (spec 1)', () => {
   const cases: Array<{ family: Family; path: string; root: string; header?: string; query: boolean }> = [
     { family: 'books', path: '/users', root: '/books/v3', query: true },
     { family: 'inventory', path: '/salesorders', root: '/inventory/v1', query: true },
-    { family: 'invoice', path: '/projects/55/tasks', root: '/invoice/v3', header: 'x-com-svc-invoice-organizationid', query: false },
+    // A41: invoice names its header for the task endpoints only; both forms go on every invoice request.
+    { family: 'invoice', path: '/projects/55/tasks', root: '/invoice/v3', header: 'x-com-svc-invoice-organizationid', query: true },
+    { family: 'invoice', path: '/projects', root: '/invoice/v3', header: 'x-com-svc-invoice-organizationid', query: true },
     { family: 'billing', path: '/plans', root: '/billing/v1', header: 'x-com-svc-subscriptions-organizationid', query: false },
   ];
 
   for (const c of cases) {
-    it(`${c.family}: ${c.query ? 'query organization_id' : `header ${c.header}`}`, async () => {
+    const forms = [c.query ? 'query organization_id' : '', c.header ? `header ${c.header}` : ''].filter(Boolean).join(' and ');
+    it(`${c.family} ${c.path}: ${forms}`, async () => {
       const h = harness();
       let seen: { path: string; headers: Record<string, unknown> } | undefined;
       nock(API)
@@ -38,13 +41,9 @@ describe('organization identification per family (spec 1)', () => {
       expect(seen!.headers['authorization']).toMatch(/^Svc-oauthtoken /);
       // The token never travels as a parameter (spec 5.3).
       expect(url.search).not.toMatch(/token/i);
-      if (c.query) {
-        expect(url.searchParams.get('organization_id')).toBe('10234695');
-        expect(Object.keys(seen!.headers).filter((k) => k.includes('organizationid'))).toEqual([]);
-      } else {
-        expect(url.searchParams.has('organization_id')).toBe(false);
-        expect(seen!.headers[c.header!]).toBe('10234695');
-      }
+      expect(url.searchParams.getAll('organization_id')).toEqual(c.query ? ['10234695'] : []);
+      expect(Object.keys(seen!.headers).filter((k) => k.includes('organizationid'))).toEqual(c.header ? [c.header] : []);
+      if (c.header) expect(seen!.headers[c.header]).toBe('10234695');
     });
   }
 

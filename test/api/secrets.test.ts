@@ -40,6 +40,7 @@ describe('secrets never reach a log line or an error message', () => {
       .query(true)
       .reply(404, { code: 1002, message: 'Sales order does not exist' })
       .get('/invoice/v3/projects')
+      .query(true)
       .reply(400, { code: 2, message: `bad value ${SECRETS.refreshToken}` })
       .get('/billing/v1/plans')
       .reply(429, { code: 45, message: 'daily limit exceeded' });

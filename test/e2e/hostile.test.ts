@@ -238,6 +238,15 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(log.byStatus['401'] ?? 0).toBe(0);
   }, 120_000);
 
+  it('A41: a server taking the invoice projects list\u2019s organization from organization_id alone gets it, tasks too', async () => {
+    e = await startE2E(dialect, { scale: 20, variants: { invoiceOrgInQuery: true } }, { sync: { per_page: PER_PAGE } });
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e, { families: ['invoice'] });
+    expect(e.sandbox.requestLog().byStatus['400'] ?? 0).toBe(0);
+  }, 120_000);
+
   it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
     e = await startE2E(dialect, { scale: 20, preset: 'hostile' }, { sync: { per_page: PER_PAGE } });
     const before = minimumRequests(e.sandbox, PER_PAGE);

@@ -705,6 +705,33 @@ describe('hoursAsNumbers', () => {
   });
 });
 
+describe('invoiceOrgInQuery', () => {
+  it('takes the organization of the invoice projects list from organization_id alone; the task endpoints keep the header', async () => {
+    const h = await start({ scale: 5, organizations: 1, unlimited: true, variants: { invoiceOrgInQuery: true } });
+    const org = h.orgs[0]!.organization_id;
+    const send = async (path: string, how: { header?: boolean; query?: boolean }): Promise<{ status: number; body: Rec }> => {
+      const url = `${h.sb.url}/invoice/v3${path}${how.query ? `${path.includes('?') ? '&' : '?'}organization_id=${org}` : ''}`;
+      const headers: Record<string, string> = { authorization: `Svc-oauthtoken ${h.token}` };
+      if (how.header) headers['X-com-svc-invoice-organizationid'] = org;
+      const res = await fetch(url, { headers });
+      return { status: res.status, body: (await res.json()) as Rec };
+    };
+    const headerOnly = await send('/projects', { header: true });
+    expect(headerOnly.status).toBe(400);
+    expect(headerOnly.body).toMatchObject({ code: 2 });
+    expect(String(headerOnly.body['message'])).toContain('organization_id');
+    const projects = (await send('/projects', { query: true })).body['projects'] as Rec[];
+    expect(projects.length).toBeGreaterThan(0);
+    expect((await send('/projects', { query: true, header: true })).status).toBe(200);
+    const tasks = `/projects/${String(projects[0]!['project_id'])}/tasks`;
+    expect((await send(tasks, { header: true })).status).toBe(200);
+    expect((await send(tasks, { query: true })).status).toBe(400);
+    // Off: the header, as everywhere in the family.
+    const plain = await start({ scale: 5, organizations: 1, unlimited: true });
+    expect((await plain.get('invoice', '/projects', org)).status).toBe(200);
+  });
+});
+
 describe('perPageCap', () => {
   it('cuts every page to the cap whatever per_page asked, pages counted at the cap, page_context telling the size used', async () => {
     const h = await start({ scale: 20, organizations: 1, unlimited: true, variants: { perPageCap: 7 } });
