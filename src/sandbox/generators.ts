@@ -116,6 +116,59 @@ export const CURRENCIES: ReadonlyArray<readonly [string, string, string]> = [
   ['KES', 'KSh', 'Kenyan Shilling'],
 ];
 
+/**
+ * US dollars per unit of each currency, roughly: exchange rates between two of them (A37: base
+ * currency per unit of the record's currency) come out the size a reader expects.
+ */
+const USD_VALUE: Readonly<Record<string, number>> = {
+  INR: 0.012,
+  USD: 1,
+  EUR: 1.08,
+  JPY: 0.0067,
+  AUD: 0.66,
+  GBP: 1.27,
+  BRL: 0.18,
+  CAD: 0.73,
+  CHF: 1.13,
+  CNY: 0.14,
+  SEK: 0.095,
+  NZD: 0.6,
+  MXN: 0.055,
+  SGD: 0.74,
+  HKD: 0.128,
+  NOK: 0.093,
+  KRW: 0.00073,
+  TRY: 0.029,
+  ZAR: 0.055,
+  DKK: 0.145,
+  PLN: 0.25,
+  TWD: 0.031,
+  THB: 0.029,
+  MYR: 0.22,
+  IDR: 0.000062,
+  HUF: 0.0027,
+  CZK: 0.043,
+  ILS: 0.27,
+  CLP: 0.00105,
+  PHP: 0.0175,
+  AED: 0.272,
+  COP: 0.00025,
+  SAR: 0.267,
+  KWD: 3.25,
+  QAR: 0.275,
+  BHD: 2.65,
+  OMR: 2.6,
+  EGP: 0.02,
+  NGN: 0.00065,
+  KES: 0.0077,
+};
+
+/** Units of `base` per unit of `code`, times `jitter` (a rate moves from day to day), to `digits` significant digits. */
+function rateBetween(code: string, base: string, jitter: number, digits: number): number {
+  const rate = ((USD_VALUE[code] ?? 1) / (USD_VALUE[base] ?? 1)) * jitter;
+  return Number(rate.toPrecision(digits));
+}
+
 export function personName(r: Rng): [string, string] {
   return [r.pick(FIRST), r.pick(LAST)];
 }
@@ -186,7 +239,7 @@ function currencyOf(g: OrgGen, r: Rng): { code: string; id: string; symbol: stri
   const code = r.pick(options);
   const entry = CURRENCIES.find((c) => c[0] === code);
   const slot = 1 + CURRENCIES.filter((c) => c[0] !== base).findIndex((c) => c[0] === code);
-  return { code, id: g.id(1, slot), symbol: entry?.[1] ?? code, rate: r.money(0.4, 90, 4) };
+  return { code, id: g.id(1, slot), symbol: entry?.[1] ?? code, rate: rateBetween(code, base, r.money(0.97, 1.03, 4), 6) };
 }
 
 function gstFields(g: OrgGen, r: Rng): { gst_no: string; gst_treatment: string; place_of_supply: string } {
@@ -681,8 +734,8 @@ function currencyPrecision(code: string): number {
 }
 
 /** A foreign currency's exchange rate, sometimes blank ('') as the API sends it. */
-function foreignRate(r: Rng): number | string {
-  return r.bool(0.1) ? '' : r.money(0.001, 400, 6);
+function foreignRate(r: Rng, code: string, base: string): number | string {
+  return r.bool(0.1) ? '' : rateBetween(code, base, r.money(0.99, 1.01, 6), 6);
 }
 
 export function currency(g: OrgGen, slot: number): Rec {
@@ -700,7 +753,7 @@ export function currency(g: OrgGen, slot: number): Rec {
     price_precision: precision,
     currency_format: precision === 0 ? '###,###' : '###,##0.00',
     is_base_currency: slot === 0,
-    exchange_rate: slot === 0 ? 1 : foreignRate(r),
+    exchange_rate: slot === 0 ? 1 : foreignRate(r, code, base),
     effective_date: g.date(g.startMs - r.int(60) * DAY),
   };
 }
