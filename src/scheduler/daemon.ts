@@ -240,7 +240,11 @@ export class Daemon {
   }
 
   /** An extra incremental run fits only above what the scheduled incremental fires until the reset need. */
-  async hookAllowed(job: JobSpec, now: number): Promise<{ run: boolean; reason: string }> {
+  /**
+   * Also returns the organization's snapshot it read, so that a worker admitting the run right
+   * after passes it to `admit` instead of reading the same state twice.
+   */
+  async hookAllowed(job: JobSpec, now: number): Promise<{ run: boolean; reason: string; snapshot?: OrgSnapshot }> {
     const limiter = await this.limiterFor(job.connection, job.organizationId!);
     if (!limiter) return { run: false, reason: 'connection no longer configured' };
     if (limiter.blockedUntil()) return { run: false, reason: 'the daily quota is spent (429 code 45)' };
@@ -250,7 +254,7 @@ export class Daemon {
       orgJobs.filter((j) => j.priority === 0).map(async (j) => ({ job: j, estimate: await this.estimate(j, snap) })),
     );
     const held = heldForHigher(1, scheduled, now, limiter.nextReset().getTime(), this.ctx.config.daemon.budget_safety);
-    return hookBudget(estimate, limiter.remainingToday(), held);
+    return { ...hookBudget(estimate, limiter.remainingToday(), held), snapshot: snap };
   }
 
   /** What the daemon is doing now, for the status page and /status.json. */
@@ -380,8 +384,13 @@ export class Daemon {
   }
 
   /** The organization's jobs and one snapshot of its state that every one of their estimates can read. */
-  private async orgSnapshot(connection: string, organizationId: string): Promise<{ orgJobs: JobSpec[]; snap: OrgSnapshot }> {
+  private async orgSnapshot(
+    connection: string,
+    organizationId: string,
+    read?: OrgSnapshot,
+  ): Promise<{ orgJobs: JobSpec[]; snap: OrgSnapshot }> {
     const orgJobs = this.jobList.filter((j) => j.connection === connection && j.organizationId === organizationId);
+    if (read) return { orgJobs, snap: read };
     const snap = await loadSnapshot(this.ctx.warehouse, connection, organizationId, { rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))] });
     return { orgJobs, snap };
   }
@@ -401,7 +410,7 @@ export class Daemon {
    * Whether a job may start now, and on which streams with what floor: the budget rules of
    * docs/daemon.md. The scheduler asks it before each start; `svcsync worker` before each job it takes.
    */
-  async admit(job: JobSpec, now: number): Promise<Admission> {
+  async admit(job: JobSpec, now: number, snapshot?: OrgSnapshot): Promise<Admission> {
     if (this.stopping) return { run: false, reason: 'busy: stopping' };
     if (job.organizationId === null) return { run: true, job, floor: 0, estimate: 0 };
     const limiter = await this.limiterFor(job.connection, job.organizationId);
@@ -411,7 +420,7 @@ export class Daemon {
       this.scheduler.pause(job.connection, job.organizationId, blocked.getTime());
       return { run: false, reason: `paused: the daily quota is spent (429 code 45); resumes at ${blocked.toISOString()}` };
     }
-    const { orgJobs, snap } = await this.orgSnapshot(job.connection, job.organizationId);
+    const { orgJobs, snap } = await this.orgSnapshot(job.connection, job.organizationId, snapshot);
     let effective = job;
     if (job.jobClass === 'backfill') {
       const phases = job.trees.map((t) => ({ t, phase: backfillPhase(t, job, snap) }));

@@ -8,6 +8,7 @@ import type { Timer } from '../core/clock.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import { Daemon, type DaemonContext } from './daemon.js';
 import type { JobSpec } from './jobs.js';
+import type { OrgSnapshot } from './estimate.js';
 import type { HookTarget } from './hooks.js';
 import type { HookResult } from './http-server.js';
 import { backoffMs, type JobOutcome } from './scheduler.js';
@@ -323,13 +324,15 @@ export class Worker {
     }
     const held = this.daemon.scheduler.heldUntil(spec.connection, spec.organizationId);
     if (held) return this.skipped(spec.id, `${held.reason}; resumes at ${new Date(held.until).toISOString()}`);
+    let snapshot: OrgSnapshot | undefined;
     if (data.hook) {
       // An extra run: only above what the scheduled incremental fires until the reset need.
       const verdict = await this.daemon.hookAllowed(spec, this.ctx.clock.now());
       this.daemon.metrics.hookRuns.inc({ connection: spec.connection, result: verdict.run ? 'started' : 'fallback' });
       if (!verdict.run) return this.skipped(spec.id, `fallback: ${verdict.reason}`);
+      snapshot = verdict.snapshot;
     }
-    const admission = await this.daemon.admit(spec, this.ctx.clock.now());
+    const admission = await this.daemon.admit(spec, this.ctx.clock.now(), snapshot);
     if (!admission.run) return this.skipped(spec.id, admission.reason);
     if (this.stopping) {
       // Admitted while the stop began: a peer takes it.
