@@ -181,14 +181,14 @@ function readTokenAnswer(answer: RawAnswer, action: string): TokenResponse | Svc
 }
 
 /** Spec 5 and 8: an access token lives one hour. */
-export const MAX_TOKEN_LIFETIME_S = 3600;
+const MAX_TOKEN_LIFETIME_S = 3600;
 
 /**
  * How long the token may be used, in seconds (A40). `expires_in_sec` wins where it is sent (some
  * servers of this kind send it beside an `expires_in` in milliseconds); a lifetime past the
  * spec's hour (milliseconds, or a server that promises more) is read as one hour, and so is none.
  */
-export function lifetimeSeconds(body: Record<string, unknown>): number {
+function lifetimeSeconds(body: Record<string, unknown>): number {
   for (const key of ['expires_in_sec', 'expires_in']) {
     const raw = body[key];
     const seconds = typeof raw === 'number' || typeof raw === 'string' ? Number(raw) : Number.NaN;

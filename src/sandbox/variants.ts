@@ -303,7 +303,7 @@ export function applyValueForms(v: Variants, rec: Rec): void {
 }
 
 /** The hours fields of projects and tasks (spec 2.1: doubles, whose sample shows hh:mm text). */
-export const HOURS_FIELDS: readonly string[] = ['total_hours', 'billed_hours', 'un_billed_hours', 'log_time'];
+const HOURS_FIELDS: readonly string[] = ['total_hours', 'billed_hours', 'un_billed_hours', 'log_time'];
 const HOURS_MINUTES = /^(\d+):(\d{2})$/;
 
 function addExtras(rec: Rec, r: Rng, first: number): void {
