@@ -47,7 +47,8 @@ const FALSE = ['false', '0', 'off', 'no'];
 /**
  * `--variant name[=value]`, repeatable. Without a value a variant takes its hostile setting.
  * Booleans take true/false (1/0, on/off, yes/no); rates a number from 0 to 1;
- * changeWhilePagingEvery an integer (0 = off); ignoreSort comma-separated family.stream names.
+ * changeWhilePagingEvery an integer (0 = off); ignoreSort comma-separated family.stream names;
+ * noOrganizationList comma-separated families.
  */
 export function parseVariant(raw: string, previous: Partial<Variants> = {}): Partial<Variants> {
   const eq = raw.indexOf('=');
@@ -60,7 +61,7 @@ export function parseVariant(raw: string, previous: Partial<Variants> = {}): Par
   const key = name as keyof Variants;
   let value: unknown;
   if (text === undefined) value = HOSTILE_VARIANTS[key];
-  else if (key === 'ignoreSort') value = text === '' ? [] : text.split(',').map((t) => t.trim());
+  else if (key === 'ignoreSort' || key === 'noOrganizationList') value = text === '' ? [] : text.split(',').map((t) => t.trim());
   else if (typeof DEFAULT_VARIANTS[key] === 'boolean') {
     const t = text.toLowerCase();
     if (TRUE.includes(t)) value = true;

@@ -7,7 +7,7 @@ import { isOrganizationList, type StreamSpec } from '../catalog/types.js';
 import type { Family } from '../config/plans.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
-import { AuthorizationError, ConfigError, describeError, ExitCode, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
+import { AuthorizationError, ConfigError, describeError, ExitCode, FatalError, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import { TableWriter } from '../loaders/table-writer.js';
@@ -18,6 +18,7 @@ import { finishRun, startRun, type RunStatus } from '../state/runs.js';
 import { stateDb } from '../state/tables.js';
 import { silentProgress, type ProgressReporter, type SyncContext } from './context.js';
 import { syncOrganization, type OrganizationOutcome } from './organization-sync.js';
+import { organizationsForUnlistedFamily } from './organization-reuse.js';
 import { recordsOf } from './pager.js';
 import { setUpRun } from './run-setup.js';
 import { runAll } from './settle.js';
@@ -336,12 +337,6 @@ export function exitCodeOf(organizations: readonly OrganizationOutcome[], failur
 }
 
 /**
- * Lists each configured family's organizations, writes them to `{family}_organizations`
- * (unless `record` is false: `svcsync verify` writes no data rows), and returns which
- * families each organization is reachable in. A family the token has no scope for is
- * skipped with a warning; if no family answers, the connection fails.
- */
-/**
  * A run for one organization that discovery has already recorded (the daemon's and workers' jobs,
  * `sync --org`) takes its families from `_svcsync_organizations` instead of listing every
  * organization of the connection again: with a thousand organizations that listing, and the
@@ -360,10 +355,64 @@ async function knownOrganization(ctx: SyncContext, organizationId: string): Prom
   return families.length > 0 ? new Map([[organizationId, families]]) : null;
 }
 
+/**
+ * A family whose organization list answered 404 is read for the organizations the other
+ * families listed (or the ones the connection names; `organizationsForUnlistedFamily`), and
+ * registered for them so the daemon's jobs and `sync --org` find it (A13). It gets no
+ * `{family}_organizations` rows: there is no record of its own to hold.
+ */
+async function reuseForUnlistedFamilies(
+  ctx: SyncContext,
+  input: {
+    unlisted: ReadonlyArray<{ family: Family; error: SvcsyncError }>;
+    listedRaw: ReadonlyMap<string, Record<string, unknown>>;
+    found: Map<string, Family[]>;
+    wanted: readonly string[] | undefined;
+    record: boolean;
+  },
+): Promise<void> {
+  const { unlisted, listedRaw, found, wanted, record } = input;
+  const active = new Set([...listedRaw].filter(([, raw]) => raw['is_org_active'] !== false).map(([id]) => id));
+  const ids = organizationsForUnlistedFamily({ listed: new Set(listedRaw.keys()), active, wanted });
+  for (const { family, error } of unlisted) {
+    ctx.logger.warn(
+      { family, organizations: ids, err: error },
+      ids.length > 0
+        ? `${family} has no organization list (${error.request ?? 'GET /organizations'} answered 404): ` +
+            `reading ${family} for organization(s) ${ids.join(', ')}. ` +
+            `If ${family} gives the business another organization id, name that id under the connection's organizations.`
+        : `${family} has no organization list (${error.request ?? 'GET /organizations'} answered 404) and no other family ` +
+            `listed an organization: name the organization ids under the connection's organizations.`,
+    );
+    if (ids.length === 0) continue;
+    for (const id of ids) {
+      const families = found.get(id) ?? [];
+      if (!families.includes(family)) families.push(family);
+      found.set(id, families);
+    }
+    if (!record) continue;
+    const raw = ids.map((id) => {
+      const seen = listedRaw.get(id);
+      return { organization_id: id, name: seen?.['name'], time_zone: seen?.['time_zone'] };
+    });
+    await commitOrganizations(ctx, { connection: ctx.connection.name, family, syncedAt: ctx.stamp.next(), records: [], raw });
+  }
+}
+
+/**
+ * Lists each configured family's organizations, writes them to `{family}_organizations`
+ * (unless `record` is false: `svcsync verify` writes no data rows), and returns which
+ * families each organization is reachable in. A family the token has no scope for is
+ * skipped with a warning; a family without an organization list (404) reuses the others'
+ * ids with a warning; if no family answers, the connection fails.
+ */
 export async function discoverOrganizations(ctx: SyncContext, only: string | undefined, record = true): Promise<Map<string, Family[]>> {
   const found = new Map<string, Family[]>();
   const errors: unknown[] = [];
   const wanted = only ? [only] : ctx.connection.organizations;
+  // Families whose organization list answered 404 (A13), and what the other lists said of each id.
+  const unlisted: Array<{ family: Family; error: SvcsyncError }> = [];
+  const listedRaw = new Map<string, Record<string, unknown>>();
   for (const family of ctx.connection.families) {
     const stream = ctx.catalog.find((s) => s.family === family && isOrganizationList(s));
     if (!stream) continue;
@@ -379,6 +428,11 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
         errors.push(error);
         continue;
       }
+      if (error instanceof FatalError && error.status === 404) {
+        errors.push(error);
+        unlisted.push({ family, error });
+        continue;
+      }
       throw error;
     }
     const now = ctx.stamp.next();
@@ -387,6 +441,7 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
       await commitOrganizations(ctx, { connection: ctx.connection.name, family, syncedAt: now, records: normalized, raw: records });
     for (const raw of records) {
       const id = String(raw['organization_id']);
+      if (!listedRaw.has(id) || raw['is_org_active'] !== false) listedRaw.set(id, raw);
       if (wanted && !wanted.includes(id)) continue;
       if (raw['is_org_active'] === false) {
         ctx.logger.info({ family, organization_id: id }, 'organization is inactive; only its organization record is kept');
@@ -396,6 +451,9 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
       families.push(family);
       found.set(id, families);
     }
+  }
+  if (unlisted.length > 0) {
+    await reuseForUnlistedFamilies(ctx, { unlisted, listedRaw, found, wanted, record });
   }
   if (found.size === 0 && errors.length > 0 && errors.length === ctx.connection.families.length) throw errors[0];
   if (wanted) {

@@ -200,7 +200,8 @@ export class SandboxServer {
     }
     // Answers before the organization is identified: rate-limit headers (variant) of the organization named, if any.
     const early = this.v.rateLimitHeaders ? { limiterKey: this.limiterKeyOf(path, match?.route, req, query) } : { limiterKey: undefined };
-    if (!match) {
+    // Variant noOrganizationList: that family's organization list is an unknown path.
+    if (!match || (match.route.kind === 'organizations' && this.v.noOrganizationList.includes(match.route.family))) {
       this.send(res, err(404, 5, 'Invalid URL Passed'), `${method} (unknown)`, undefined, false, early);
       return;
     }

@@ -121,6 +121,12 @@ export interface Variants {
    * `page_context` (when sent) reports it: a server that ignores per_page.
    */
   fixedPageSize: number;
+  /**
+   * Families (`books`, `inventory`, `invoice`, `billing`) that have no organization list: their
+   * `GET /organizations` answers 404 {code: 5} as an unknown path does (A13). Their other
+   * endpoints accept the organization ids as usual.
+   */
+  noOrganizationList: string[];
 }
 
 export type Preset = 'default' | 'hostile';
@@ -147,6 +153,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   invoiceOrgInQuery: false,
   perPageCap: 0,
   fixedPageSize: 0,
+  noOrganizationList: Object.freeze([]) as unknown as string[],
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -170,7 +177,12 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   invoiceOrgInQuery: true,
   perPageCap: 0,
   fixedPageSize: 0,
+  // Off: with orgIdPerFamily no other family lists the id a family without a list would need.
+  noOrganizationList: Object.freeze([]) as unknown as string[],
 });
+
+/** What `noOrganizationList` may name. */
+const FAMILIES: readonly string[] = ['books', 'inventory', 'invoice', 'billing'];
 
 export const VARIANT_NAMES = Object.keys(DEFAULT_VARIANTS) as Array<keyof Variants>;
 
@@ -190,7 +202,7 @@ function fail(message: string): never {
 export function resolveVariants(preset: Preset | undefined, given: Partial<Variants> | undefined): Variants {
   if (preset !== undefined && !PRESETS.includes(preset)) fail(`preset must be one of ${PRESETS.join(', ')}`);
   const base = preset === 'hostile' ? HOSTILE_VARIANTS : DEFAULT_VARIANTS;
-  const out: Variants = { ...base, ignoreSort: [...base.ignoreSort] };
+  const out: Variants = { ...base, ignoreSort: [...base.ignoreSort], noOrganizationList: [...base.noOrganizationList] };
   for (const [key, value] of Object.entries(given ?? {})) {
     if (!(VARIANT_NAMES as string[]).includes(key)) fail(`variants.${key} is not a variant (known: ${VARIANT_NAMES.join(', ')})`);
     if (value === undefined) continue;
@@ -202,6 +214,10 @@ export function resolveVariants(preset: Preset | undefined, given: Partial<Varia
       for (const name of value)
         if (!TOP_LISTS.includes(name)) fail(`variants.ignoreSort: ${name} is not a list (known: ${TOP_LISTS.join(', ')})`);
       out.ignoreSort = [...value];
+    } else if (k === 'noOrganizationList') {
+      if (!Array.isArray(value) || !value.every((v) => typeof v === 'string' && FAMILIES.includes(v)))
+        fail(`variants.noOrganizationList must be an array of families (${FAMILIES.join(', ')})`);
+      out.noOrganizationList = [...value];
     } else if (k === 'changeWhilePagingEvery') {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
         fail('variants.changeWhilePagingEvery must be a non-negative integer');

@@ -111,6 +111,25 @@ describe('the command line', () => {
     expect(check.stdout).toContain(sandbox.organizations()[0]!.organization_id);
   });
 
+  it('check: a family without an organization list (404) is read for the others\u2019 organizations; its streams are checked', async () => {
+    const own = await startSandbox({ seed: 3, scale: 4, organizations: 1, unlimited: true, variants: { noOrganizationList: ['billing'] } });
+    try {
+      const lines = connection(own.credentials.client_secret).map((l) => l.replace(sandbox.url, own.url));
+      const path = write('unlisted.yaml', lines);
+      const check = await cli(['check', '--config', path], { SVC_REFRESH_TOKEN: own.credentials.refresh_token });
+      expect(check.code, check.stdout + check.stderr).toBe(0);
+      const orgId = own.organizations()[0]!.organization_id;
+      expect(check.stdout).toContain(
+        'billing: no organization list (GET /organizations answered 404); sync reads it for 1 organization(s)',
+      );
+      expect(check.stdout).toContain(`      ${orgId}`);
+      expect(check.stdout).toMatch(/✓ billing\.plans \(SvcSubscriptions\.plans\.READ\)/);
+      expect(check.stdout).not.toContain('✗');
+    } finally {
+      await own.stop();
+    }
+  });
+
   it('check, sync, status, schema and plan work together on one config', async () => {
     const path = write('all.yaml', connection(sandbox.credentials.client_secret));
     const env = { SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token };

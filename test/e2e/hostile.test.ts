@@ -247,6 +247,48 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(e.sandbox.requestLog().byStatus['400'] ?? 0).toBe(0);
   }, 120_000);
 
+  it('A13: a family whose organization list answers 404 is read for the organizations the others list, and stays known', async () => {
+    e = await startE2E(dialect, { scale: 12, variants: { noOrganizationList: ['billing'] } }, { sync: { per_page: PER_PAGE } });
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e);
+    const ids = e.sandbox
+      .organizations()
+      .map((o) => o.organization_id)
+      .sort();
+    const warned = warningLines(e).filter((r) => String(r['msg']).startsWith('billing has no organization list'));
+    expect(warned).toHaveLength(1);
+    expect(String(warned[0]!['msg'])).toContain(ids.join(', '));
+    // No record of its own to hold, but registered, so a job for one organization reads billing
+    // without listing the organizations again.
+    expect(await e.query('SELECT organization_id FROM billing_organizations')).toEqual([]);
+    const registered = await e.query<{ organization_id: string }>(
+      `SELECT organization_id FROM _svcsync_organizations WHERE family = 'billing' ORDER BY organization_id`,
+    );
+    expect(registered.map((r) => r.organization_id)).toEqual(ids);
+    e.sandbox.resetRequestLog();
+    const one = await e.sync('incremental', { organization: ids[0] });
+    expectExit(one, 0);
+    expect(one.organizations.map((o) => [o.organizationId, [...o.families].sort()])).toEqual([
+      [ids[0], ['billing', 'books', 'inventory', 'invoice']],
+    ]);
+    expect(Object.keys(e.sandbox.requestLog().byEndpoint).filter((k) => k.endsWith('/organizations'))).toEqual([]);
+  }, 120_000);
+
+  it('A13 with an id per family: the ids the connection names that no list holds are the unlisted family\u2019s', async () => {
+    e = await startE2E(dialect, { scale: 12, variants: { noOrganizationList: ['billing'], orgIdPerFamily: true } });
+    const businesses = e.sandbox.organizations();
+    const named = businesses.flatMap((o) => Object.values(o.ids));
+    (e.config.connections[0] as { organizations?: string[] }).organizations = named;
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e);
+    // Billing was read for its own ids only: no other family's id was sent to it.
+    expect(e.sandbox.requestLog().byStatus['400'] ?? 0).toBe(0);
+  }, 120_000);
+
   it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
     e = await startE2E(dialect, { scale: 20, preset: 'hostile' }, { sync: { per_page: PER_PAGE } });
     const before = minimumRequests(e.sandbox, PER_PAGE);

@@ -54,7 +54,9 @@ describe('variant options', () => {
     expect(hostile.sb.variants).toEqual(HOSTILE_VARIANTS);
     // perPageCap and fixedPageSize stay off under hostile: with omitPageContext a page smaller
     // than sync.per_page ends walks early unless sync.per_page is set to it (A19); their own tests do.
-    for (const name of VARIANT_NAMES.filter((n) => n !== 'perPageCap' && n !== 'fixedPageSize'))
+    // noOrganizationList too: with orgIdPerFamily no other family lists the id it would need (A13).
+    const offUnderHostile = ['perPageCap', 'fixedPageSize', 'noOrganizationList'];
+    for (const name of VARIANT_NAMES.filter((n) => !offUnderHostile.includes(n)))
       expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);
     expect(HOSTILE_VARIANTS.ignoreSort.length).toBeGreaterThan(0);
     const mixed = await start({ scale: 1, organizations: 1, preset: 'hostile', variants: { numericIds: false, spurious401Rate: 0 } });
@@ -76,6 +78,7 @@ describe('variant options', () => {
     expect(await bad({ variants: { sparseFields: -0.1 } })).toContain('sparseFields');
     expect(await bad({ variants: { changeWhilePagingEvery: 1.5 } })).toContain('changeWhilePagingEvery');
     expect(await bad({ variants: { ignoreSort: ['inventory.nothing'] } })).toContain('inventory.nothing');
+    expect(await bad({ variants: { noOrganizationList: ['payroll'] } })).toContain('noOrganizationList');
     expect(await bad({ variants: { numericIds: 'yes' as never } })).toContain('numericIds');
     expect(await bad({ preset: 'evil' as never })).toContain('preset');
   });
@@ -615,7 +618,9 @@ describe('svcsync sandbox --preset / --variant', () => {
     v = parseVariant('ignoreSort=inventory.contacts,billing.recurring_expenses', v);
     v = parseVariant('changeWhilePagingEvery=3', v);
     v = parseVariant('spurious401Rate', v);
+    v = parseVariant('noOrganizationList=billing,invoice', v);
     expect(v).toEqual({
+      noOrganizationList: ['billing', 'invoice'],
       numericIds: true,
       sparseFields: 0.25,
       omitPageContext: false,
@@ -632,6 +637,7 @@ describe('svcsync sandbox --preset / --variant', () => {
       ['numericIds=maybe', 'numericIds'],
       ['changeWhilePagingEvery=-1', 'changeWhilePagingEvery'],
       ['ignoreSort=books.nothing', 'books.nothing'],
+      ['noOrganizationList=payroll', 'noOrganizationList'],
       ['spurious401Rate=abc', 'spurious401Rate'],
     ]) {
       const message = await parseError(['--variant', arg!]);
@@ -729,6 +735,23 @@ describe('invoiceOrgInQuery', () => {
     // Off: the header, as everywhere in the family.
     const plain = await start({ scale: 5, organizations: 1, unlimited: true });
     expect((await plain.get('invoice', '/projects', org)).status).toBe(200);
+  });
+});
+
+describe('noOrganizationList', () => {
+  it("answers the named families' organization list as an unknown path; their other endpoints and the other lists work", async () => {
+    const h = await start({ scale: 5, organizations: 1, unlimited: true, variants: { noOrganizationList: ['billing'] } });
+    const org = h.orgs[0]!.organization_id;
+    const gone = await h.json('billing', '/organizations');
+    expect(gone.status).toBe(404);
+    expect(gone.body).toMatchObject({ code: 5 });
+    expect((await h.get('billing', '/plans', org)).status).toBe(200);
+    const books = await h.json('books', '/organizations');
+    expect(books.status).toBe(200);
+    expect((books.body['organizations'] as Rec[]).map((o) => o['organization_id'])).toEqual([org]);
+    // Off: billing lists its organizations like the others.
+    const plain = await start({ scale: 5, organizations: 1, unlimited: true });
+    expect((await plain.json('billing', '/organizations')).status).toBe(200);
   });
 });
 

@@ -4,7 +4,9 @@ import { scopeFor } from '../../api/families.js';
 import { LimiterRegistry } from '../../api/limiter.js';
 import { CATALOG } from '../../catalog/index.js';
 import { isOrganizationList, qualifiedName, type StreamSpec } from '../../catalog/types.js';
-import { AuthorizationError, ExitCode, describeError } from '../../core/errors.js';
+import type { Family } from '../../config/plans.js';
+import { AuthorizationError, ExitCode, FatalError, describeError } from '../../core/errors.js';
+import { organizationsForUnlistedFamily } from '../../extractors/organization-reuse.js';
 import { recordsOf } from '../../extractors/pager.js';
 import { migrateToLatest } from '../../loaders/migrate.js';
 import { WarehouseUsageStore } from '../../state/usage-store.js';
@@ -51,32 +53,7 @@ export function checkCommand(cli: Cli): Command {
             tokens,
           });
           let reachable = 0;
-          for (const family of connection.families) {
-            const orgStream = CATALOG.find((s) => s.family === family && isOrganizationList(s));
-            if (!orgStream) continue;
-            let orgs: Record<string, unknown>[];
-            try {
-              orgs = recordsOf(orgStream, await client.get({ family, path: orgStream.path }), `GET ${family}${orgStream.path}`);
-            } catch (error) {
-              const scope = scopeFor(family, 'GET', orgStream.path);
-              const needs = scope ? ` (needs scope ${scope})` : '';
-              out.push(`  ✗ ${family}: cannot list organizations${needs}: ${describeError(error).split('\n').join(' ')}`);
-              if (error instanceof AuthorizationError && worst === ExitCode.ok) worst = ExitCode.authorization;
-              else if (!(error instanceof AuthorizationError)) worst = ExitCode.unexpected;
-              continue;
-            }
-            const wanted = orgs.filter((o) => !connection.organizations || connection.organizations.includes(String(o['organization_id'])));
-            reachable += wanted.length;
-            out.push(`  ✓ ${family}: ${wanted.length} organization(s)${connection.organizations ? ' (of the configured ones)' : ''}`);
-            for (const o of wanted) {
-              // The API's organization name is text (a number is shown as is); anything else shows nothing.
-              const name = o['name'];
-              const shownName = typeof name === 'string' || typeof name === 'number' ? String(name) : '';
-              out.push(`      ${String(o['organization_id'])}  ${shownName}${o['is_org_active'] === false ? '  (inactive)' : ''}`);
-            }
-            const first = wanted.find((o) => o['is_org_active'] !== false);
-            if (!flags.streams || !first) continue;
-            const orgId = String(first['organization_id']);
+          const checkStreams = async (family: Family, orgId: string): Promise<void> => {
             const streams = CATALOG.filter(
               (s: StreamSpec) =>
                 s.family === family &&
@@ -97,6 +74,58 @@ export function checkCommand(cli: Cli): Command {
                 else if (!(error instanceof AuthorizationError)) worst = worst === ExitCode.ok ? ExitCode.partial : worst;
               }
             }
+          };
+          // What the families with a list listed, for the families without one (A13).
+          const listed = new Map<string, Record<string, unknown>>();
+          const unlisted: Family[] = [];
+          for (const family of connection.families) {
+            const orgStream = CATALOG.find((s) => s.family === family && isOrganizationList(s));
+            if (!orgStream) continue;
+            let orgs: Record<string, unknown>[];
+            try {
+              orgs = recordsOf(orgStream, await client.get({ family, path: orgStream.path }), `GET ${family}${orgStream.path}`);
+            } catch (error) {
+              if (error instanceof FatalError && error.status === 404) {
+                unlisted.push(family);
+                continue;
+              }
+              const scope = scopeFor(family, 'GET', orgStream.path);
+              const needs = scope ? ` (needs scope ${scope})` : '';
+              out.push(`  ✗ ${family}: cannot list organizations${needs}: ${describeError(error).split('\n').join(' ')}`);
+              if (error instanceof AuthorizationError && worst === ExitCode.ok) worst = ExitCode.authorization;
+              else if (!(error instanceof AuthorizationError)) worst = ExitCode.unexpected;
+              continue;
+            }
+            for (const o of orgs) listed.set(String(o['organization_id']), o);
+            const wanted = orgs.filter((o) => !connection.organizations || connection.organizations.includes(String(o['organization_id'])));
+            reachable += wanted.length;
+            out.push(`  ✓ ${family}: ${wanted.length} organization(s)${connection.organizations ? ' (of the configured ones)' : ''}`);
+            for (const o of wanted) {
+              // The API's organization name is text (a number is shown as is); anything else shows nothing.
+              const name = o['name'];
+              const shownName = typeof name === 'string' || typeof name === 'number' ? String(name) : '';
+              out.push(`      ${String(o['organization_id'])}  ${shownName}${o['is_org_active'] === false ? '  (inactive)' : ''}`);
+            }
+            const first = wanted.find((o) => o['is_org_active'] !== false);
+            if (flags.streams && first) await checkStreams(family, String(first['organization_id']));
+          }
+          const active = new Set([...listed].filter(([, o]) => o['is_org_active'] !== false).map(([id]) => id));
+          const ids = organizationsForUnlistedFamily({ listed: new Set(listed.keys()), active, wanted: connection.organizations });
+          for (const family of unlisted) {
+            if (ids.length === 0) {
+              out.push(
+                `  ✗ ${family}: no organization list (GET /organizations answered 404) and no other family listed an organization: ` +
+                  "name the organization ids under the connection's organizations.",
+              );
+              worst = ExitCode.unexpected;
+              continue;
+            }
+            out.push(
+              `  ✓ ${family}: no organization list (GET /organizations answered 404); sync reads it for ${ids.length} organization(s):`,
+            );
+            for (const id of ids) out.push(`      ${id}`);
+            reachable += ids.length;
+            if (flags.streams) await checkStreams(family, ids[0]!);
           }
           if (reachable === 0 && worst === ExitCode.ok) worst = ExitCode.partial;
           const used = client.stats().requests;
