@@ -33,7 +33,12 @@ export function buildProgram(cli: { exit: (code: number) => void }): Command {
   program.addCommand(schemaCommand(shared));
   program.addCommand(migrateCommand(shared));
   program.addCommand(sandboxCommand());
-  for (const c of program.commands) c.exitOverride();
+  // Nested commands too (auth exchange, auth scopes): a usage error is exit 2 everywhere.
+  const override = (c: Command): void => {
+    c.exitOverride();
+    c.commands.forEach(override);
+  };
+  program.commands.forEach(override);
   return program;
 }
 

@@ -23,6 +23,7 @@ export function renderSummary(summary: SyncSummary): string {
   const elapsed = Date.parse(summary.finishedAt) - Date.parse(summary.startedAt);
   lines.push(`svcsync ${summary.command} — run ${summary.runId}, ${duration(elapsed)}, ${summary.requests} API requests`);
   for (const f of summary.connectionFailures) lines.push(`  ✗ connection ${f.connection}: ${f.error}`);
+  for (const f of summary.skippedFamilies) lines.push(`  ✗ connection ${f.connection}: ${f.error}`);
   for (const org of summary.organizations) {
     const mark = MARKS[org.status] ?? '✗';
     const totals = org.streams.reduce(

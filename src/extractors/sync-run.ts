@@ -67,6 +67,17 @@ export interface ConnectionFailure {
   error: string;
 }
 
+/**
+ * A family discovery could not list because the token lacks its organization-list scope: none
+ * of that family's streams was read (A26). Reported, and it makes the run partial, so that a
+ * grant missing one scope is not a quiet success every night.
+ */
+export interface FamilySkip {
+  connection: string;
+  family: Family;
+  error: string;
+}
+
 export interface UsageLine {
   organizationId: string;
   usedToday: number;
@@ -83,6 +94,8 @@ export interface SyncSummary {
   finishedAt: string;
   organizations: OrganizationOutcome[];
   connectionFailures: ConnectionFailure[];
+  /** Families skipped for want of a scope, per connection (the rest of the connection was synced). */
+  skippedFamilies: FamilySkip[];
   requests: number;
   usage: UsageLine[];
   exitCode: ExitCode;
@@ -111,6 +124,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
   const writer = new TableWriter(warehouse.sql);
   const organizations: OrganizationOutcome[] = [];
   const connectionFailures: ConnectionFailure[] = [];
+  const skippedFamilies: FamilySkip[] = [];
   const clients: ApiClient[] = [];
   const touched = new Set<string>();
   // Unknown fields warned about: once per field per run, whichever connection sees it first.
@@ -153,9 +167,12 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
         records,
       };
       try {
-        const found =
-          (options.organization && (await knownOrganization(ctx, options.organization))) ||
-          (await discoverOrganizations(ctx, options.organization));
+        const known = options.organization ? await knownOrganization(ctx, options.organization) : null;
+        const discovery = known ? { organizations: known, skipped: [] } : await discoverOrganizations(ctx, options.organization);
+        const found = discovery.organizations;
+        for (const { family, error } of discovery.skipped) {
+          skippedFamilies.push({ connection: connection.name, family, error: familySkipMessage(family, error) });
+        }
         // Discovery alone (the daemon's and workers' organizations job asks for no streams): no
         // organization is synced, so none is leased; taking each one's lease in turn made its own
         // jobs find it busy.
@@ -268,7 +285,10 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
     });
   }
   const requests = clients.reduce((a, c) => a + c.stats().requests, 0);
-  const exitCode = exitCodeOf(organizations, connectionFailures);
+  const exitCode = exitCodeOf(organizations, [
+    ...connectionFailures,
+    ...skippedFamilies.map((f) => ({ connection: f.connection, kind: 'authorization' as const, error: f.error })),
+  ]);
   const finishedAt = stamp.next();
   const summary: SyncSummary = {
     runId,
@@ -277,12 +297,14 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
     finishedAt,
     organizations,
     connectionFailures,
+    skippedFamilies,
     requests,
     usage,
     exitCode,
   };
   const errors = [
     ...connectionFailures.map((f) => `${f.connection}: ${f.error}`),
+    ...skippedFamilies.map((f) => `${f.connection}: ${f.error}`),
     ...organizations
       .filter((o) => o.status !== 'ok' && o.status !== 'busy')
       .map((o) => `${o.connection}/${o.organizationId}: ${o.error ?? o.status}`),
@@ -355,6 +377,12 @@ async function knownOrganization(ctx: SyncContext, organizationId: string): Prom
   return families.length > 0 ? new Map([[organizationId, families]]) : null;
 }
 
+/** Each organization's families, and the families the token has no scope to list. */
+export interface Discovery {
+  organizations: Map<string, Family[]>;
+  skipped: Array<{ family: Family; error: SvcsyncError }>;
+}
+
 /**
  * A family whose organization list answered 404 is read for the organizations the other
  * families listed (or the ones the connection names; `organizationsForUnlistedFamily`), and
@@ -406,9 +434,10 @@ async function reuseForUnlistedFamilies(
  * skipped with a warning; a family without an organization list (404) reuses the others'
  * ids with a warning; if no family answers, the connection fails.
  */
-export async function discoverOrganizations(ctx: SyncContext, only: string | undefined, record = true): Promise<Map<string, Family[]>> {
+export async function discoverOrganizations(ctx: SyncContext, only: string | undefined, record = true): Promise<Discovery> {
   const found = new Map<string, Family[]>();
   const errors: unknown[] = [];
+  const skipped: Discovery['skipped'] = [];
   const wanted = only ? [only] : ctx.connection.organizations;
   // Families whose organization list answered 404 (A13), and what the other lists said of each id.
   const unlisted: Array<{ family: Family; error: SvcsyncError }> = [];
@@ -426,6 +455,7 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
       if (error instanceof AuthorizationError && error.reach === 'family') {
         ctx.logger.warn({ family, err: error }, `cannot list ${family} organizations: ${describeError(error)}`);
         errors.push(error);
+        skipped.push({ family, error });
         continue;
       }
       if (error instanceof FatalError && error.status === 404) {
@@ -470,5 +500,13 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
       }
     }
   }
-  return found;
+  return { organizations: found, skipped };
+}
+
+/** What a family skipped for want of a scope tells the user, in the summary and `_svcsync_runs`. */
+function familySkipMessage(family: Family, error: SvcsyncError): string {
+  return (
+    `${family} skipped, none of its streams read: ${describeError(error)}\n` +
+    `  → \`svcsync auth scopes\` prints every scope svcsync needs; or leave ${family} out of this connection's families.`
+  );
 }

@@ -457,7 +457,15 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       };
       let found: Map<string, Family[]>;
       try {
-        found = await discoverOrganizations(discoveryContext(ctx, limiters), options.organization, false);
+        const discovery = await discoverOrganizations(discoveryContext(ctx, limiters), options.organization, false);
+        found = discovery.organizations;
+        for (const { family, error } of discovery.skipped) {
+          connectionFailures.push({
+            connection: connection.name,
+            kind: 'authorization',
+            error: `${family} not checked: ${describeError(error)}`,
+          });
+        }
       } catch (error) {
         if (endsTheRun(error, options.signal)) throw error;
         if (error instanceof ConfigError && connections.length === 1) throw error;

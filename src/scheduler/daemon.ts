@@ -540,7 +540,8 @@ function jobStatus(summary: SyncSummary, quotaSpent: boolean): JobStatus {
   if (summary.connectionFailures.length > 0 || summary.organizations.some((o) => o.status === 'failed'))
     return summary.organizations.some((o) => o.status === 'ok') ? 'partial' : 'failed';
   if (quotaSpent) return 'quota';
-  if (summary.organizations.some((o) => o.status === 'partial')) return 'partial';
+  // A family skipped for want of a scope is reported, but backs nothing off: the next run can only do the same.
+  if (summary.organizations.some((o) => o.status === 'partial') || summary.skippedFamilies.length > 0) return 'partial';
   if (summary.organizations.length > 0 && summary.organizations.every((o) => o.status === 'busy')) return 'busy';
   if (summary.organizations.some((o) => o.status === 'busy')) return 'partial';
   return 'ok';
@@ -558,6 +559,7 @@ export function outcomeOf(job: JobSpec, summary: SyncSummary): JobOutcome {
   const requests = summary.organizations.reduce((a, o) => a + o.streams.reduce((b, s) => b + s.requests, 0), 0);
   const errors = [
     ...summary.connectionFailures.map((f) => f.error),
+    ...summary.skippedFamilies.map((f) => `${f.connection}: ${f.error}`),
     ...summary.organizations.filter((o) => o.error).map((o) => `${o.organizationId}: ${o.error}`),
   ];
   const status = jobStatus(summary, quotaUntil !== undefined);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -128,6 +128,23 @@ describe('the command line', () => {
     } finally {
       await own.stop();
     }
+  });
+
+  it('auth scopes prints the scopes the README lists, per family on request, and names a bad family (exit 2)', async () => {
+    const all = await cli(['auth', 'scopes']);
+    expect(all.code, all.stderr).toBe(0);
+    const listed = all.stdout.trim();
+    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+    expect(readme).toContain(`\`${listed}\``);
+    for (const family of ['books', 'inventory', 'invoice', 'billing'])
+      expect(listed, family).toContain(
+        `${{ books: 'SvcBooks', inventory: 'SvcInventory', invoice: 'SvcInvoice', billing: 'SvcSubscriptions' }[family]}.settings.READ`,
+      );
+    const billing = await cli(['auth', 'scopes', '--family', 'billing']);
+    expect(billing.stdout.trim().split(',')).toEqual(listed.split(',').filter((x) => x.startsWith('SvcSubscriptions.')));
+    const bad = await cli(['auth', 'scopes', '--family', 'books,payroll']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('payroll is not a family');
   });
 
   it('check, sync, status, schema and plan work together on one config', async () => {

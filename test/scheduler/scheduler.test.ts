@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
+import type { Family } from '../../src/config/plans.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
@@ -365,13 +366,14 @@ describe('budget priorities', () => {
 });
 
 describe("a run's outcome for the scheduler", () => {
-  const summary = (statuses: Array<OrganizationOutcome['status']>): SyncSummary => ({
+  const summary = (statuses: Array<OrganizationOutcome['status']>, skipped: Family[] = []): SyncSummary => ({
     runId: 'r',
     command: 'daemon',
     startedAt: '2026-01-01T00:00:00.000Z',
     finishedAt: '2026-01-01T00:00:01.000Z',
     organizations: statuses.map((status, i) => ({ connection: 'c', organizationId: `o${i}`, families: [], status, streams: [] })),
     connectionFailures: [],
+    skippedFamilies: skipped.map((family) => ({ connection: 'c', family, error: `${family} skipped` })),
     requests: 0,
     usage: [],
     exitCode: 0,
@@ -386,6 +388,12 @@ describe("a run's outcome for the scheduler", () => {
     [[], 'ok'],
   ] as Array<[Array<OrganizationOutcome['status']>, string]>)('%j → %s', (statuses, want) => {
     expect(outcomeOf(job('j', '0 * * * *'), summary(statuses)).status).toBe(want);
+  });
+  it('a family skipped for want of a scope makes the run partial, reported, and backs no organization or connection off', () => {
+    const outcome = outcomeOf(job('j', '0 * * * *'), summary(['ok'], ['billing']));
+    expect(outcome.status).toBe('partial');
+    expect(outcome.failed).toEqual([]);
+    expect(outcome.error).toBe('c: billing skipped');
   });
 });
 

@@ -1,9 +1,11 @@
 import { readFileSync, existsSync } from 'node:fs';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { exchangeGrantCode, resolveAccountsUrl, revokeToken } from '../../api/oauth.js';
+import { requiredScopes } from '../../api/scopes.js';
+import { CATALOG } from '../../catalog/index.js';
 import { DEFAULT_CONFIG_PATH, interpolateEnv } from '../../config/load.js';
-import { REGIONS, type Region } from '../../config/plans.js';
+import { FAMILIES, REGIONS, type Family, type Region } from '../../config/plans.js';
 import type { ConnectionConfig } from '../../config/schema.js';
 import { systemClock } from '../../core/clock.js';
 import { ConfigError } from '../../core/errors.js';
@@ -116,6 +118,25 @@ export function authCommand(cli: Cli): Command {
           '',
         ].join('\n'),
       );
+    });
+  auth
+    .command('scopes')
+    .description('print the READ scopes a grant code needs for svcsync to read every stream (comma-separated, for the developer console)')
+    .addOption(
+      new Option('--family <families>', 'only these families, comma-separated').default(FAMILIES.join(',')).argParser((text: string) => {
+        const list = text
+          .split(',')
+          .map((f) => f.trim())
+          .filter(Boolean);
+        const unknown = list.filter((f) => !(FAMILIES as readonly string[]).includes(f));
+        if (unknown.length || list.length === 0)
+          throw new InvalidArgumentError(`--family: ${unknown.join(', ') || '(none)'} is not a family (known: ${FAMILIES.join(', ')})`);
+        return list.join(',');
+      }),
+    )
+    .action((flags: { family: string }) => {
+      const families = flags.family.split(',') as Family[];
+      process.stdout.write(`${requiredScopes(CATALOG, families).join(',')}\n`);
     });
   auth
     .command('revoke')
