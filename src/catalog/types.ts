@@ -130,6 +130,22 @@ export interface StreamSpec {
    * and their value is replaced by "[redacted]" in `_raw`, so no secret reaches the warehouse.
    */
   redact?: readonly string[];
+  /**
+   * Values that may carry a credential of another system, found by the name they sit under
+   * (src/normalize/redact-by-name.ts): in the `urls` fields, query values under a sensitive
+   * name (`?secret=`, `token=`); in the `pairs` lists of `{name, value}` objects, the value
+   * whose name is sensitive (an `Authorization` header). Replaced by "[redacted]" in the
+   * columns, the child rows and `_raw`.
+   */
+  redactByName?: RedactByName;
+}
+
+export interface RedactByName {
+  urls: readonly string[];
+  pairs: readonly string[];
+  /** The field of a pair holding its name, and the one holding its value. */
+  name: string;
+  value: string;
 }
 
 /** The responses a stream reads: its list, and its single-record endpoint when it has one. */

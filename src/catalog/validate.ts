@@ -53,6 +53,17 @@ export function validateCatalog(catalog: readonly StreamSpec[]): string[] {
       if (pk.sources && !sources.every((s) => pk.sources?.includes(s))) p(`primary key ${stream.primaryKey} must come from every response`);
     }
     if ((stream.redact ?? []).includes(stream.primaryKey)) p('the primary key cannot be redacted');
+    const byNameRule = stream.redactByName;
+    if (byNameRule) {
+      for (const field of byNameRule.urls)
+        if (!stream.columns.some((c) => c.name === field && c.type === 'text')) p(`redactByName.urls: ${field} is not a text column`);
+      for (const field of byNameRule.pairs) {
+        const child = stream.children.find((c) => c.field === field);
+        if (!child) p(`redactByName.pairs: ${field} is not a child array`);
+        else if (![byNameRule.name, byNameRule.value].every((n) => child.columns.some((c) => c.name === n)))
+          p(`redactByName.pairs: ${field} has no ${byNameRule.name} and ${byNameRule.value} columns`);
+      }
+    }
 
     if (isOrganizationList(stream)) {
       if (stream.primaryKey !== ORGANIZATION_ID)

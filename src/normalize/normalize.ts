@@ -3,6 +3,7 @@ import type { Source, StreamSpec } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
 import { unknownFields, type UnknownField } from './drift.js';
 import { streamPlan, type ChildPlan, type FieldStep, type StreamPlan } from './plan.js';
+import { REDACTED, redactByName } from './redact-by-name.js';
 import { jsonText, parseDiscount, parseInstant, toId, type Note, type SqlValue } from './values.js';
 
 export type { SqlValue } from './values.js';
@@ -75,16 +76,15 @@ export interface NormalizeOptions {
   parentId?: string;
 }
 
-const REDACTED = '[redacted]';
-
 /**
  * A raw record of `stream`, as one response (`source`) gave it, into the row of the
  * stream's table and the rows of its child tables. Pure: the same input gives the same
  * output, and nothing is read or written. Throws only when the record has no primary key
  * (a FatalError naming the stream, the field and the record, with what to do).
  */
-export function normalizeRecord(stream: StreamSpec, raw: Record<string, unknown>, opts: NormalizeOptions): NormalizedRecord {
+export function normalizeRecord(stream: StreamSpec, received: Record<string, unknown>, opts: NormalizeOptions): NormalizedRecord {
   const plan = streamPlan(stream, opts.source);
+  const raw = plan.redactByName === null ? received : redactByName(plan.redactByName, received);
   const note: Note = { message: null };
   const warnings: NormalizeWarning[] = [];
 

@@ -1,5 +1,5 @@
 import { allChildLayouts, ORGANIZATION_ID, streamLayout, type ChildLayout, type LaidColumn } from '../catalog/layout.js';
-import { qualifiedName, type Source, type StreamSpec } from '../catalog/types.js';
+import { qualifiedName, type RedactByName, type Source, type StreamSpec } from '../catalog/types.js';
 import { knownFields, type KnownFields } from './drift.js';
 import { CONVERTERS, type Converter } from './values.js';
 
@@ -53,6 +53,7 @@ export interface StreamPlan {
   /** The column naming the parent record, filled from the caller when the record lacks it. */
   parentColumn: string | null;
   redact: readonly string[];
+  redactByName: RedactByName | null;
   children: readonly ChildPlan[];
   /** Every child plan, depth-first: the order of NormalizedRecord.children. */
   childPlans: readonly ChildPlan[];
@@ -149,6 +150,7 @@ function compile(stream: StreamSpec, source: Source): StreamPlan {
     cursor: cursorPath ? { head: cursorPath[0] ?? '', tail: cursorPath.length > 1 ? cursorPath.slice(1) : null } : null,
     parentColumn: stream.parent && steps.some((s) => s.name === stream.parent?.key) ? stream.parent.key : null,
     redact: stream.redact ?? [],
+    redactByName: stream.redactByName ?? null,
     children,
     childPlans,
     known: knownFields(stream),

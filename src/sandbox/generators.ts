@@ -797,10 +797,17 @@ export function webhook(g: OrgGen, slot: number, times: Times): Rec {
     webhook_name: `${entity} → ERP #${slot + 1}`,
     description: r.bool(0.5) ? 'Pushes "approved" records to the ERP' : '',
     method: r.pick(['POST', 'POST', 'PUT', 'DELETE']),
-    url: `https://hooks.example.com/${entity}/${slot}?token=abc`,
+    // Receivers' credentials, as users set them up (svcsync's own hook secret goes in the URL or a header).
+    url: `https://hooks.example.com/${entity}/${slot}?token=tok${slot}x${g.id(14, slot)}&entity=${entity}`,
     entity_parameters: [{ param_name: `${entity}_id`, param_value: `\${${entity}.${entity}_id}` }],
     additional_parameters: [],
-    headers: [{ param_name: 'X-Source', param_value: 'svc' }],
+    headers:
+      slot % 2 === 0
+        ? [
+            { param_name: 'X-Source', param_value: 'svc' },
+            { param_name: 'Authorization', param_value: `Bearer bearer${slot}x${g.id(14, slot)}` },
+          ]
+        : [{ param_name: 'X-Source', param_value: 'svc' }],
     form_data: [],
     query_parameters: [],
     user_defined_format_name: '',

@@ -361,6 +361,16 @@ describe('validateCatalog', () => {
       /amountOrPercentage and must be text/,
     ],
     [
+      'a redactByName URL that is not a text column',
+      edit(parents, { redactByName: { urls: ['nowhere'], pairs: [], name: 'n', value: 'v' } }),
+      /redactByName\.urls: nowhere is not a text column/,
+    ],
+    [
+      'redactByName pairs that are not a child array, or lack the name and value columns',
+      edit(parents, { redactByName: { urls: [], pairs: ['ghosts', 'items'], name: 'param_name', value: 'param_value' } }),
+      /redactByName\.pairs: ghosts is not a child array[\s\S]*redactByName\.pairs: items has no param_name and param_value columns/,
+    ],
+    [
       'an organization list keyed otherwise',
       (c) => [...c, { ...organizations, primaryKey: 'org_id', columns: [{ name: 'org_id', type: 'id' }] }],
       /organization list, so its primary key must be organization_id, not org_id/,

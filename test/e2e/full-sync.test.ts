@@ -20,6 +20,30 @@ describe.each(DIALECTS)('a full sync on %s', (dialect) => {
     for (const s of [e.sandbox.credentials.client_secret, e.sandbox.credentials.refresh_token]) expect(e.log.text).not.toContain(s);
   });
 
+  it('stores no receiver credential of a webhook: URL query values and headers under a sensitive name read [redacted]', async () => {
+    const credentials: string[] = [];
+    for (const org of e.sandbox.organizations())
+      for (const hook of e.sandbox.truth(org.organization_id, 'books', 'webhooks')) {
+        credentials.push(/token=([^&]+)/.exec(String(hook['url']))![1]!);
+        for (const h of hook['headers'] as Array<{ param_name: string; param_value: string }>)
+          if (h.param_name === 'Authorization') credentials.push(h.param_value);
+        if (hook['secret']) credentials.push(String(hook['secret']));
+      }
+    expect(credentials.length).toBeGreaterThan(4);
+    const tables = ['books_webhooks', 'books_webhooks__headers', 'books_webhooks__query_parameters', 'books_webhooks__entity_parameters'];
+    let text = '';
+    for (const table of tables) text += JSON.stringify(await e.query(`SELECT * FROM "${table}"`));
+    for (const credential of credentials) expect(text).not.toContain(credential);
+    const urls = await e.query<{ url: string }>('SELECT url FROM books_webhooks');
+    expect(urls.length).toBeGreaterThan(0);
+    for (const { url } of urls) expect(url).toMatch(/\?token=\[redacted\]&entity=\w+$/);
+    const headers = await e.query<{ param_name: string; param_value: string }>(
+      'SELECT param_name, param_value FROM books_webhooks__headers',
+    );
+    expect(headers.filter((h) => h.param_name === 'Authorization').map((h) => h.param_value)).toContain('[redacted]');
+    expect(headers.filter((h) => h.param_name === 'X-Source').every((h) => h.param_value === 'svc')).toBe(true);
+  });
+
   it('holds exactly the ids of every stream of every organization, none twice', async () => {
     const seen = new Map<string, number>();
     for (const org of e.sandbox.organizations()) {

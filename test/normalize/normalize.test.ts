@@ -488,6 +488,25 @@ describe('normalizeRecord: other streams', () => {
     expect(WEBHOOK.secret).toBe('abcdef123456');
   });
 
+  it('redacts credentials found by name in a webhook\u2019s URL and parameter lists: columns, child rows and _raw', () => {
+    const hook = {
+      ...WEBHOOK,
+      url: 'https://sync.example.com/hooks/acme/books/1?secret=hook-secret-1234567&entity=invoice',
+      headers: [
+        { param_name: 'X-Svcsync-Secret', param_value: 'hook-secret-1234567' },
+        { param_name: 'X-Source', param_value: 'svc' },
+      ],
+    };
+    const rec = run('books.webhooks', hook);
+    expect(rec.row.url).toBe('https://sync.example.com/hooks/acme/books/1?secret=[redacted]&entity=invoice');
+    expect(child(rec, 'books_webhooks__headers').rows.map((r) => [r.param_name, r.param_value])).toEqual([
+      ['X-Svcsync-Secret', '[redacted]'],
+      ['X-Source', 'svc'],
+    ]);
+    expect(rec.row._raw).not.toContain('hook-secret-1234567');
+    expect(hook.headers[0]!.param_value).toBe('hook-secret-1234567');
+  });
+
   it('keys an organization by its own id', () => {
     const rec = normalizeRecord(stream('books.organizations'), ORGANIZATION, {
       organizationId: 'ignored',

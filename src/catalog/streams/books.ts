@@ -129,6 +129,9 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
     paginated: true,
     kind: 'settings',
     redact: ['secret'],
+    // A webhook's URL and headers may carry the receiver's credential: svcsync's own hook
+    // secret (docs/daemon.md) or another system's token.
+    redactByName: { urls: ['url'], pairs: WEBHOOK_PARAMETER_LISTS, name: 'param_name', value: 'param_value' },
     columns: [
       ...cols(
         {
