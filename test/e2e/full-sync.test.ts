@@ -27,7 +27,7 @@ describe.each(DIALECTS)('a full sync on %s', (dialect) => {
         credentials.push(/token=([^&]+)/.exec(String(hook['url']))![1]!);
         for (const h of hook['headers'] as Array<{ param_name: string; param_value: string }>)
           if (h.param_name === 'Authorization') credentials.push(h.param_value);
-        if (hook['secret']) credentials.push(String(hook['secret']));
+        if (typeof hook['secret'] === 'string' && hook['secret'] !== '') credentials.push(hook['secret']);
       }
     expect(credentials.length).toBeGreaterThan(4);
     const tables = ['books_webhooks', 'books_webhooks__headers', 'books_webhooks__query_parameters', 'books_webhooks__entity_parameters'];
