@@ -182,6 +182,12 @@ const syncSchema = z
     user_details: z.boolean().default(false),
     request_timeout_ms: z.number().int().positive().default(60_000),
     max_retries: z.number().int().min(0).default(6),
+    /**
+     * Envelope codes with which a single-record read or a parent's child list says the record
+     * no longer exists (spec 7: 1002): the record is marked deleted. Another code fails the
+     * item alone, which waits in the queue behind the others (A4).
+     */
+    gone_codes: z.array(z.number().int()).min(1).default([1002]),
   })
   .strict();
 

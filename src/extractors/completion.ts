@@ -2,10 +2,11 @@ import pLimit from 'p-limit';
 import { connectionLimits } from '../api/client.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { qualifiedName } from '../catalog/types.js';
-import { FatalError } from '../core/errors.js';
+import { describeError, FatalError } from '../core/errors.js';
+import { itemFailureVerdict, SetAside } from './item-failure.js';
 import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
 import { commitChildren, commitDetail } from '../loaders/unit-of-work.js';
-import { takePending, type PendingReason } from '../state/pending.js';
+import { deferPending, takePending, type PendingKind, type PendingReason } from '../state/pending.js';
 import type { StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { fillPath, pages } from './pager.js';
@@ -19,8 +20,44 @@ import { detailIsEnabled, normalizePage } from './stream-pass.js';
 const BATCH = 50;
 const MAX_CHILD_PAGES = 1_000;
 
-function isGone(error: unknown): boolean {
-  return error instanceof FatalError && error.code === 1002;
+/** The API says the record (or parent) no longer exists: an envelope code of `sync.gone_codes` (A4). */
+function isGone(ctx: SyncContext, error: unknown): boolean {
+  return error instanceof FatalError && error.code !== undefined && ctx.config.sync.gone_codes.includes(error.code);
+}
+
+/**
+ * The record of a single-record answer: an object under one of the keys, or an array holding
+ * exactly one object (spec 4.2 and 4.3 show single currencies and contact persons that way).
+ */
+export function singleRecord(
+  body: Record<string, unknown>,
+  keys: readonly string[],
+  request: string,
+  stream: string,
+): Record<string, unknown> {
+  for (const k of keys) {
+    const v = body[k];
+    if (isObject(v)) return v;
+    if (Array.isArray(v) && v.length === 1 && isObject(v[0])) return v[0];
+  }
+  const present = keys.filter((k) => k in body);
+  const what = (v: unknown): string => (Array.isArray(v) ? `an array of ${v.length}` : v === null ? 'null' : typeof v);
+  throw new FatalError(
+    present.length > 0
+      ? `${request}: ${present.map((k) => `"${k}" is ${what(body[k])}`).join(', ')}, not one record.`
+      : `${request}: the response has none of the keys ${keys.map((k) => `"${k}"`).join(', ')}.`,
+    {
+      hint:
+        present.length > 0
+          ? `The API answered without the record; if it does so for a record it deleted, report the request above.`
+          : `Add the key this API uses to the detail recordKeys of ${stream} in src/catalog.`,
+      request,
+    },
+  );
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 /** How many fetches run at once for one organization; the limiter still has the last word. */
@@ -44,46 +81,43 @@ export async function completeDetails(
   const detail = stream.detail;
   const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(stream) };
   const limit = pLimit(fanOut(ctx));
+  const passStart = ctx.stamp.next();
+  const aside = new SetAside();
   for (;;) {
     raiseIfStopped(ctx);
-    const batch = await takePending(ctx.warehouse.db, key, 'detail', BATCH);
-    if (batch.length === 0) return;
+    const batch = await takePending(ctx.warehouse.db, key, 'detail', BATCH, passStart);
+    if (batch.length === 0) break;
     await runAll(
       limit,
-      batch.map((item) => async (): Promise<void> => {
-        raiseIfStopped(ctx);
-        const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
-        let record: NormalizedRecord | null = null;
-        await holding(ctx.records, 1, ctx.signal, async () => {
-          // A stop asked for while waiting for room: nothing is sent.
+      batch.map((item) =>
+        guarded(ctx, key, 'detail', item.item_id, aside, async (): Promise<void> => {
           raiseIfStopped(ctx);
-          const syncedAt = ctx.stamp.next();
-          try {
-            const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal, meter: tally.meter });
-            const raw = detail.recordKeys.map((k) => body[k]).find((v) => v && typeof v === 'object' && !Array.isArray(v)) as
-              Record<string, unknown> | undefined;
-            if (!raw) {
-              throw new FatalError(
-                `GET ${stream.family}${path}: the response has none of the keys ${detail.recordKeys.map((k) => `"${k}"`).join(', ')}.`,
-                {
-                  hint: `Add the key this API uses to the detail recordKeys of ${qualifiedName(stream)} in src/catalog.`,
-                },
-              );
+          const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
+          let record: NormalizedRecord | null = null;
+          await holding(ctx.records, 1, ctx.signal, async () => {
+            // A stop asked for while waiting for room: nothing is sent.
+            raiseIfStopped(ctx);
+            const syncedAt = ctx.stamp.next();
+            try {
+              const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal, meter: tally.meter });
+              const raw = singleRecord(body, detail.recordKeys, `GET ${stream.family}${path}`, qualifiedName(stream));
+              record = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt, runId: ctx.runId });
+              tally.warnings.addAll(record.warnings);
+              tally.drift.addAll(record.unknown);
+            } catch (error) {
+              if (!isGone(ctx, error)) throw error;
             }
-            record = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt, runId: ctx.runId });
-            tally.warnings.addAll(record.warnings);
-            tally.drift.addAll(record.unknown);
-          } catch (error) {
-            if (!isGone(error)) throw error;
-          }
-          await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
-          tally.records++;
-          tally.written++;
-          if (!record) tally.deleted++;
-        });
-      }),
+            await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
+            tally.records++;
+            tally.written++;
+            if (!record) tally.deleted++;
+          });
+        }),
+      ),
     );
   }
+  const failed = aside.error('single-record reads', qualifiedName(stream));
+  if (failed) throw failed;
 }
 
 /**
@@ -101,67 +135,102 @@ export async function completeChildren(
   const link = child.parent!;
   const key: StreamKey = { connection: ctx.connection.name, organizationId, stream: qualifiedName(child) };
   const limit = pLimit(fanOut(ctx));
+  const passStart = ctx.stamp.next();
+  const aside = new SetAside();
   for (;;) {
     raiseIfStopped(ctx);
-    const batch = await takePending(ctx.warehouse.db, key, 'children', BATCH);
-    if (batch.length === 0) return;
+    const batch = await takePending(ctx.warehouse.db, key, 'children', BATCH, passStart);
+    if (batch.length === 0) break;
     await runAll(
       limit,
-      batch.map((item) => async () => {
-        raiseIfStopped(ctx);
-        const parentId = item.item_id;
-        const startedAt = ctx.stamp.next();
-        const path = fillPath(child.path, { [link.key]: parentId });
-        const records: NormalizedRecord[] = [];
-        let gone = false;
-        let pagesRead = 0;
-        // The parent's whole list is committed at once, so its pages are held together: the
-        // first page's room is waited for, then the share holds what has arrived (past the cap
-        // only for a list longer than a page, which is rare).
-        await holding(ctx.records, ctx.config.sync.per_page, ctx.signal, async (permit) => {
+      batch.map((item) =>
+        guarded(ctx, key, 'children', item.item_id, aside, async () => {
           raiseIfStopped(ctx);
-          try {
-            for await (const page of pages({
-              client: ctx.client,
-              stream: child,
-              organizationId,
-              path,
-              query: { ...(child.query ?? {}) },
-              perPage: ctx.config.sync.per_page,
-              startPage: 1,
-              signal: ctx.signal,
-              stop: ctx.stop,
-              maxPages: MAX_CHILD_PAGES,
-              meter: tally.meter,
-            })) {
-              pagesRead++;
-              records.push(
-                ...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally),
-              );
-              permit?.resizeTo(records.length);
+          const parentId = item.item_id;
+          const startedAt = ctx.stamp.next();
+          const path = fillPath(child.path, { [link.key]: parentId });
+          const records: NormalizedRecord[] = [];
+          let gone = false;
+          let pagesRead = 0;
+          // The parent's whole list is committed at once, so its pages are held together: the
+          // first page's room is waited for, then the share holds what has arrived (past the cap
+          // only for a list longer than a page, which is rare).
+          await holding(ctx.records, ctx.config.sync.per_page, ctx.signal, async (permit) => {
+            raiseIfStopped(ctx);
+            try {
+              for await (const page of pages({
+                client: ctx.client,
+                stream: child,
+                organizationId,
+                path,
+                query: { ...(child.query ?? {}) },
+                perPage: ctx.config.sync.per_page,
+                startPage: 1,
+                signal: ctx.signal,
+                stop: ctx.stop,
+                maxPages: MAX_CHILD_PAGES,
+                meter: tally.meter,
+              })) {
+                pagesRead++;
+                records.push(
+                  ...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally),
+                );
+                permit?.resizeTo(records.length);
+              }
+            } catch (error) {
+              if (!isGone(ctx, error)) throw error;
+              gone = true;
             }
-          } catch (error) {
-            if (!isGone(error)) throw error;
-            gone = true;
-          }
-          const syncedAt = ctx.stamp.next();
-          for (const r of records) r.row['_synced_at'] = syncedAt;
-          await commitChildren(ctx, {
-            key,
-            child,
-            parent,
-            parentId,
-            syncedAt,
-            records,
-            parentGone: gone,
-            reason: item.reason as PendingReason,
+            const syncedAt = ctx.stamp.next();
+            for (const r of records) r.row['_synced_at'] = syncedAt;
+            await commitChildren(ctx, {
+              key,
+              child,
+              parent,
+              parentId,
+              syncedAt,
+              records,
+              parentGone: gone,
+              reason: item.reason as PendingReason,
+            });
+            tally.pages += pagesRead;
+            tally.records += records.length;
+            tally.written += records.length;
+            if (gone) tally.deleted++;
           });
-          tally.pages += pagesRead;
-          tally.records += records.length;
-          tally.written += records.length;
-          if (gone) tally.deleted++;
-        });
-      }),
+        }),
+      ),
     );
   }
+  const failed = aside.error(`parents' ${child.name} lists`, qualifiedName(child));
+  if (failed) throw failed;
+}
+
+/**
+ * One queued item's work, with its failure judged by `itemFailureVerdict`: an item set aside
+ * or ending the pass goes to the back of the queue; a set-aside one lets the others go on.
+ */
+function guarded(
+  ctx: SyncContext,
+  key: StreamKey,
+  kind: PendingKind,
+  itemId: string,
+  aside: SetAside,
+  work: () => Promise<void>,
+): () => Promise<void> {
+  return async () => {
+    try {
+      await work();
+    } catch (error) {
+      const verdict = itemFailureVerdict(error, ctx.signal);
+      if (verdict === 'propagate') throw error;
+      await deferPending(ctx.warehouse.db, key, kind, itemId, ctx.stamp.next());
+      if (verdict === 'defer-and-end') throw error;
+      ctx.logger.warn(
+        { organization_id: key.organizationId, stream: key.stream, item_id: itemId, err: error },
+        `${key.stream} ${itemId} set aside: ${describeError(error)}`,
+      );
+      aside.add(itemId, error);
+    }
+  };
 }

@@ -42,7 +42,10 @@ export function recordsOf(stream: StreamSpec, body: Record<string, unknown>, req
     const value = body[key];
     if (Array.isArray(value)) return value as RawRecord[];
   }
-  // An empty list read as "no records" would make a full refresh mark everything deleted;
+  // The key sent with null on a successful answer is an empty list, as some of this API's
+  // answers write one (spec 4.9: "response `bills` is null").
+  if (stream.recordsKey.some((key) => key in body && body[key] === null)) return [];
+  // An absent list read as "no records" would make a full refresh mark everything deleted;
   // a response without the expected key is a change in the API, so stop and say so.
   const present = Object.keys(body).filter((k) => k !== 'code' && k !== 'message');
   const quoted = (keys: readonly string[]): string => keys.map((k) => `"${k}"`).join(', ');

@@ -429,7 +429,8 @@ export class SandboxServer {
   }
 
   private missing(def: StreamDef): Answer {
-    return err(404, 1002, `${def.reportName.replace(/s$/, '')} does not exist.`);
+    // Variant missingRecordCode: the code is 1002 unless told otherwise.
+    return err(404, this.v.missingRecordCode, `${def.reportName.replace(/s$/, '')} does not exist.`);
   }
 
   private list(route: Route, def: StreamDef, data: OrgData, query: URLSearchParams): Answer {

@@ -127,6 +127,11 @@ export interface Variants {
    * endpoints accept the organization ids as usual.
    */
   noOrganizationList: string[];
+  /**
+   * The envelope code of the 404 answering a single record, or a child list, of a record that
+   * does not exist (A4; the spec's sample is 1002, and its code list is not shown).
+   */
+  missingRecordCode: number;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -154,6 +159,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   perPageCap: 0,
   fixedPageSize: 0,
   noOrganizationList: Object.freeze([]) as unknown as string[],
+  missingRecordCode: 1002,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -179,6 +185,9 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   fixedPageSize: 0,
   // Off: with orgIdPerFamily no other family lists the id a family without a list would need.
   noOrganizationList: Object.freeze([]) as unknown as string[],
+  // 1002 as by default: svcsync reads another code only once told (sync.gone_codes), and until
+  // then fails those items loudly; the hostile runs delete records.
+  missingRecordCode: 1002,
 });
 
 /** What `noOrganizationList` may name. */
@@ -222,6 +231,10 @@ export function resolveVariants(preset: Preset | undefined, given: Partial<Varia
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
         fail('variants.changeWhilePagingEvery must be a non-negative integer');
       out.changeWhilePagingEvery = value;
+    } else if (k === 'missingRecordCode') {
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+        fail('variants.missingRecordCode must be a non-negative integer');
+      out.missingRecordCode = value;
     } else if (k === 'perPageCap' || k === 'fixedPageSize') {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 200)
         fail(`variants.${k} must be an integer from 0 (off) to 200`);

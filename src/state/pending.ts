@@ -58,7 +58,12 @@ export function enqueuePendingQueries(
   return out;
 }
 
-export async function takePending(db: AnyDb, key: StreamKey, kind: PendingKind, limit: number): Promise<PendingRow[]> {
+/**
+ * The oldest queued items, enqueued no later than `enqueuedBy` (a pass's start, from the run's
+ * `Stamp`): an item set aside during the pass goes behind it (`deferPending`) and is not taken
+ * again until the next pass.
+ */
+export async function takePending(db: AnyDb, key: StreamKey, kind: PendingKind, limit: number, enqueuedBy: string): Promise<PendingRow[]> {
   return stateDb(db)
     .selectFrom('_svcsync_pending')
     .selectAll()
@@ -66,9 +71,23 @@ export async function takePending(db: AnyDb, key: StreamKey, kind: PendingKind, 
     .where('organization_id', '=', key.organizationId)
     .where('stream', '=', key.stream)
     .where('kind', '=', kind)
+    .where('enqueued_at', '<=', enqueuedBy)
     .orderBy('enqueued_at')
     .orderBy('item_id')
     .limit(limit)
+    .execute();
+}
+
+/** Moves an item to the back of its queue: the next pass takes the items behind it first. */
+export async function deferPending(db: AnyDb, key: StreamKey, kind: PendingKind, itemId: string, now: string): Promise<void> {
+  await stateDb(db)
+    .updateTable('_svcsync_pending')
+    .set({ enqueued_at: now })
+    .where('connection', '=', key.connection)
+    .where('organization_id', '=', key.organizationId)
+    .where('stream', '=', key.stream)
+    .where('kind', '=', kind)
+    .where('item_id', '=', itemId)
     .execute();
 }
 

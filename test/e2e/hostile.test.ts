@@ -3,7 +3,7 @@ import type { SyncSummary } from '../../src/extractors/sync-run.js';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { runVerify } from '../../src/extractors/verify.js';
 import { DIALECTS } from '../helpers/dialects.js';
-import { expectEqualsTruth, expectExit, startE2E, type E2E } from '../helpers/e2e.js';
+import { expectEqualsTruth, expectExit, startE2E, truthIds, type E2E } from '../helpers/e2e.js';
 import { minimumRequests } from '../helpers/minimum.js';
 
 /**
@@ -287,6 +287,67 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     await expectEqualsTruth(e);
     // Billing was read for its own ids only: no other family's id was sent to it.
     expect(e.sandbox.requestLog().byStatus['400'] ?? 0).toBe(0);
+  }, 120_000);
+
+  it('A4: single reads answered 404 with another code are set aside while every other record is completed; gone_codes reads them as gone', async () => {
+    e = await startE2E(dialect, { scale: 12, variants: { missingRecordCode: 2 } }, { sync: { per_page: PER_PAGE } });
+    const env = e;
+    const org = e.sandbox.organizations()[0]!.organization_id;
+    // An earlier run listed these orders; they were deleted before their single read. Oldest in
+    // the queue and more than one batch (50) of them: before, the first failure ended the pass
+    // and no order of this organization ever got its line items.
+    const gone = Array.from({ length: 60 }, (_, i) => `9990000000${String(i).padStart(5, '0')}`);
+    const p = (n: number): string => env.warehouse.sql.param(n);
+    expectExit(await e.sync('incremental', { streams: [] }), 0); // discovery alone: the warehouse exists
+    for (const id of gone)
+      await e.query(
+        `INSERT INTO _svcsync_pending (connection, organization_id, stream, kind, item_id, reason, enqueued_at) ` +
+          `VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)})`,
+        ['e2e', org, 'inventory.sales_orders', 'detail', id, 'changed', '2026-01-01T00:00:00.000Z'],
+      );
+    // Likewise contacts whose persons were owed: their child lists answer the same 404.
+    for (const id of gone.slice(0, 3))
+      await e.query(
+        `INSERT INTO _svcsync_pending (connection, organization_id, stream, kind, item_id, reason, enqueued_at) ` +
+          `VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)})`,
+        ['e2e', org, 'inventory.contact_persons', 'children', id, 'changed', '2026-01-01T00:00:00.000Z'],
+      );
+    const first = await e.sync();
+    expectExit(first, 4);
+    const stream = first.organizations.find((o) => o.organizationId === org)!.streams.find((s) => s.stream === 'inventory.sales_orders')!;
+    expect(stream.status).toBe('failed');
+    expect(stream.error).toContain('60 single-record reads of inventory.sales_orders could not be read; the others were');
+    expect(stream.error).toContain('sync.gone_codes');
+    const persons = first.organizations
+      .find((o) => o.organizationId === org)!
+      .streams.find((s) => s.stream === 'inventory.contact_persons')!;
+    expect(persons.error).toContain("3 parents' contact_persons lists of inventory.contact_persons could not be read; the others were");
+    expect(await e.liveIds(org, 'inventory', 'contact_persons')).toEqual(truthIds(e.sandbox, org, 'inventory', 'contact_persons'));
+    expect(first.organizations.filter((o) => o.organizationId !== org).every((o) => o.status === 'ok')).toBe(true);
+    // Every order that exists got its single read: its line items are all there.
+    const truth = e.sandbox.truth(org, 'inventory', 'sales_orders');
+    const expected = truth.map((o) => [String(o['salesorder_id']), (o['line_items'] as unknown[]).length]).sort();
+    const rows = await e.query<{ id: string; n: number | string }>(
+      `SELECT salesorder_id AS id, COUNT(*) AS n FROM inventory_sales_orders__line_items WHERE organization_id = ${p(1)} ` +
+        'AND _deleted_at IS NULL GROUP BY salesorder_id',
+      [org],
+    );
+    expect(expected.length).toBeGreaterThan(0);
+    expect(rows.map((r) => [String(r.id), Number(r.n)]).sort()).toEqual(expected.filter(([, n]) => Number(n) > 0));
+    const queued = async (): Promise<string[]> =>
+      (
+        await env.query<{ item_id: string }>(
+          `SELECT item_id FROM _svcsync_pending WHERE organization_id = ${p(1)} AND kind = 'detail' ORDER BY item_id`,
+          [org],
+        )
+      ).map((r) => r.item_id);
+    expect(await queued()).toEqual(gone);
+    // Told what the code means, the next run takes them as gone and the queue empties.
+    (e.config.sync as { gone_codes: number[] }).gone_codes = [1002, 2];
+    e.sandbox.advanceClock(60_000);
+    expectExit(await e.sync(), 0);
+    expect(await queued()).toEqual([]);
+    expect(await e.query('SELECT item_id FROM _svcsync_pending')).toEqual([]);
   }, 120_000);
 
   it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {

@@ -5,10 +5,10 @@ import { CATALOG, findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { parseConfig } from '../../src/config/load.js';
 import { FakeClock } from '../../src/core/clock.js';
-import { QuotaExhaustedError } from '../../src/core/errors.js';
+import { FatalError, QuotaExhaustedError, RetriableError } from '../../src/core/errors.js';
 import { createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
-import { completeDetails } from '../../src/extractors/completion.js';
+import { completeDetails, singleRecord } from '../../src/extractors/completion.js';
 import { Stamp, silentProgress, type SyncContext } from '../../src/extractors/context.js';
 import { neverStop, StopFlag, StopRequested } from '../../src/extractors/stop.js';
 import { newTally } from '../../src/extractors/stream-tally.js';
@@ -111,6 +111,59 @@ describe('detail completion (rule: every fetched item commits)', () => {
     expect(tally.records).toBe(4);
   });
 
+  it('sets aside an item the API refuses for good, completes the others (a lone record in an array too), then names the count', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 20, 8));
+    const { client: inner, asked } = scriptedClient(clock, new Set());
+    const client = {
+      get: async (req: GetRequest) => {
+        const id = decodeURIComponent(req.path.split('/').pop()!);
+        if (id === 'S2') {
+          asked.push(id);
+          throw new FatalError('GET /inventory/v1/salesorders/S2: 404', { status: 404, code: 2, request: 'GET /salesorders/S2' });
+        }
+        const body = (await (inner as unknown as { get: (r: GetRequest) => Promise<Record<string, unknown>> }).get(req)) as Record<
+          string,
+          unknown
+        >;
+        // Spec 4.2 and 4.3 show single records in an array of one; S3 comes that way.
+        return id === 'S3' ? { ...body, salesorder: [body['salesorder']] } : body;
+      },
+    } as unknown as ApiClient;
+    const ctx = await context(client, clock);
+    const key = { connection: 'c', organizationId: ORG, stream: 'inventory.sales_orders' };
+    const enqueuedAt = new Date(clock.now()).toISOString();
+    await enqueuePending(ctx.warehouse.db, key, 'detail', IDS, 'changed', enqueuedAt);
+
+    const error = await completeDetails(ctx, ORG, stream).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FatalError);
+    expect((error as FatalError).message).toMatch(
+      /^1 single-record reads of inventory\.sales_orders could not be read; the others were\. The first, S2:/,
+    );
+    expect((error as FatalError).hint).toContain('add 2 to sync.gone_codes');
+    expect(asked.filter((id) => id === 'S2')).toHaveLength(1);
+    const rows = await ctx.warehouse.db.selectFrom('inventory_sales_orders').select('salesorder_id').orderBy('salesorder_id').execute();
+    expect(rows.map((r): unknown => r.salesorder_id)).toEqual(IDS.filter((id) => id !== 'S2'));
+    const queued = await ctx.warehouse.db.selectFrom('_svcsync_pending').select(['item_id', 'enqueued_at']).execute();
+    expect(queued.map((q) => q.item_id)).toEqual(['S2']);
+    // Behind anything queued before it, so the next run starts with the others.
+    expect(queued[0]!.enqueued_at > enqueuedAt).toBe(true);
+  });
+
+  it('a failure that ends the pass (retries spent) still moves its item to the back of the queue', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 10, 20, 8));
+    const client = {
+      get: () => Promise.reject(new RetriableError('GET /salesorders/S1: 500', { status: 500, reason: 'server' })),
+    } as unknown as ApiClient;
+    const ctx = await context(client, clock);
+    const key = { connection: 'c', organizationId: ORG, stream: 'inventory.sales_orders' };
+    const enqueuedAt = new Date(clock.now() - 60_000).toISOString();
+    await enqueuePending(ctx.warehouse.db, key, 'detail', ['S1'], 'changed', enqueuedAt);
+    expect(await completeDetails(ctx, ORG, stream).catch((e: unknown) => e)).toBeInstanceOf(RetriableError);
+    const queued = await ctx.warehouse.db.selectFrom('_svcsync_pending').select(['item_id', 'enqueued_at']).execute();
+    expect(queued.map((q) => q.item_id)).toEqual(['S1']);
+    expect(queued[0]!.enqueued_at > enqueuedAt).toBe(true);
+  });
+
   it('fetches only the ids still queued when it runs again', async () => {
     const clock = new FakeClock(Date.UTC(2026, 10, 20, 8));
     const first = scriptedClient(clock, new Set(['S7', 'S8']));
@@ -148,5 +201,24 @@ describe('detail completion (rule: every fetched item commits)', () => {
     expect(rows.map((r): unknown => r.salesorder_id)).toEqual([...asked].sort());
     const queued = await ctx.warehouse.db.selectFrom('_svcsync_pending').select('item_id').orderBy('item_id').execute();
     expect(queued.map((q): unknown => q.item_id)).toEqual(IDS.filter((id) => !asked.includes(id)));
+  });
+});
+
+describe('singleRecord', () => {
+  const keys = ['salesorder', 'sales_order'];
+  const order = { salesorder_id: 'S1' };
+  it.each([
+    ['an object under the first key', { salesorder: order }, order],
+    ['an object under another spelling', { sales_order: order }, order],
+    ['an array holding one object (spec 4.2, 4.3)', { salesorder: [order] }, order],
+  ])('reads %s', (_what, body, expected) => {
+    expect(singleRecord({ code: 0, ...body }, keys, 'GET /salesorders/S1', 'inventory.sales_orders')).toEqual(expected);
+  });
+  it.each([
+    ['an array of two', { salesorder: [order, order] }, /"salesorder" is an array of 2, not one record/],
+    ['null', { salesorder: null }, /"salesorder" is null, not one record/],
+    ['no key at all', { other: order }, /none of the keys "salesorder", "sales_order"/],
+  ])('refuses %s, saying what came', (_what, body, message) => {
+    expect(() => singleRecord({ code: 0, ...body }, keys, 'GET /salesorders/S1', 'inventory.sales_orders')).toThrow(message);
   });
 });

@@ -3,7 +3,7 @@ import type { ApiClient } from '../../src/api/client.js';
 import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { FatalError } from '../../src/core/errors.js';
-import { advance, fillPath, pageSignal, pages, type Page } from '../../src/extractors/pager.js';
+import { advance, fillPath, pageSignal, pages, recordsOf, type Page } from '../../src/extractors/pager.js';
 import { RecordBudget } from '../../src/extractors/record-budget.js';
 import { StopFlag, StopRequested } from '../../src/extractors/stop.js';
 
@@ -91,6 +91,11 @@ describe('pages', () => {
   it('refuses a response without the records key instead of reading it as empty', async () => {
     const { client } = scripted(() => ({ code: 0, message: 'success', items: [] }));
     await expect(collect(pages({ ...base, client, stream }))).rejects.toThrow(/none of the keys "plans".*"items"/);
+  });
+
+  it('reads the key sent as null as an empty list (spec 4.9 writes an empty answer so), but an absent key stays an error', async () => {
+    expect(recordsOf(stream, { code: 0, message: 'success', plans: null }, 'GET /plans')).toEqual([]);
+    expect(() => recordsOf(stream, { code: 0, message: 'success' }, 'GET /plans')).toThrow(/none of the keys "plans"/);
   });
 
   it('with prefetch asks for the next page while the caller still holds this one, and never past the last', async () => {

@@ -55,7 +55,8 @@ describe('variant options', () => {
     // perPageCap and fixedPageSize stay off under hostile: with omitPageContext a page smaller
     // than sync.per_page ends walks early unless sync.per_page is set to it (A19); their own tests do.
     // noOrganizationList too: with orgIdPerFamily no other family lists the id it would need (A13).
-    const offUnderHostile = ['perPageCap', 'fixedPageSize', 'noOrganizationList'];
+    // missingRecordCode keeps the spec's 1002: svcsync reads another code only once sync.gone_codes names it.
+    const offUnderHostile = ['perPageCap', 'fixedPageSize', 'noOrganizationList', 'missingRecordCode'];
     for (const name of VARIANT_NAMES.filter((n) => !offUnderHostile.includes(n)))
       expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);
     expect(HOSTILE_VARIANTS.ignoreSort.length).toBeGreaterThan(0);
@@ -79,6 +80,7 @@ describe('variant options', () => {
     expect(await bad({ variants: { changeWhilePagingEvery: 1.5 } })).toContain('changeWhilePagingEvery');
     expect(await bad({ variants: { ignoreSort: ['inventory.nothing'] } })).toContain('inventory.nothing');
     expect(await bad({ variants: { noOrganizationList: ['payroll'] } })).toContain('noOrganizationList');
+    expect(await bad({ variants: { missingRecordCode: -1 } })).toContain('missingRecordCode');
     expect(await bad({ variants: { numericIds: 'yes' as never } })).toContain('numericIds');
     expect(await bad({ preset: 'evil' as never })).toContain('preset');
   });
@@ -752,6 +754,20 @@ describe('noOrganizationList', () => {
     // Off: billing lists its organizations like the others.
     const plain = await start({ scale: 5, organizations: 1, unlimited: true });
     expect((await plain.json('billing', '/organizations')).status).toBe(200);
+  });
+});
+
+describe('missingRecordCode', () => {
+  it('answers a single read, and a child list, of a record that does not exist with 404 and that code', async () => {
+    const h = await start({ scale: 5, organizations: 1, unlimited: true, variants: { missingRecordCode: 2 } });
+    const org = h.orgs[0]!.organization_id;
+    for (const path of ['/salesorders/999', '/contacts/999/contactpersons']) {
+      const answer = await h.json('inventory', path, org);
+      expect(answer.status, path).toBe(404);
+      expect(answer.body, path).toMatchObject({ code: 2 });
+    }
+    const plain = await start({ scale: 5, organizations: 1, unlimited: true });
+    expect((await plain.json('inventory', '/salesorders/999', plain.orgs[0]!.organization_id)).body).toMatchObject({ code: 1002 });
   });
 });
 
