@@ -41,7 +41,10 @@ export function singleRecord(
     if (Array.isArray(v) && v.length === 1 && isObject(v[0])) return v[0];
   }
   const present = keys.filter((k) => k in body);
-  const what = (v: unknown): string => (Array.isArray(v) ? `an array of ${v.length}` : v === null ? 'null' : typeof v);
+  const what = (v: unknown): string => {
+    if (Array.isArray(v)) return `an array of ${v.length}`;
+    return v === null ? 'null' : typeof v;
+  };
   throw new FatalError(
     present.length > 0
       ? `${request}: ${present.map((k) => `"${k}" is ${what(body[k])}`).join(', ')}, not one record.`

@@ -4,6 +4,9 @@ import type { Clock } from '../core/clock.js';
 import { AddressRateLimit, parseHookUrl, presentedSecret, secretMatches, type HookSettings, type HookTarget } from './hooks.js';
 import type { DaemonMetrics } from './metrics.js';
 
+/** The methods a webhook may use (spec 2.10). */
+const HOOK_METHODS = ['POST', 'PUT', 'DELETE'];
+
 /** What a hook with a valid secret led to. */
 export type HookResult =
   | { kind: 'accepted'; runAt: number; coalesced: boolean }
@@ -130,7 +133,9 @@ export async function serveHttp(target: HttpTarget, options: HttpServerOptions):
     const url = new URL(req.url ?? '/', 'http://svcsync.invalid');
     const path = url.pathname;
     if (path.startsWith('/hooks/') && target.hooks) {
-      if (req.method !== 'POST') return text(res, 405, 'hooks take POST\n', { allow: 'POST' });
+      // A webhook's method is the user's choice among POST, PUT and DELETE (spec 2.10); every one means "something changed".
+      if (!HOOK_METHODS.includes(req.method ?? ''))
+        return text(res, 405, 'hooks take POST, PUT or DELETE\n', { allow: HOOK_METHODS.join(', ') });
       return onHook(req, res, url);
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'method not allowed\n', { allow: 'GET' });

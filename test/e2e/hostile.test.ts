@@ -289,7 +289,7 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(e.sandbox.requestLog().byStatus['400'] ?? 0).toBe(0);
   }, 120_000);
 
-  it('A4: single reads answered 404 with another code are set aside while every other record is completed; gone_codes reads them as gone', async () => {
+  it('A4: reads answered 404 with another code are set aside, every other record is completed; gone_codes reads them as gone', async () => {
     e = await startE2E(dialect, { scale: 12, variants: { missingRecordCode: 2 } }, { sync: { per_page: PER_PAGE } });
     const env = e;
     const org = e.sandbox.organizations()[0]!.organization_id;

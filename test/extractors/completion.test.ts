@@ -111,7 +111,7 @@ describe('detail completion (rule: every fetched item commits)', () => {
     expect(tally.records).toBe(4);
   });
 
-  it('sets aside an item the API refuses for good, completes the others (a lone record in an array too), then names the count', async () => {
+  it('sets aside an item the API refuses for good, completes the others (a lone record in an array too), names the count', async () => {
     const clock = new FakeClock(Date.UTC(2026, 10, 20, 8));
     const { client: inner, asked } = scriptedClient(clock, new Set());
     const client = {
@@ -121,10 +121,7 @@ describe('detail completion (rule: every fetched item commits)', () => {
           asked.push(id);
           throw new FatalError('GET /inventory/v1/salesorders/S2: 404', { status: 404, code: 2, request: 'GET /salesorders/S2' });
         }
-        const body = (await (inner as unknown as { get: (r: GetRequest) => Promise<Record<string, unknown>> }).get(req)) as Record<
-          string,
-          unknown
-        >;
+        const body = await (inner as unknown as { get: (r: GetRequest) => Promise<Record<string, unknown>> }).get(req);
         // Spec 4.2 and 4.3 show single records in an array of one; S3 comes that way.
         return id === 'S3' ? { ...body, salesorder: [body['salesorder']] } : body;
       },
@@ -144,7 +141,7 @@ describe('detail completion (rule: every fetched item commits)', () => {
     const rows = await ctx.warehouse.db.selectFrom('inventory_sales_orders').select('salesorder_id').orderBy('salesorder_id').execute();
     expect(rows.map((r): unknown => r.salesorder_id)).toEqual(IDS.filter((id) => id !== 'S2'));
     const queued = await ctx.warehouse.db.selectFrom('_svcsync_pending').select(['item_id', 'enqueued_at']).execute();
-    expect(queued.map((q) => q.item_id)).toEqual(['S2']);
+    expect(queued.map((q): unknown => q.item_id)).toEqual(['S2']);
     // Behind anything queued before it, so the next run starts with the others.
     expect(queued[0]!.enqueued_at > enqueuedAt).toBe(true);
   });
@@ -160,7 +157,7 @@ describe('detail completion (rule: every fetched item commits)', () => {
     await enqueuePending(ctx.warehouse.db, key, 'detail', ['S1'], 'changed', enqueuedAt);
     expect(await completeDetails(ctx, ORG, stream).catch((e: unknown) => e)).toBeInstanceOf(RetriableError);
     const queued = await ctx.warehouse.db.selectFrom('_svcsync_pending').select(['item_id', 'enqueued_at']).execute();
-    expect(queued.map((q) => q.item_id)).toEqual(['S1']);
+    expect(queued.map((q): unknown => q.item_id)).toEqual(['S1']);
     expect(queued[0]!.enqueued_at > enqueuedAt).toBe(true);
   });
 

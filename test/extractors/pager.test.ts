@@ -93,7 +93,7 @@ describe('pages', () => {
     await expect(collect(pages({ ...base, client, stream }))).rejects.toThrow(/none of the keys "plans".*"items"/);
   });
 
-  it('reads the key sent as null as an empty list (spec 4.9 writes an empty answer so), but an absent key stays an error', async () => {
+  it('reads the key sent as null as an empty list (spec 4.9 writes an empty answer so), but an absent key stays an error', () => {
     expect(recordsOf(stream, { code: 0, message: 'success', plans: null }, 'GET /plans')).toEqual([]);
     expect(() => recordsOf(stream, { code: 0, message: 'success' }, 'GET /plans')).toThrow(/none of the keys "plans"/);
   });

@@ -60,13 +60,18 @@ describe('the HTTP port', () => {
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     // Hooks use their own secret, not basic auth.
     expect((await fetch(`${url}/hooks/main/books/1?secret=the-secret-of-main-0123`, { method: 'POST' })).status).toBe(202);
+    // A webhook may be set up with PUT or DELETE (spec 2.10): the same hook.
+    for (const method of ['PUT', 'DELETE'])
+      expect((await fetch(`${url}/hooks/main/books/1?secret=the-secret-of-main-0123`, { method })).status, method).toBe(202);
   });
 
   it('answers unknown paths with 404, wrong methods with 405, and renders the page with the filter from ?q=', async () => {
     const url = await serve();
     expect((await fetch(`${url}/nope`)).status).toBe(404);
     expect((await fetch(`${url}/status.json`, { method: 'POST' })).status).toBe(405);
-    expect((await fetch(`${url}/hooks/main/books/1`)).status).toBe(405);
+    const get = await fetch(`${url}/hooks/main/books/1`);
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST, PUT, DELETE');
     const page = await fetch(`${url}/?q=acme`);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
