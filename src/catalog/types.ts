@@ -34,6 +34,12 @@ export interface ColumnSpec {
   amountOrPercentage?: boolean;
   /** Responses that carry this field. Defaults to the stream's sources. */
   sources?: readonly Source[];
+  /**
+   * Other places the same value sits in some answers, tried in order when `path` holds
+   * nothing: the spec spells the custom-field id `custom_field_id` in some sections and
+   * `customfield_id` in others, and wraps VAT summary entries in `tax` in one section only.
+   */
+  alsoAt?: readonly (readonly string[])[];
   /** The spec section the field comes from, for the data dictionary. */
   spec?: string;
   description?: string;

@@ -171,6 +171,7 @@ function checkColumns(columns: readonly ColumnSpec[], sources: readonly Source[]
     if (!IDENTIFIER.test(c.name)) p(`${what} ${c.name} is not a lower-case identifier`);
     if (c.name.length > MAX_IDENTIFIER) p(`${what} ${c.name} is longer than ${MAX_IDENTIFIER} characters`);
     if (c.path && c.path.length === 0) p(`${what} ${c.name} has an empty path`);
+    if (c.alsoAt?.some((at) => at.length === 0)) p(`${what} ${c.name} has an empty path in alsoAt`);
     for (const s of c.sources ?? [])
       if (!sources.includes(s)) p(`${what} ${c.name} comes from the ${s} response, which the stream does not read`);
     if (c.amountOrPercentage && c.type !== 'text') p(`${what} ${c.name} is amountOrPercentage and must be text`);

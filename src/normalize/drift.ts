@@ -65,7 +65,10 @@ function addPath(level: Building, path: readonly string[]): void {
 }
 
 function addColumns(level: Building, columns: readonly ColumnSpec[]): void {
-  for (const c of columns) addPath(level, c.path ?? [c.name]);
+  for (const c of columns) {
+    addPath(level, c.path ?? [c.name]);
+    for (const p of c.alsoAt ?? []) addPath(level, p);
+  }
 }
 
 function addChildren(level: Building, children: readonly ChildSpec[]): void {

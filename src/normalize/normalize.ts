@@ -174,6 +174,15 @@ function rawText(plan: StreamPlan, raw: Record<string, unknown>): string {
   return jsonText(copy ?? raw);
 }
 
+/** The value at the first of `places` that holds one (see `ColumnSpec.alsoAt`). */
+function firstFound(record: Record<string, unknown>, places: NonNullable<FieldStep['fallbacks']>): unknown {
+  for (const p of places) {
+    const value = valueAt(record, p.head, p.tail);
+    if (value !== undefined) return value;
+  }
+  return undefined;
+}
+
 function valueAt(record: Record<string, unknown>, head: string, tail: readonly string[] | null): unknown {
   let value: unknown = record[head];
   if (tail === null) return value;
@@ -195,7 +204,8 @@ function writeSteps(
   prefix: string,
 ): void {
   for (const s of steps) {
-    const value = valueAt(record, s.head, s.tail);
+    let value = valueAt(record, s.head, s.tail);
+    if (value === undefined && s.fallbacks !== null) value = firstFound(record, s.fallbacks);
     if (s.discount === null) {
       row[s.name] = value === undefined ? null : s.convert(value, note);
     } else {
@@ -303,7 +313,8 @@ function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<stri
       row[child.parentKeyColumns[k] as string] = parentRow[child.parentKeySources[k] as string] ?? null;
     }
     if (child.key !== null && seen !== null) {
-      const raw = values[child.key.head];
+      let raw = values[child.key.head];
+      if (raw === undefined && child.key.fallbacks !== null) raw = firstFound(values, child.key.fallbacks);
       let key = raw === undefined ? null : child.key.convert(raw, ctx.note);
       if (ctx.note.message !== null) {
         ctx.warnings.push({ table: child.table, id: ctx.id, field: `${at}.${child.key.label}`, kind: 'value', message: ctx.note.message });

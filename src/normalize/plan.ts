@@ -19,6 +19,8 @@ export interface FieldStep {
   label: string;
   convert: Converter;
   discount: { amount: string; percentage: string } | null;
+  /** The catalog's `alsoAt`: where else to look when the path holds nothing (null for most columns). */
+  fallbacks: ReadonlyArray<{ head: string; tail: readonly string[] | null }> | null;
 }
 
 export interface ChildPlan {
@@ -96,6 +98,7 @@ function step(c: LaidColumn, columns: readonly LaidColumn[]): FieldStep {
     label: path.join('.'),
     convert: CONVERTERS[c.type],
     discount,
+    fallbacks: c.spec?.alsoAt?.map((p) => ({ head: p[0] ?? c.name, tail: p.length > 1 ? p.slice(1) : null })) ?? null,
   };
 }
 

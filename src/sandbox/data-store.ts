@@ -110,7 +110,8 @@ export class OrgData {
       variants.extraFields ||
       variants.inverseExchangeRate ||
       variants.oddText ||
-      variants.hoursAsNumbers;
+      variants.hoursAsNumbers ||
+      variants.otherSpellings;
     for (const def of STREAMS) {
       this.states.set(`${def.family}.${def.stream}`, new StreamState(def, def.kind === 'top' && def.count ? def.count(scale) : 0));
     }

@@ -666,7 +666,8 @@ export function vendorCredit(g: OrgGen, slot: number, times: Times, books: boole
     location_id: g.id(6, 1),
     location_name: 'Head Office',
     line_items: items,
-    acquisition_vat_summary: [],
+    // Spec 2.8 wraps each entry in `tax`.
+    acquisition_vat_summary: slot % 3 === 0 ? [{ tax: { tax_name: 'VAT 20%', tax_amount: 2 + (slot % 7) * 1.5 } }] : [],
     reverse_charge_vat_summary: [],
     acquisition_vat_total: 0,
     reverse_charge_vat_total: 0,

@@ -132,6 +132,13 @@ export interface Variants {
    * does not exist (A4; the spec's sample is 1002, and its code list is not shown).
    */
   missingRecordCode: number;
+  /**
+   * Fields the spec writes differently from section to section, written the other way: the
+   * custom-field id as `customfield_id` where the section says `custom_field_id` and the other
+   * way round; VAT summary entries flat where the section wraps them in `tax` (vendor credits,
+   * 2.8) and wrapped where it writes them flat (recurring expenses, 2.6). Truth holds what is served.
+   */
+  otherSpellings: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -160,6 +167,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   fixedPageSize: 0,
   noOrganizationList: Object.freeze([]) as unknown as string[],
   missingRecordCode: 1002,
+  otherSpellings: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -188,6 +196,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   // 1002 as by default: svcsync reads another code only once told (sync.gone_codes), and until
   // then fails those items loudly; the hostile runs delete records.
   missingRecordCode: 1002,
+  otherSpellings: true,
 });
 
 /** What `noOrganizationList` may name. */
@@ -307,6 +316,7 @@ export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number
     if (field !== undefined) rec[field] = `${rec[field] as string}\u0000\ud800`;
   }
   applyValueForms(v, rec);
+  if (v.otherSpellings) respell(rec);
   if (v.extraFields) {
     const r = new Rng(g.hash(def.space, slot, 0xe7a));
     addExtras(rec, r, 1);
@@ -315,6 +325,29 @@ export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number
     if (isObject(items)) addExtras(items, r, 5);
   }
   return rec;
+}
+
+/** Variant otherSpellings, in place. */
+function respell(rec: Rec): void {
+  const fields = rec['custom_fields'];
+  if (Array.isArray(fields))
+    rec['custom_fields'] = fields.map((f: unknown) => {
+      if (!isObject(f)) return f;
+      const { custom_field_id: a, customfield_id: b, ...rest } = f;
+      if (a !== undefined) return { customfield_id: a, ...rest };
+      return b !== undefined ? { custom_field_id: b, ...rest } : f;
+    });
+  for (const key of ['acquisition_vat_summary', 'reverse_charge_vat_summary']) {
+    const list = rec[key];
+    if (!Array.isArray(list)) continue;
+    rec[key] = list.map((e: unknown) => {
+      if (!isObject(e)) return e;
+      const tax = e['tax'];
+      if (isObject(tax)) return { ...tax };
+      const { tax_name, tax_amount, ...rest } = e;
+      return { ...rest, tax: { tax_name, tax_amount } };
+    });
+  }
 }
 
 /**

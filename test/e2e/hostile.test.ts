@@ -350,6 +350,41 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(await e.query('SELECT item_id FROM _svcsync_pending')).toEqual([]);
   }, 120_000);
 
+  it('A43: the custom-field id and VAT summaries written the other way from section to section keep their ids and values', async () => {
+    e = await startE2E(dialect, { scale: 20, variants: { otherSpellings: true } }, { sync: { per_page: PER_PAGE } });
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e);
+    // Nothing keyed by position, nothing reported as an unknown field.
+    expect(warningLines(e).map((r) => r['msg'])).toEqual([]);
+    for (const [table, key] of [
+      ['inventory_sales_orders__custom_fields', 'custom_field_id'],
+      ['inventory_vendor_credits__custom_fields', 'custom_field_id'],
+      ['books_vendor_credits__custom_fields', 'custom_field_id'],
+    ] as const) {
+      const rows = await e.query<{ k: string }>(`SELECT "${key}" AS k FROM "${table}"`);
+      expect(rows.length, table).toBeGreaterThan(0);
+      expect(
+        rows.filter((r) => String(r.k).startsWith('#')),
+        table,
+      ).toEqual([]);
+    }
+    for (const family of ['books', 'inventory'] as const) {
+      const served = e.sandbox
+        .organizations()
+        .flatMap((o) => e!.sandbox.truth(o.organization_id, family, 'vendor_credits'))
+        .flatMap((c) => c['acquisition_vat_summary'] as Array<Record<string, unknown>>)
+        .map((t) => [t['tax_name'], Number(t['tax_amount'])])
+        .sort();
+      expect(served.length, family).toBeGreaterThan(0);
+      const rows = await e.query<{ name: string; amount: number | string }>(
+        `SELECT tax__tax_name AS name, tax__tax_amount AS amount FROM "${family}_vendor_credits__acquisition_vat_summary"`,
+      );
+      expect(rows.map((r) => [r.name, Number(r.amount)]).sort(), family).toEqual(served);
+    }
+  }, 120_000);
+
   it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
     e = await startE2E(dialect, { scale: 20, preset: 'hostile' }, { sync: { per_page: PER_PAGE } });
     const before = minimumRequests(e.sandbox, PER_PAGE);

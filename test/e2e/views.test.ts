@@ -29,6 +29,13 @@ function keyOf(values: readonly unknown[]): string {
   return values.map((v) => String(v)).join('|');
 }
 
+/** A child's own key as the truth holds it, under the catalog's field or its other spelling (variant otherSpellings). */
+function childKey(child: ChildLayout, item: Rec): string {
+  const spec = child.columns.find((c) => c.name === child.keyColumn)?.spec;
+  const value = [[child.keyColumn!], ...(spec?.alsoAt ?? [])].map((p) => item[p[0]!]).find((v) => v !== undefined);
+  return String(value);
+}
+
 /** The truth's keys of a stream's table and of each of its child tables, for one organization. */
 function truthKeys(e: E2E, stream: StreamSpec, organizationId: string): Map<string, string[]> {
   const layout = streamLayout(stream);
@@ -40,7 +47,7 @@ function truthKeys(e: E2E, stream: StreamSpec, organizationId: string): Map<stri
       const items = field === undefined ? [] : element[field];
       if (!Array.isArray(items)) continue;
       items.forEach((item: Rec, position) => {
-        const key = [...parentKey, child.keyColumn === undefined ? String(position) : String(item[child.keyColumn])];
+        const key = [...parentKey, child.keyColumn === undefined ? String(position) : childKey(child, item)];
         out.get(child.table)!.push(keyOf(key));
         walk(child.children, item, key);
       });

@@ -9,6 +9,7 @@ import {
   CONTACT_PERSON,
   EVENT_DETAIL,
   EVENT_LIST_ITEM,
+  INVENTORY_VENDOR_CREDIT_DETAIL,
   ORGANIZATION,
   PLAN,
   RECORDS_BY_STREAM,
@@ -505,6 +506,28 @@ describe('normalizeRecord: other streams', () => {
     ]);
     expect(rec.row._raw).not.toContain('hook-secret-1234567');
     expect(hook.headers[0]!.param_value).toBe('hook-secret-1234567');
+  });
+
+  it('reads a value where the catalog says it may also be (alsoAt): the other spelling of an id, a wrapper present or not', () => {
+    const spelled = {
+      ...INVENTORY_VENDOR_CREDIT_DETAIL,
+      custom_fields: [{ customfield_id: '9001', label: 'Region', value: 'North', index: 1 }],
+      acquisition_vat_summary: [{ tax_name: 'VAT 20%', tax_amount: 4.5 }],
+    };
+    const rec = run('inventory.vendor_credits', spelled, 'detail');
+    expect(child(rec, 'inventory_vendor_credits__custom_fields').rows.map((r) => [r.custom_field_id, r.value])).toEqual([
+      ['9001', 'North'],
+    ]);
+    expect(child(rec, 'inventory_vendor_credits__acquisition_vat_summary').rows.map((r) => [r.tax__tax_name, r.tax__tax_amount])).toEqual([
+      ['VAT 20%', 4.5],
+    ]);
+    expect(rec.warnings).toEqual([]);
+    expect(rec.unknown).toEqual([]);
+    // The place the section names still wins when both are there.
+    const both = { ...spelled, custom_fields: [{ custom_field_id: '1', customfield_id: '2', value: 'x' }] };
+    expect(child(run('inventory.vendor_credits', both, 'detail'), 'inventory_vendor_credits__custom_fields').rows[0]!.custom_field_id).toBe(
+      '1',
+    );
   });
 
   it('keys an organization by its own id', () => {

@@ -2,6 +2,12 @@ import { DETAIL, col, cols, nested } from '../columns.js';
 import type { StreamSpec } from '../types.js';
 import { organizationsStream } from './organization-fields.js';
 
+/** Flat as spec 2.6 writes them; wrapped in `tax` as spec 2.8 writes vendor credits' is read too. */
+const VAT_SUMMARY_COLUMNS = [
+  col('tax_name', 'text', { alsoAt: [['tax', 'tax_name']] }),
+  col('tax_amount', 'number', { alsoAt: [['tax', 'tax_amount']] }),
+];
+
 export const BILLING_STREAMS: readonly StreamSpec[] = [
   organizationsStream('billing', '1, A13'),
   {
@@ -56,18 +62,20 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
         field: 'custom_fields',
         key: 'customfield_id',
         spec: '2.7',
-        columns: cols({
-          customfield_id: 'id',
-          is_active: 'boolean',
-          show_in_all_pdf: 'boolean',
-          value_formatted: 'text',
-          data_type: 'text',
-          index: 'integer',
-          label: 'text',
-          show_on_pdf: 'boolean',
-          placeholder: 'text',
-          value: 'text',
-        }),
+        columns: [
+          col('customfield_id', 'id', { alsoAt: [['custom_field_id']] }),
+          ...cols({
+            is_active: 'boolean',
+            show_in_all_pdf: 'boolean',
+            value_formatted: 'text',
+            data_type: 'text',
+            index: 'integer',
+            label: 'text',
+            show_on_pdf: 'boolean',
+            placeholder: 'text',
+            value: 'text',
+          }),
+        ],
       },
       {
         field: 'item_tax_preferences',
@@ -198,19 +206,19 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
         field: 'acquisition_vat_summary',
         spec: '2.6',
         description: 'Acquisition VAT per tax.',
-        columns: cols({ tax_name: 'text', tax_amount: 'number' }),
+        columns: VAT_SUMMARY_COLUMNS,
       },
       {
         field: 'reverse_charge_vat_summary',
         spec: '2.6',
         description: 'Reverse-charge VAT per tax.',
-        columns: cols({ tax_name: 'text', tax_amount: 'number' }),
+        columns: VAT_SUMMARY_COLUMNS,
       },
       {
         field: 'custom_fields',
         key: 'customfield_id',
         spec: '2.6',
-        columns: cols({ customfield_id: 'id', value: 'text' }),
+        columns: [col('customfield_id', 'id', { alsoAt: [['custom_field_id']] }), col('value', 'text')],
       },
     ],
     spec: '2.6, 4.6, A9, A10',

@@ -389,7 +389,10 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
         key: 'custom_field_id',
         sources: LIST,
         spec: '2.5 list item fields',
-        columns: cols({ custom_field_id: 'id', index: 'integer', label: 'text', value: 'text' }),
+        columns: [
+          col('custom_field_id', 'id', { alsoAt: [['customfield_id']] }),
+          ...cols({ index: 'integer', label: 'text', value: 'text' }),
+        ],
       },
     ],
     spec: '2.5, 4.5, A4, A8, A9',

@@ -110,15 +110,15 @@ export const VENDOR_CREDIT_LINE_ITEM_TAGS: ChildSpec = {
   columns: cols({ tag_id: 'id', tag_option_id: 'id' }),
 };
 
-/** VAT summaries wrap each entry in `tax` (spec 2.8); position keys them. */
+/** VAT summaries wrap each entry in `tax` (spec 2.8; flat as spec 2.6 writes them is read too); position keys them. */
 function vatSummary(field: string, what: string): ChildSpec {
   return {
     field,
     spec: '2.8',
     description: `${what} VAT per tax; the spec wraps each entry in \`tax\`.`,
     columns: [
-      col('tax__tax_name', 'text', { path: ['tax', 'tax_name'] }),
-      col('tax__tax_amount', 'number', { path: ['tax', 'tax_amount'] }),
+      col('tax__tax_name', 'text', { path: ['tax', 'tax_name'], alsoAt: [['tax_name']] }),
+      col('tax__tax_amount', 'number', { path: ['tax', 'tax_amount'], alsoAt: [['tax_amount']] }),
     ],
   };
 }
@@ -137,7 +137,7 @@ export const VENDOR_CREDIT_DETAIL_CHILDREN: readonly ChildSpec[] = only(DETAIL, 
     field: 'custom_fields',
     key: 'custom_field_id',
     spec: '2.8',
-    columns: cols({ custom_field_id: 'id', label: 'text', value: 'text', index: 'integer' }),
+    columns: [col('custom_field_id', 'id', { alsoAt: [['customfield_id']] }), ...cols({ label: 'text', value: 'text', index: 'integer' })],
   },
   {
     field: 'comments',
