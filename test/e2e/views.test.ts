@@ -33,7 +33,7 @@ function keyOf(values: readonly unknown[]): string {
 function childKey(child: ChildLayout, item: Rec): string {
   const spec = child.columns.find((c) => c.name === child.keyColumn)?.spec;
   const value = [[child.keyColumn!], ...(spec?.alsoAt ?? [])].map((p) => item[p[0]!]).find((v) => v !== undefined);
-  return String(value as string | number | undefined);
+  return typeof value === 'string' ? value : (JSON.stringify(value) ?? 'undefined');
 }
 
 /** The truth's keys of a stream's table and of each of its child tables, for one organization. */
