@@ -139,6 +139,11 @@ export interface Variants {
    * 2.8) and wrapped where it writes them flat (recurring expenses, 2.6). Truth holds what is served.
    */
   otherSpellings: boolean;
+  /**
+   * A list whose response key the spec does not show answers under another plausible key: the
+   * books family's per-credit refunds (spec 4.9: "refunds of the credit") under `refunds`.
+   */
+  otherListKeys: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -168,6 +173,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   noOrganizationList: Object.freeze([]) as unknown as string[],
   missingRecordCode: 1002,
   otherSpellings: false,
+  otherListKeys: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -197,6 +203,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   // then fails those items loudly; the hostile runs delete records.
   missingRecordCode: 1002,
   otherSpellings: true,
+  otherListKeys: true,
 });
 
 /** What `noOrganizationList` may name. */

@@ -385,6 +385,16 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     }
   }, 120_000);
 
+  it('A45: the books per-credit refunds listed under `refunds` (spec 4.9 names no key) are read all the same', async () => {
+    e = await startE2E(dialect, { scale: 20, variants: { otherListKeys: true } }, { sync: { per_page: PER_PAGE } });
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e, { families: ['books'] });
+    const refunds = e.sandbox.organizations().flatMap((o) => e!.sandbox.truth(o.organization_id, 'books', 'vendor_credit_refunds'));
+    expect(refunds.length).toBeGreaterThan(0);
+  }, 120_000);
+
   it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
     e = await startE2E(dialect, { scale: 20, preset: 'hostile' }, { sync: { per_page: PER_PAGE } });
     const before = minimumRequests(e.sandbox, PER_PAGE);

@@ -771,6 +771,20 @@ describe('missingRecordCode', () => {
   });
 });
 
+describe('otherListKeys', () => {
+  it('lists the books per-credit refunds under refunds; the inventory ones keep the key spec 4.8 shows', async () => {
+    const h = await start({ scale: 30, organizations: 1, unlimited: true, variants: { otherListKeys: true } });
+    const org = h.orgs[0]!.organization_id;
+    const credit = h.sb.truth(org, 'books', 'vendor_credits')[0]!;
+    const books = await h.json('books', `/vendorcredits/${String(credit['vendor_credit_id'])}/refunds`, org);
+    expect(Object.keys(books.body)).toContain('refunds');
+    expect(Object.keys(books.body)).not.toContain('vendor_credit_refunds');
+    const other = h.sb.truth(org, 'inventory', 'vendor_credits')[0]!;
+    const inventory = await h.json('inventory', `/vendorcredits/${String(other['vendor_credit_id'])}/refunds`, org);
+    expect(Object.keys(inventory.body)).toContain('vendor_credit_refunds');
+  });
+});
+
 describe('perPageCap', () => {
   it('cuts every page to the cap whatever per_page asked, pages counted at the cap, page_context telling the size used', async () => {
     const h = await start({ scale: 20, organizations: 1, unlimited: true, variants: { perPageCap: 7 } });

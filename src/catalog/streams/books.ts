@@ -95,7 +95,8 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
     name: 'vendor_credit_refunds',
     family: 'books',
     path: '/vendorcredits/{vendor_credit_id}/refunds',
-    recordsKey: ['vendor_credit_refunds'],
+    // Spec 4.9 names no key ("refunds of the credit"): the inventory family's (4.8), or the path's word.
+    recordsKey: ['vendor_credit_refunds', 'refunds'],
     primaryKey: 'vendor_credit_refund_id',
     paginated: false,
     parent: { stream: 'vendor_credits', key: 'vendor_credit_id' },
