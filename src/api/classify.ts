@@ -102,7 +102,7 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
   const { code, message: serverMessage } = envelope(input.body);
   const shownMessage = serverMessage === undefined ? '' : `: ${scrub(serverMessage).slice(0, 300)}`;
   const what = `${request}${orgText} → HTTP ${status}${code === undefined ? '' : ` code ${code}`}${shownMessage}`;
-  const details = { ...base, status, code };
+  const details = { ...base, status, code, ...(serverMessage === undefined ? {} : { serverMessage: scrub(serverMessage).slice(0, 300) }) };
   const serverWait = serverRetryAfterMs(input.headers, now, status);
 
   // Codes 44, 45 and 1070 mean the same whatever status carries them.

@@ -12,6 +12,8 @@ export interface ErrorDetails {
   request?: string;
   status?: number;
   code?: number;
+  /** The envelope's message as the server sent it (secrets scrubbed), for decisions that read it. */
+  serverMessage?: string;
   organizationId?: string;
   cause?: unknown;
 }
@@ -23,6 +25,7 @@ export abstract class SvcsyncError extends Error {
   readonly request: string | undefined;
   readonly status: number | undefined;
   readonly code: number | undefined;
+  readonly serverMessage: string | undefined;
   readonly organizationId: string | undefined;
 
   constructor(message: string, details: ErrorDetails = {}) {
@@ -32,6 +35,7 @@ export abstract class SvcsyncError extends Error {
     this.request = details.request;
     this.status = details.status;
     this.code = details.code;
+    this.serverMessage = details.serverMessage;
     this.organizationId = details.organizationId;
   }
 

@@ -173,6 +173,7 @@ export async function completeChildren(
                 stop: ctx.stop,
                 maxPages: MAX_CHILD_PAGES,
                 meter: tally.meter,
+                pagingRefused: ctx.pagingRefused,
               })) {
                 pagesRead++;
                 records.push(

@@ -93,4 +93,6 @@ export interface SyncContext {
    * organization and connection it runs. Absent (no cap) where a test drives one unit alone.
    */
   records?: RecordBudget;
+  /** Lists that refused `page`/`per_page` this run (A11, `pages`); absent: each walk finds out anew. */
+  pagingRefused?: Set<string>;
 }

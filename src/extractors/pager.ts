@@ -34,6 +34,11 @@ export interface PagerRequest {
    * page (it has committed this one). Absent: no cap (verify, tests).
    */
   budget?: RecordBudget | undefined;
+  /**
+   * Lists (`family.name`) that refused `page`/`per_page` on a first request this run (A11):
+   * asked without them on page 1 from then on. Shared by a run's walks; absent: not remembered.
+   */
+  pagingRefused?: Set<string> | undefined;
 }
 
 /** The stream's records in a response, under whichever spelling of the key it uses. */
@@ -114,10 +119,21 @@ export function advance(input: {
 }
 
 /**
- * Walks a list endpoint page by page. Lists that declare paging get `page` and `per_page`
- * from the start; the others (A11) are asked for page N only when the previous answer said,
- * or a full page suggested, there is more. A page identical to the one before it, or more
- * pages than maxPages, stops the walk instead of looping.
+ * A 400 whose message names the paging parameters: the list does not take them (A11).
+ * Only the server's own message is read; the request line always carries `page=`.
+ */
+export function refusesPaging(error: unknown): boolean {
+  return error instanceof FatalError && error.status === 400 && /\bpage\b|per_page/i.test(error.serverMessage ?? '');
+}
+
+/**
+ * Walks a list endpoint page by page, sending `page` and `per_page` from the first request,
+ * also to the lists that do not declare them (A11): a server that pages them at a default of
+ * its own, without `page_context`, then pages them at `per_page`, and a short page really is
+ * the last. A list that refuses the parameters (400 naming them) is asked again without them,
+ * and is asked so for the rest of the run (`pagingRefused`); it is then asked for page N only
+ * when the previous answer said, or a full page suggested, there is more. A page identical to
+ * the one before it, or more pages than maxPages, stops the walk instead of looping.
  *
  * With `prefetch`, page N+1 is requested while the caller writes page N. Only for walks that
  * read to the end: one that may stop early would spend a request on a page it never uses.
@@ -126,7 +142,10 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
   let page = req.startPage;
   let previousFingerprint: string | null = null;
   let walked = 0;
-  const sendsPaging = (n: number): boolean => req.stream.paginated || n > 1;
+  const undeclared = !req.stream.paginated;
+  const listName = `${req.stream.family}.${req.stream.name}`;
+  let bareFirst = undeclared && (req.pagingRefused?.has(listName) ?? false);
+  const sendsPaging = (n: number): boolean => n > 1 || !bareFirst;
   const fetchPage = (n: number): Promise<Record<string, unknown>> => {
     const query: Record<string, string | number> = { ...req.query };
     if (sendsPaging(n)) {
@@ -159,7 +178,15 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       // A stop asked for while waiting for room: no request is sent.
       raiseIfStopped(run);
     }
-    let current = fetchPage(page);
+    let current =
+      undeclared && page === 1 && !bareFirst
+        ? fetchPage(page).catch((error: unknown) => {
+            if (!refusesPaging(error)) throw error;
+            bareFirst = true;
+            req.pagingRefused?.add(listName);
+            return fetchPage(page);
+          })
+        : fetchPage(page);
     for (;;) {
       const request = `GET ${req.stream.family}${req.path} page ${page}`;
       const body = await current;

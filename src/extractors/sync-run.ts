@@ -163,6 +163,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
         progress: options.progress ?? silentProgress,
         runId,
         halt: { authorization: null },
+        pagingRefused: new Set<string>(),
         driftWarned,
         records,
       };

@@ -408,7 +408,14 @@ export class SandboxServer {
           return { status: 200, body: `{"code":0,"message":"success","${route.key}":${toJson(rec, data.org.idStyle)}}` };
         }
         const all = data.children(def, parent);
-        const { page, perPage } = paging(query, this.v);
+        // The child lists whose paging the spec does not declare (A11): variants undeclaredPageSize, strictUndeclaredLists.
+        const undeclared = UNDECLARED_PAGING.includes(`${route.family}.${route.stream}`);
+        if (undeclared && this.v.strictUndeclaredLists) {
+          const sent = ['page', 'per_page'].find((p) => query.has(p));
+          if (sent !== undefined) return err(400, 2, `Invalid parameter ${sent}: this list takes no paging parameters`);
+        }
+        const { page, perPage: asked } = paging(query, this.v);
+        const perPage = undeclared && this.v.undeclaredPageSize > 0 && !query.has('per_page') ? this.v.undeclaredPageSize : asked;
         const items = all.slice((page - 1) * perPage, page * perPage).map((c) => toJson(data.listShape(def, c), data.org.idStyle));
         // Variant otherListKeys: the books per-credit refunds, whose key spec 4.9 does not show.
         const key = this.v.otherListKeys && route.family === 'books' && route.key === 'vendor_credit_refunds' ? 'refunds' : route.key;
@@ -531,6 +538,14 @@ export class SandboxServer {
 }
 
 /** The page asked for, and its size: per_page as asked, or as variants fixedPageSize / perPageCap make it. */
+/** The per-parent lists whose paging the spec does not declare (4.8–4.10; A11). */
+const UNDECLARED_PAGING: readonly string[] = [
+  'books.vendor_credit_refunds',
+  'books.vendor_credit_bills',
+  'inventory.vendor_credit_refunds',
+  'inventory.contact_comments',
+];
+
 function paging(query: URLSearchParams, v: Pick<Variants, 'perPageCap' | 'fixedPageSize'>): { page: number; perPage: number } {
   const asked = intParam(query, 'per_page', 200, MAX_PER_PAGE);
   let perPage = asked;

@@ -144,6 +144,14 @@ export interface Variants {
    * books family's per-credit refunds (spec 4.9: "refunds of the credit") under `refunds`.
    */
   otherListKeys: boolean;
+  /**
+   * The per-parent lists whose paging the spec does not declare (refunds and credited bills of
+   * a vendor credit, a contact's comments; A11), asked without `per_page`, hold this many
+   * records a page (0: off, they hold 200). With `per_page` they page as asked.
+   */
+  undeclaredPageSize: number;
+  /** Those lists refuse `page` and `per_page`: 400 {code: 2} naming the parameter (A11). */
+  strictUndeclaredLists: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -174,6 +182,8 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   missingRecordCode: 1002,
   otherSpellings: false,
   otherListKeys: false,
+  undeclaredPageSize: 0,
+  strictUndeclaredLists: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -204,6 +214,8 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   missingRecordCode: 1002,
   otherSpellings: true,
   otherListKeys: true,
+  undeclaredPageSize: 1,
+  strictUndeclaredLists: false,
 });
 
 /** What `noOrganizationList` may name. */
@@ -251,7 +263,7 @@ export function resolveVariants(preset: Preset | undefined, given: Partial<Varia
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
         fail('variants.missingRecordCode must be a non-negative integer');
       out.missingRecordCode = value;
-    } else if (k === 'perPageCap' || k === 'fixedPageSize') {
+    } else if (k === 'perPageCap' || k === 'fixedPageSize' || k === 'undeclaredPageSize') {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 200)
         fail(`variants.${k} must be an integer from 0 (off) to 200`);
       out[k] = value;

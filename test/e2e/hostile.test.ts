@@ -395,6 +395,36 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(refunds.length).toBeGreaterThan(0);
   }, 120_000);
 
+  it('A11: per-parent lists that do not declare paging, paged by the server at 1 without page_context, are read whole', async () => {
+    e = await startE2E(
+      dialect,
+      { scale: 20, variants: { omitPageContext: true, undeclaredPageSize: 1 } },
+      { sync: { per_page: PER_PAGE } },
+    );
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e);
+    // Parents with two children or more: a walk that took the server's short page as the last lost the rest.
+    const org = e.sandbox.organizations()[0]!.organization_id;
+    const comments = e.sandbox.truth(org, 'inventory', 'contact_comments');
+    const perContact = new Map<string, number>();
+    for (const c of comments) perContact.set(String(c['contact_id']), (perContact.get(String(c['contact_id'])) ?? 0) + 1);
+    expect([...perContact.values()].some((n) => n > 1)).toBe(true);
+  }, 120_000);
+
+  it('A11: per-parent lists that refuse page and per_page are asked again without them, and so for the rest of the run', async () => {
+    e = await startE2E(dialect, { scale: 20, variants: { strictUndeclaredLists: true } }, { sync: { per_page: PER_PAGE } });
+    const summary = await e.sync();
+    expect(streamFailures(summary)).toEqual([]);
+    expectExit(summary, 0);
+    await expectEqualsTruth(e);
+    // Each such list (4) is refused once per organization at most, plus what was in flight when it was.
+    const refused = e.sandbox.requestLog().byStatus['400'] ?? 0;
+    expect(refused).toBeGreaterThan(0);
+    expect(refused).toBeLessThanOrEqual(4 * 10 * 2);
+  }, 120_000);
+
   it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
     e = await startE2E(dialect, { scale: 20, preset: 'hostile' }, { sync: { per_page: PER_PAGE } });
     const before = minimumRequests(e.sandbox, PER_PAGE);

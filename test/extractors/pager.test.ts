@@ -63,13 +63,58 @@ describe('pages', () => {
     expect(calls.map((c) => c['page'])).toEqual([3, 4]);
   });
 
-  it('sends no paging parameters to a list that does not declare them, until the server says there is more', async () => {
+  it('sends page and per_page from the first request to a list that does not declare them too (A11)', async () => {
     const { client, calls } = scripted((p) => ({
       ...body(p, 2, 'vendor_credit_refunds'),
       vendor_credit_refunds: [{ vendor_credit_refund_id: `r${p}` }],
     }));
     await collect(pages({ ...base, client, stream: unpaged, query: {} }));
-    expect(calls).toEqual([{}, { page: 2, per_page: 2 }]);
+    expect(calls).toEqual([
+      { page: 1, per_page: 2 },
+      { page: 2, per_page: 2 },
+    ]);
+  });
+
+  it('asks a list that refuses the paging parameters again without them, and so for the rest of the run', async () => {
+    const refused = new Set<string>();
+    const calls: Array<Record<string, unknown>> = [];
+    const client = {
+      get: (req: { query?: Record<string, unknown> }) => {
+        calls.push({ ...(req.query ?? {}) });
+        if (req.query?.['page'] !== undefined && Number(req.query['page']) === 1)
+          return Promise.reject(
+            new FatalError('GET /vendorcredits/1/refunds?page=1 → HTTP 400 code 2: Invalid parameter page', {
+              status: 400,
+              code: 2,
+              serverMessage: 'Invalid parameter page: this list takes no paging parameters',
+            }),
+          );
+        return Promise.resolve({ code: 0, message: 'success', vendor_credit_refunds: [{ vendor_credit_refund_id: 'r1' }] });
+      },
+    } as unknown as ApiClient;
+    const walk = (): Promise<Page[]> => collect(pages({ ...base, client, stream: unpaged, query: {}, pagingRefused: refused }));
+    expect((await walk()).flatMap((p) => p.records)).toEqual([{ vendor_credit_refund_id: 'r1' }]);
+    expect(calls).toEqual([{ page: 1, per_page: 2 }, {}]);
+    expect([...refused]).toEqual(['books.vendor_credit_refunds']);
+    // The next parent's list is asked without them at once.
+    await walk();
+    expect(calls.slice(2)).toEqual([{}]);
+  });
+
+  it('does not take a 400 about something else for a refusal of paging, though the request line carries page=', async () => {
+    const client = {
+      get: () =>
+        Promise.reject(
+          new FatalError('GET /vendorcredits/1/refunds?page=1&per_page=2 → HTTP 400 code 2: Invalid value passed for organization_id', {
+            status: 400,
+            code: 2,
+            serverMessage: 'Invalid value passed for organization_id',
+          }),
+        ),
+    } as unknown as ApiClient;
+    await expect(collect(pages({ ...base, client, stream: unpaged, query: {}, pagingRefused: new Set() }))).rejects.toThrow(
+      /organization_id/,
+    );
   });
 
   it('stops with an error when the server repeats a page (it ignores page)', async () => {
@@ -184,9 +229,10 @@ describe('pages without page_context (lists may carry it, spec 1)', () => {
     expect(got.at(-1)!.hasMore).toBe(false);
   });
 
-  it('asks a child list that declares no paging for page 2 when page 1 held the default 200', async () => {
+  it('asks a child list that refused paging for page 2 when page 1 held the default 200', async () => {
     const { client, calls } = silent(250, 'vendor_credit_refunds', 'vendor_credit_refund_id');
-    const got = await collect(pages({ ...base, client, stream: unpaged, query: {}, perPage: 200 }));
+    const refused = new Set(['books.vendor_credit_refunds']);
+    const got = await collect(pages({ ...base, client, stream: unpaged, query: {}, perPage: 200, pagingRefused: refused }));
     expect(got.reduce((a, p) => a + p.records.length, 0)).toBe(250);
     expect(calls).toEqual([{}, { page: 2, per_page: 200 }]);
   });

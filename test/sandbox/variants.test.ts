@@ -56,7 +56,8 @@ describe('variant options', () => {
     // than sync.per_page ends walks early unless sync.per_page is set to it (A19); their own tests do.
     // noOrganizationList too: with orgIdPerFamily no other family lists the id it would need (A13).
     // missingRecordCode keeps the spec's 1002: svcsync reads another code only once sync.gone_codes names it.
-    const offUnderHostile = ['perPageCap', 'fixedPageSize', 'noOrganizationList', 'missingRecordCode'];
+    // strictUndeclaredLists too: with omitPageContext and undeclaredPageSize no client could read those lists whole.
+    const offUnderHostile = ['perPageCap', 'fixedPageSize', 'noOrganizationList', 'missingRecordCode', 'strictUndeclaredLists'];
     for (const name of VARIANT_NAMES.filter((n) => !offUnderHostile.includes(n)))
       expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);
     expect(HOSTILE_VARIANTS.ignoreSort.length).toBeGreaterThan(0);
