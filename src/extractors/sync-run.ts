@@ -483,7 +483,9 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
       found.set(id, families);
     }
   }
-  if (unlisted.length > 0) {
+  // Only beside a family whose list answered: when every list is a 404, the API's address is
+  // more likely wrong than every family without a list, and the connection fails naming the request.
+  if (unlisted.length > 0 && errors.length < ctx.connection.families.length) {
     await reuseForUnlistedFamilies(ctx, { unlisted, listedRaw, found, wanted, record });
   }
   if (found.size === 0 && errors.length > 0 && errors.length === ctx.connection.families.length) throw errors[0];

@@ -276,6 +276,16 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(Object.keys(e.sandbox.requestLog().byEndpoint).filter((k) => k.endsWith('/organizations'))).toEqual([]);
   }, 120_000);
 
+  it('A13: when every family\u2019s organization list answers 404, the connection fails naming the request, ids named or not', async () => {
+    e = await startE2E(dialect, { scale: 6, variants: { noOrganizationList: ['books', 'inventory', 'invoice', 'billing'] } });
+    (e.config.connections[0] as { organizations?: string[] }).organizations = [e.sandbox.organizations()[0]!.organization_id];
+    const summary = await e.sync();
+    expect(summary.organizations).toEqual([]);
+    expect(summary.connectionFailures).toHaveLength(1);
+    expect(summary.connectionFailures[0]!.error).toMatch(/GET \/books\/v3\/organizations.*HTTP 404/);
+    expect(summary.exitCode).not.toBe(0);
+  }, 120_000);
+
   it('A13 with an id per family: the ids the connection names that no list holds are the unlisted family\u2019s', async () => {
     e = await startE2E(dialect, { scale: 12, variants: { noOrganizationList: ['billing'], orgIdPerFamily: true } });
     const businesses = e.sandbox.organizations();
