@@ -100,9 +100,10 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
 
   const status = input.status ?? 200;
   const { code, message: serverMessage } = envelope(input.body);
-  const shownMessage = serverMessage === undefined ? '' : `: ${scrub(serverMessage).slice(0, 300)}`;
-  const what = `${request}${orgText} → HTTP ${status}${code === undefined ? '' : ` code ${code}`}${shownMessage}`;
-  const details = { ...base, status, code, ...(serverMessage === undefined ? {} : { serverMessage: scrub(serverMessage).slice(0, 300) }) };
+  const shown = serverMessage === undefined ? undefined : scrub(serverMessage).slice(0, 300);
+  const codeText = code === undefined ? '' : ` code ${code}`;
+  const what = `${request}${orgText} → HTTP ${status}${codeText}${shown === undefined ? '' : `: ${shown}`}`;
+  const details = { ...base, status, code, ...(shown === undefined ? {} : { serverMessage: shown }) };
   const serverWait = serverRetryAfterMs(input.headers, now, status);
 
   // Codes 44, 45 and 1070 mean the same whatever status carries them.

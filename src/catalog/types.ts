@@ -138,7 +138,7 @@ export interface StreamSpec {
   redact?: readonly string[];
   /**
    * Values that may carry a credential of another system, found by the name they sit under
-   * (src/normalize/redact-by-name.ts): in the `urls` fields, query values under a sensitive
+   * (src/normalize/redaction.ts): in the `urls` fields, query values under a sensitive
    * name (`?secret=`, `token=`); in the `pairs` lists of `{name, value}` objects, the value
    * whose name is sensitive (an `Authorization` header). Replaced by "[redacted]" in the
    * columns, the child rows and `_raw`.

@@ -32,10 +32,6 @@ export class SetAside {
     this.first ??= { itemId, error };
   }
 
-  get size(): number {
-    return this.count;
-  }
-
   /** Null when nothing was set aside. */
   error(what: string, stream: string): FatalError | null {
     if (this.first === null) return null;

@@ -5,11 +5,16 @@
  * listed and what the connection names, so the rule has a table test of its own.
  */
 
+import { FatalError } from '../core/errors.js';
+
+/** A family's organization list answered 404: the family has none (A13). */
+export function hasNoOrganizationList(error: unknown): error is FatalError {
+  return error instanceof FatalError && error.status === 404;
+}
+
 export interface ReuseInput {
-  /** Every id the families that do have a list listed, active or not. */
-  listed: ReadonlySet<string>;
-  /** Of those, the active ones (inactive organizations are never read; A22). */
-  active: ReadonlySet<string>;
+  /** The organization records the families that do have a list listed, by id (an active one wins). */
+  listed: ReadonlyMap<string, Record<string, unknown>>;
   /** The ids the connection (or `sync --org`) names; undefined: all. */
   wanted: readonly string[] | undefined;
 }
@@ -19,14 +24,15 @@ export interface ReuseInput {
  * - ids the connection names that no listing family listed: they can only be meant for the
  *   unlisted family (the businesses whose ids differ per family, A31), so only those;
  * - otherwise the named ids the other families listed as active, or every active one when
- *   the connection names none.
+ *   the connection names none (inactive organizations are never read; A22).
  */
 export function organizationsForUnlistedFamily(input: ReuseInput): string[] {
-  const { listed, active, wanted } = input;
+  const { listed, wanted } = input;
+  const active = (id: string): boolean => listed.has(id) && listed.get(id)!['is_org_active'] !== false;
   if (wanted) {
     const onlyHere = wanted.filter((id) => !listed.has(id));
     if (onlyHere.length > 0) return onlyHere;
-    return wanted.filter((id) => active.has(id));
+    return wanted.filter(active);
   }
-  return [...active];
+  return [...listed.keys()].filter(active);
 }

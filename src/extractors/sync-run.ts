@@ -7,7 +7,7 @@ import { isOrganizationList, type StreamSpec } from '../catalog/types.js';
 import type { Family } from '../config/plans.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
-import { AuthorizationError, ConfigError, describeError, ExitCode, FatalError, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
+import { AuthorizationError, ConfigError, describeError, ExitCode, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import { TableWriter } from '../loaders/table-writer.js';
@@ -18,7 +18,7 @@ import { finishRun, startRun, type RunStatus } from '../state/runs.js';
 import { stateDb } from '../state/tables.js';
 import { silentProgress, type ProgressReporter, type SyncContext } from './context.js';
 import { syncOrganization, type OrganizationOutcome } from './organization-sync.js';
-import { organizationsForUnlistedFamily } from './organization-reuse.js';
+import { hasNoOrganizationList, organizationsForUnlistedFamily } from './organization-reuse.js';
 import { recordsOf } from './pager.js';
 import { setUpRun } from './run-setup.js';
 import { runAll } from './settle.js';
@@ -401,8 +401,7 @@ async function reuseForUnlistedFamilies(
   },
 ): Promise<void> {
   const { unlisted, listedRaw, found, wanted, record } = input;
-  const active = new Set([...listedRaw].filter(([, raw]) => raw['is_org_active'] !== false).map(([id]) => id));
-  const ids = organizationsForUnlistedFamily({ listed: new Set(listedRaw.keys()), active, wanted });
+  const ids = organizationsForUnlistedFamily({ listed: listedRaw, wanted });
   for (const { family, error } of unlisted) {
     ctx.logger.warn(
       { family, organizations: ids, err: error },
@@ -459,7 +458,7 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
         skipped.push({ family, error });
         continue;
       }
-      if (error instanceof FatalError && error.status === 404) {
+      if (hasNoOrganizationList(error)) {
         errors.push(error);
         unlisted.push({ family, error });
         continue;

@@ -3,7 +3,7 @@ import type { Source, StreamSpec } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
 import { unknownFields, type UnknownField } from './drift.js';
 import { streamPlan, type ChildPlan, type FieldStep, type StreamPlan } from './plan.js';
-import { REDACTED, redactByName } from './redact-by-name.js';
+import { redactRecord } from './redaction.js';
 import { jsonText, parseDiscount, parseInstant, toId, type Note, type SqlValue } from './values.js';
 
 export type { SqlValue } from './values.js';
@@ -84,7 +84,7 @@ export interface NormalizeOptions {
  */
 export function normalizeRecord(stream: StreamSpec, received: Record<string, unknown>, opts: NormalizeOptions): NormalizedRecord {
   const plan = streamPlan(stream, opts.source);
-  const raw = plan.redactByName === null ? received : redactByName(plan.redactByName, received);
+  const raw = plan.redaction === null ? received : redactRecord(plan.redaction, received);
   const note: Note = { message: null };
   const warnings: NormalizeWarning[] = [];
 
@@ -105,7 +105,7 @@ export function normalizeRecord(stream: StreamSpec, received: Record<string, unk
     if (current === null || current === undefined || current === '') row[plan.parentColumn] = opts.parentId;
   }
 
-  const text = rawText(plan, raw);
+  const text = jsonText(raw);
   // One-shot crypto.hash (Node 20.12+): about three times faster than a Hash object per record.
   const hash = digest('sha1', text, 'hex');
   row[plan.rawColumn] = text;
@@ -144,7 +144,7 @@ function primaryKeyOf(plan: StreamPlan, raw: Record<string, unknown>, note: Note
     let snippet: string;
     try {
       // Redacted as in _raw: the message is logged, a webhook's secret must not be.
-      snippet = rawText(plan, raw).slice(0, 200);
+      snippet = jsonText(raw).slice(0, 200);
     } catch {
       snippet = '(unprintable)';
     }
@@ -159,19 +159,6 @@ function primaryKeyOf(plan: StreamPlan, raw: Record<string, unknown>, note: Note
     );
   }
   return id;
-}
-
-function rawText(plan: StreamPlan, raw: Record<string, unknown>): string {
-  if (plan.redact.length === 0) return jsonText(raw);
-  let copy: Record<string, unknown> | null = null;
-  for (const field of plan.redact) {
-    const value = raw[field];
-    if (value !== undefined && value !== null && value !== '') {
-      copy ??= { ...raw };
-      copy[field] = REDACTED;
-    }
-  }
-  return jsonText(copy ?? raw);
 }
 
 /** The value at the first of `places` that holds one (see `ColumnSpec.alsoAt`). */

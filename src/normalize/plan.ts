@@ -1,6 +1,7 @@
 import { allChildLayouts, ORGANIZATION_ID, streamLayout, type ChildLayout, type LaidColumn } from '../catalog/layout.js';
-import { qualifiedName, type RedactByName, type Source, type StreamSpec } from '../catalog/types.js';
+import { qualifiedName, type Source, type StreamSpec } from '../catalog/types.js';
 import { knownFields, type KnownFields } from './drift.js';
+import type { Redaction } from './redaction.js';
 import { CONVERTERS, type Converter } from './values.js';
 
 /**
@@ -54,8 +55,8 @@ export interface StreamPlan {
   cursor: { head: string; tail: readonly string[] | null } | null;
   /** The column naming the parent record, filled from the caller when the record lacks it. */
   parentColumn: string | null;
-  redact: readonly string[];
-  redactByName: RedactByName | null;
+  /** Null when the stream redacts nothing. */
+  redaction: Redaction | null;
   children: readonly ChildPlan[];
   /** Every child plan, depth-first: the order of NormalizedRecord.children. */
   childPlans: readonly ChildPlan[];
@@ -152,8 +153,8 @@ function compile(stream: StreamSpec, source: Source): StreamPlan {
     writesHash: written.some((c) => c.name === '_hash'),
     cursor: cursorPath ? { head: cursorPath[0] ?? '', tail: cursorPath.length > 1 ? cursorPath.slice(1) : null } : null,
     parentColumn: stream.parent && steps.some((s) => s.name === stream.parent?.key) ? stream.parent.key : null,
-    redact: stream.redact ?? [],
-    redactByName: stream.redactByName ?? null,
+    redaction:
+      (stream.redact?.length ?? 0) > 0 || stream.redactByName ? { fields: stream.redact ?? [], byName: stream.redactByName ?? null } : null,
     children,
     childPlans,
     known: knownFields(stream),

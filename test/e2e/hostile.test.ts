@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SyncSummary } from '../../src/extractors/sync-run.js';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { runVerify } from '../../src/extractors/verify.js';
+import { enqueuePending } from '../../src/state/pending.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectEqualsTruth, expectExit, startE2E, truthIds, type E2E } from '../helpers/e2e.js';
 import { minimumRequests } from '../helpers/minimum.js';
@@ -309,19 +310,18 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     const gone = Array.from({ length: 60 }, (_, i) => `9990000000${String(i).padStart(5, '0')}`);
     const p = (n: number): string => env.warehouse.sql.param(n);
     expectExit(await e.sync('incremental', { streams: [] }), 0); // discovery alone: the warehouse exists
-    for (const id of gone)
-      await e.query(
-        `INSERT INTO _svcsync_pending (connection, organization_id, stream, kind, item_id, reason, enqueued_at) ` +
-          `VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)})`,
-        ['e2e', org, 'inventory.sales_orders', 'detail', id, 'changed', '2026-01-01T00:00:00.000Z'],
-      );
+    const since = '2026-01-01T00:00:00.000Z';
+    await enqueuePending(
+      e.warehouse.db,
+      { connection: 'e2e', organizationId: org, stream: 'inventory.sales_orders' },
+      'detail',
+      gone,
+      'changed',
+      since,
+    );
     // Likewise contacts whose persons were owed: their child lists answer the same 404.
-    for (const id of gone.slice(0, 3))
-      await e.query(
-        `INSERT INTO _svcsync_pending (connection, organization_id, stream, kind, item_id, reason, enqueued_at) ` +
-          `VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}, ${p(6)}, ${p(7)})`,
-        ['e2e', org, 'inventory.contact_persons', 'children', id, 'changed', '2026-01-01T00:00:00.000Z'],
-      );
+    const personsKey = { connection: 'e2e', organizationId: org, stream: 'inventory.contact_persons' };
+    await enqueuePending(e.warehouse.db, personsKey, 'children', gone.slice(0, 3), 'changed', since);
     const first = await e.sync();
     expectExit(first, 4);
     const stream = first.organizations.find((o) => o.organizationId === org)!.streams.find((s) => s.stream === 'inventory.sales_orders')!;

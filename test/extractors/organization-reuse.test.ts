@@ -23,6 +23,8 @@ describe('organizationsForUnlistedFamily (A13: a family whose organization list 
     { name: 'an inactive named id is not a new one: none', listed: ['1'], active: [], wanted: ['1'], expected: [] },
   ];
   it.each(cases)('$name', ({ listed, active, wanted, expected }) => {
-    expect(organizationsForUnlistedFamily({ listed: new Set(listed), active: new Set(active), wanted })).toEqual(expected);
+    // The organization records the other families listed; those not active say is_org_active: false.
+    const records = new Map(listed.map((id) => [id, { organization_id: id, is_org_active: active.includes(id) }]));
+    expect(organizationsForUnlistedFamily({ listed: records, wanted })).toEqual(expected);
   });
 });

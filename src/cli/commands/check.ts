@@ -5,8 +5,8 @@ import { LimiterRegistry } from '../../api/limiter.js';
 import { CATALOG } from '../../catalog/index.js';
 import { isOrganizationList, qualifiedName, type StreamSpec } from '../../catalog/types.js';
 import type { Family } from '../../config/plans.js';
-import { AuthorizationError, ExitCode, FatalError, describeError } from '../../core/errors.js';
-import { organizationsForUnlistedFamily } from '../../extractors/organization-reuse.js';
+import { AuthorizationError, ExitCode, describeError } from '../../core/errors.js';
+import { hasNoOrganizationList, organizationsForUnlistedFamily } from '../../extractors/organization-reuse.js';
 import { recordsOf } from '../../extractors/pager.js';
 import { migrateToLatest } from '../../loaders/migrate.js';
 import { WarehouseUsageStore } from '../../state/usage-store.js';
@@ -85,7 +85,7 @@ export function checkCommand(cli: Cli): Command {
             try {
               orgs = recordsOf(orgStream, await client.get({ family, path: orgStream.path }), `GET ${family}${orgStream.path}`);
             } catch (error) {
-              if (error instanceof FatalError && error.status === 404) {
+              if (hasNoOrganizationList(error)) {
                 unlisted.push(family);
                 continue;
               }
@@ -96,7 +96,10 @@ export function checkCommand(cli: Cli): Command {
               else if (!(error instanceof AuthorizationError)) worst = ExitCode.unexpected;
               continue;
             }
-            for (const o of orgs) listed.set(String(o['organization_id']), o);
+            for (const o of orgs) {
+              const id = String(o['organization_id']);
+              if (!listed.has(id) || o['is_org_active'] !== false) listed.set(id, o);
+            }
             const wanted = orgs.filter((o) => !connection.organizations || connection.organizations.includes(String(o['organization_id'])));
             reachable += wanted.length;
             out.push(`  ✓ ${family}: ${wanted.length} organization(s)${connection.organizations ? ' (of the configured ones)' : ''}`);
@@ -109,8 +112,7 @@ export function checkCommand(cli: Cli): Command {
             const first = wanted.find((o) => o['is_org_active'] !== false);
             if (flags.streams && first) await checkStreams(family, String(first['organization_id']));
           }
-          const active = new Set([...listed].filter(([, o]) => o['is_org_active'] !== false).map(([id]) => id));
-          const ids = organizationsForUnlistedFamily({ listed: new Set(listed.keys()), active, wanted: connection.organizations });
+          const ids = organizationsForUnlistedFamily({ listed, wanted: connection.organizations });
           for (const family of unlisted) {
             if (ids.length === 0) {
               out.push(

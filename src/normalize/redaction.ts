@@ -58,3 +58,25 @@ export function redactByName(rule: RedactByName, raw: Record<string, unknown>): 
   }
   return copy ?? raw;
 }
+
+/** What a stream redacts (`StreamSpec.redact` and `redactByName`), worked out once per stream plan. */
+export interface Redaction {
+  /** Top-level fields whose value never reaches the warehouse (a webhook's signing secret). */
+  fields: readonly string[];
+  byName: RedactByName | null;
+}
+
+/**
+ * The one redaction step: the record as the warehouse may hold it, before anything is read
+ * from it, so the columns, the child rows, `_raw` and the hash agree. Pure; a copy only where
+ * something changed.
+ */
+export function redactRecord(redaction: Redaction, raw: Record<string, unknown>): Record<string, unknown> {
+  let copy: Record<string, unknown> | null = null;
+  for (const field of redaction.fields) {
+    const value = raw[field];
+    if (value !== undefined && value !== null && value !== '') (copy ??= { ...raw })[field] = REDACTED;
+  }
+  const named = copy ?? raw;
+  return redaction.byName === null ? named : redactByName(redaction.byName, named);
+}

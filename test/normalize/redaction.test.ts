@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isSensitiveName, redactByName, redactUrlQuery } from '../../src/normalize/redact-by-name.js';
+import { isSensitiveName, redactByName, redactUrlQuery } from '../../src/normalize/redaction.js';
 
 describe('redactUrlQuery', () => {
   it.each([
