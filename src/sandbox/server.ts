@@ -395,7 +395,7 @@ export class SandboxServer {
       case 'detail': {
         const slot = data.slotOfId(def, match.id ?? '');
         if (slot === undefined) return this.missing(def);
-        return { status: 200, body: `{"code":0,"message":"success","${route.key}":${data.detailJson(def, slot)}}` };
+        return this.single(route.key, data.detailJson(def, slot));
       }
       case 'children':
       case 'child': {
@@ -405,7 +405,7 @@ export class SandboxServer {
         if (route.kind === 'child') {
           const rec = data.findChild(def, parent, match.child ?? '');
           if (!rec) return this.missing(def);
-          return { status: 200, body: `{"code":0,"message":"success","${route.key}":${toJson(rec, data.org.idStyle)}}` };
+          return this.single(route.key, toJson(rec, data.org.idStyle));
         }
         const all = data.children(def, parent);
         // The child lists whose paging the spec does not declare (A11): variants undeclaredPageSize, strictUndeclaredLists.
@@ -435,6 +435,13 @@ export class SandboxServer {
       default:
         return err(404, 5, 'Invalid URL Passed');
     }
+  }
+
+  /** One record under its key; variant singleRecordArray: as an array of one. */
+  private single(key: string, json: string): Answer {
+    if (!this.v.singleRecordArray) return { status: 200, body: `{"code":0,"message":"success","${key}":${json}}` };
+    this.log.variants.singleArrays++;
+    return { status: 200, body: `{"code":0,"message":"success","${key}":[${json}]}` };
   }
 
   private missing(def: StreamDef): Answer {
@@ -506,11 +513,15 @@ export class SandboxServer {
     sortColumn: string,
     order: string,
   ): Answer {
-    if (this.v.omitPageContext) return { status: 200, body: `{"code":0,"message":"success","${key}":[${items.join(',')}]}` };
+    // Variant nullEmptyLists: a page without records carries its key as null.
+    const nullKey = items.length === 0 && this.v.nullEmptyLists;
+    if (nullKey) this.log.variants.nullLists++;
+    const list = nullKey ? 'null' : `[${items.join(',')}]`;
+    if (this.v.omitPageContext) return { status: 200, body: `{"code":0,"message":"success","${key}":${list}}` };
     const context =
       `{"page":${page},"per_page":${perPage},"has_more_page":${page * perPage < total},` +
       `"report_name":${JSON.stringify(report)},"sort_column":${JSON.stringify(sortColumn)},"sort_order":"${order}"}`;
-    return { status: 200, body: `{"code":0,"message":"success","${key}":[${items.join(',')}],"page_context":${context}}` };
+    return { status: 200, body: `{"code":0,"message":"success","${key}":${list},"page_context":${context}}` };
   }
 
   private onToken(req: http.IncomingMessage, res: http.ServerResponse, path: string, method: string, query: URLSearchParams): void {

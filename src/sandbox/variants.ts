@@ -152,6 +152,13 @@ export interface Variants {
   undeclaredPageSize: number;
   /** Those lists refuse `page` and `per_page`: 400 {code: 2} naming the parameter (A11). */
   strictUndeclaredLists: boolean;
+  /**
+   * A single record (a detail GET, or one child record) answered as an array of one object under
+   * its key, as spec 4.2 and 4.3 show currencies and contact persons (A4).
+   */
+  singleRecordArray: boolean;
+  /** A list page that holds no record carries its key as `null` instead of `[]` (A4). */
+  nullEmptyLists: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -184,6 +191,8 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   otherListKeys: false,
   undeclaredPageSize: 0,
   strictUndeclaredLists: false,
+  singleRecordArray: false,
+  nullEmptyLists: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -216,6 +225,8 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   otherListKeys: true,
   undeclaredPageSize: 1,
   strictUndeclaredLists: false,
+  singleRecordArray: true,
+  nullEmptyLists: true,
 });
 
 /** What `noOrganizationList` may name. */
