@@ -9,6 +9,7 @@ import { classify } from './classify.js';
 import { decideRetry, NO_RETRIES, type RetryPolicy as DecisionPolicy } from './retry-decision.js';
 import { buildFamilyRequest, type Query } from './families.js';
 import { parseJson } from './json.js';
+import type { LimitFunction } from 'p-limit';
 import type { LimiterRegistry, OrgLimiter } from './limiter.js';
 import { resolveAccountsUrl } from './oauth.js';
 import { TokenCache } from './token-cache.js';
@@ -89,12 +90,14 @@ export interface ClientStats {
 export function connectionLimits(connection: Pick<ConnectionConfig, 'plan' | 'limits'>): Limits {
   const limits = planLimits(connection.plan);
   for (const [k, v] of Object.entries(connection.limits ?? {})) {
-    if (v !== undefined) (limits as unknown as Record<string, number>)[k] = v;
+    if (typeof v === 'number') (limits as unknown as Record<string, number>)[k] = v;
   }
   return limits;
 }
 
 interface Attempt {
+  /** The organization's requests in flight when this one was let out, itself included. */
+  inFlight?: number | undefined;
   token?: string;
   sent: boolean;
   quota?: ServerQuota | null;
@@ -122,6 +125,10 @@ export class ApiClient {
   private readonly retryPolicy: DecisionPolicy;
   private readonly limits: Limits;
   private readonly tokens: TokenCache;
+  /** The user's requests in flight across organizations, when the server counts concurrency per user (A46). */
+  private readonly userGate: LimitFunction | undefined;
+  /** Whether the hint on a concurrency refusal below the organization's limit was logged. */
+  private scopeHinted = false;
   private readonly counters: ClientStats = { requests: 0, retries: 0, rateLimited: {}, failures: 0 };
 
   constructor(opts: ApiClientOptions) {
@@ -138,6 +145,10 @@ export class ApiClient {
     this.retryPolicy = { ...DEFAULT_POLICY, ...opts.policy, maxRetries: this.maxRetries, windowMs: this.limits.window_ms };
     this.logger = opts.logger.child({ connection: opts.connection.name });
     this.tokens = opts.tokens;
+    this.userGate =
+      opts.connection.limits?.concurrency_scope === 'user'
+        ? opts.limiters.userGate(opts.connection.name, this.limits.concurrency)
+        : undefined;
   }
 
   /** Obtains a token (refreshing when needed) and returns the API base it points at. */
@@ -166,7 +177,11 @@ export class ApiClient {
       req.signal?.throwIfAborted();
       attemptNo++;
       const attempt: Attempt = { sent: false, durationMs: 0 };
-      const run = (): Promise<Record<string, unknown>> => this.once(req, attempt, attemptNo, log);
+      const run = (): Promise<Record<string, unknown>> => {
+        attempt.inFlight = limiter?.inFlight();
+        const gate = this.userGate;
+        return gate ? gate(() => this.once(req, attempt, attemptNo, log)) : this.once(req, attempt, attemptNo, log);
+      };
       const emit = (outcome: RequestOutcome): void => {
         if (!attempt.sent) return;
         this.onRequest?.({
@@ -225,6 +240,7 @@ export class ApiClient {
           this.counters.retries++;
           emit('retried');
           log.warn({ attempt: attemptNo, wait_ms: decision.waitMs }, 'too many concurrent requests (429 code 1070); backing off');
+          this.hintConcurrencyScope(attempt, log);
         } else {
           this.counters.retries++;
           emit('retried');
@@ -243,6 +259,23 @@ export class ApiClient {
         if (decision.waitMs > 0) await this.clock.sleep(decision.waitMs, req.signal);
       }
     }
+  }
+
+  /**
+   * A concurrency refusal while svcsync had fewer of the organization's requests in flight than
+   * its limit: somebody else holds the rest. Said once per client, with the setting that answers
+   * the likelier cause svcsync can act on (A46).
+   */
+  private hintConcurrencyScope(attempt: Attempt, log: Logger): void {
+    if (this.scopeHinted || this.userGate || attempt.inFlight === undefined || attempt.inFlight >= this.limits.concurrency) return;
+    this.scopeHinted = true;
+    log.warn(
+      { in_flight: attempt.inFlight, concurrency: this.limits.concurrency },
+      `the server refused a request for concurrency (429 code 1070) while svcsync had ${attempt.inFlight} of the ` +
+        `organization's ${this.limits.concurrency} in flight: other integrations of the organization hold the rest, or ` +
+        'the server counts the limit per user across organizations. If these warnings repeat, set ' +
+        `limits.concurrency_scope: user on connection "${this.connection.name}" (docs/assumptions.md A46)`,
+    );
   }
 
   /** One HTTP attempt: token, fetch under the timeout, parse, classify. */

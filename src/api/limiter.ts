@@ -1,3 +1,4 @@
+import pLimit, { type LimitFunction } from 'p-limit';
 import { dailyBudget, type Limits } from '../config/plans.js';
 import type { Clock, Timer } from '../core/clock.js';
 import { QuotaExhaustedError } from '../core/errors.js';
@@ -626,6 +627,7 @@ export interface LimiterRegistryOptions {
 export class LimiterRegistry {
   private readonly limiters: Map<string, Promise<OrgLimiter>>;
   private readonly loaded: Map<string, OrgLimiter>;
+  private readonly userGates: Map<string, LimitFunction>;
   /** The organizations asked for through this view; null for the registry itself (its flush covers all). */
   private readonly touched: Set<string> | null;
 
@@ -635,6 +637,7 @@ export class LimiterRegistry {
   ) {
     this.limiters = shared?.limiters ?? new Map<string, Promise<OrgLimiter>>();
     this.loaded = shared?.loaded ?? new Map<string, OrgLimiter>();
+    this.userGates = shared?.userGates ?? new Map<string, LimitFunction>();
     this.touched = shared ? new Set() : null;
   }
 
@@ -672,6 +675,18 @@ export class LimiterRegistry {
       this.limiters.set(organizationId, p);
     }
     return p;
+  }
+
+  /**
+   * At most `concurrency` requests in flight for one user (a connection's token) across all its
+   * organizations, for a server that counts the concurrency limit per user (A46). Requests wait
+   * here after their organization's limiter let them out, so the per-minute window only ever
+   * counts them early. One per process: processes sharing a connection each keep their own.
+   */
+  userGate(user: string, concurrency: number): LimitFunction {
+    let gate = this.userGates.get(user);
+    if (!gate) this.userGates.set(user, (gate = pLimit(Math.max(1, concurrency))));
+    return gate;
   }
 
   /** The limiter if it exists already (status displays). */

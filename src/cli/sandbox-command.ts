@@ -45,11 +45,23 @@ const TRUE = ['true', '1', 'on', 'yes'];
 const FALSE = ['false', '0', 'off', 'no'];
 
 /**
- * `--variant name[=value]`, repeatable. Without a value a variant takes its hostile setting.
+ * `--variant name[=value]`, repeatable. Without a value a variant takes its hostile setting, or
+ * `true` when the preset leaves a switch off; the others need a value.
  * Booleans take true/false (1/0, on/off, yes/no); rates a number from 0 to 1;
  * changeWhilePagingEvery an integer (0 = off); ignoreSort comma-separated family.stream names;
  * noOrganizationList comma-separated families.
  */
+/**
+ * A variant named without a value: its hostile setting, or `true` for a switch the preset
+ * leaves off (without this, `--variant strictUndeclaredLists` quietly meant false); undefined
+ * when only a value can say what is meant.
+ */
+function bareValue(key: keyof Variants): unknown {
+  const hostile = HOSTILE_VARIANTS[key];
+  if (JSON.stringify(hostile) !== JSON.stringify(DEFAULT_VARIANTS[key])) return hostile;
+  return typeof hostile === 'boolean' ? true : undefined;
+}
+
 export function parseVariant(raw: string, previous: Partial<Variants> = {}): Partial<Variants> {
   const eq = raw.indexOf('=');
   const name = (eq < 0 ? raw : raw.slice(0, eq)).trim();
@@ -60,7 +72,7 @@ export function parseVariant(raw: string, previous: Partial<Variants> = {}): Par
   if (!(VARIANT_NAMES as string[]).includes(name)) bad(`unknown variant (known: ${VARIANT_NAMES.join(', ')})`);
   const key = name as keyof Variants;
   let value: unknown;
-  if (text === undefined) value = HOSTILE_VARIANTS[key];
+  if (text === undefined) value = bareValue(key) ?? bad('the hostile preset leaves it off: give a value, as name=value');
   else if (key === 'ignoreSort' || key === 'noOrganizationList') value = text === '' ? [] : text.split(',').map((t) => t.trim());
   else if (typeof DEFAULT_VARIANTS[key] === 'boolean') {
     const t = text.toLowerCase();

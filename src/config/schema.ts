@@ -15,6 +15,11 @@ const limitsSchema = z
     concurrency: z.number().int().positive().optional(),
     window_ms: z.number().int().positive().optional(),
     reserve: z.number().min(0).max(0.95).optional(),
+    /**
+     * Whom the server's concurrency limit counts (spec 8 does not say, A46): each organization
+     * (the default), or the user whose token the connection holds, across all its organizations.
+     */
+    concurrency_scope: z.enum(['organization', 'user']).optional(),
   })
   .strict();
 

@@ -98,6 +98,8 @@ export class SandboxServer {
   /** Organization-scoped requests in flight per organization and caller, for `log.overlaps`. */
   private readonly inFlight = new InFlight();
   private v: Variants;
+  /** Variant concurrencyPerUser: admitted requests in flight, all organizations together (one user). */
+  private userInFlight = 0;
 
   constructor(private readonly deps: ServerDeps) {
     this.faults = { ...deps.faults };
@@ -266,7 +268,9 @@ export class SandboxServer {
       return;
     }
     if (!this.deps.unlimited) {
-      const rejection = limiter.admit(now);
+      // Variant concurrencyPerUser: one user's requests in flight across all its organizations.
+      const rejection = this.userBusy() ?? limiter.admit(now);
+      if (!rejection && this.v.concurrencyPerUser) this.userInFlight++;
       if (rejection) {
         this.log.rateLimited[String(rejection.code) as '44' | '45' | '1070']++;
         this.send(res, this.tooMany(rejection), endpoint, orgId.id, false, api);
@@ -294,7 +298,10 @@ export class SandboxServer {
       }
       // Released before the response is written, so a client that waits for a full response
       // before its next request can never be refused for concurrency.
-      if (!this.deps.unlimited) limiter.release();
+      if (!this.deps.unlimited) {
+        limiter.release();
+        if (this.v.concurrencyPerUser) this.userInFlight--;
+      }
       this.send(res, answer, endpoint, orgId.id, truncate, api);
       if (served && this.v.changeWhilePagingEvery > 0 && changesWhilePaging(served)) this.pageServed(data, served);
     };
@@ -435,6 +442,19 @@ export class SandboxServer {
       default:
         return err(404, 5, 'Invalid URL Passed');
     }
+  }
+
+  /** Variant concurrencyPerUser: the user's limit reached across organizations. */
+  private userBusy(): Rejection | undefined {
+    const limit = this.deps.limits.concurrency;
+    if (!this.v.concurrencyPerUser || this.userInFlight < limit) return undefined;
+    return {
+      code: 1070,
+      message: `You have ${limit} API requests in process across your organizations. Wait for them to finish.`,
+      retryAfterMs: 1000,
+      limit,
+      remaining: 0,
+    };
   }
 
   /** One record under its key; variant singleRecordArray: as an array of one. */

@@ -159,6 +159,11 @@ export interface Variants {
   singleRecordArray: boolean;
   /** A list page that holds no record carries its key as `null` instead of `[]` (A4). */
   nullEmptyLists: boolean;
+  /**
+   * The concurrency limit counts one user's requests in flight across all the organizations its
+   * token reaches, instead of each organization's (A46): 429 {code: 1070} beyond it.
+   */
+  concurrencyPerUser: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -193,6 +198,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   strictUndeclaredLists: false,
   singleRecordArray: false,
   nullEmptyLists: false,
+  concurrencyPerUser: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -227,6 +233,9 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   strictUndeclaredLists: false,
   singleRecordArray: true,
   nullEmptyLists: true,
+  // Off: svcsync keeps to it only once told (limits.concurrency_scope: user); until then the
+  // refusals are retried, loudly, and the hostile runs count refused answers.
+  concurrencyPerUser: false,
 });
 
 /** What `noOrganizationList` may name. */

@@ -423,6 +423,26 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(warningLines(e)).toEqual([]);
   }, 120_000);
 
+  it('A46: a server counting concurrency per user is told by one warning, and concurrency_scope: user keeps to it', async () => {
+    // Each answer takes 10 ms, so requests overlap as they do over a network.
+    const sandbox = { scale: 20, organizations: 3, variants: { concurrencyPerUser: true }, faults: { latencyMs: 10 } };
+    e = await startE2E(dialect, sandbox, { sync: { per_page: PER_PAGE } });
+    const first = await e.sync();
+    // Refusals are retried: nothing is lost, but the run is loud and names the setting.
+    expectExit(first, 0);
+    await expectEqualsTruth(e);
+    expect(e.sandbox.requestLog().rateLimited['1070']).toBeGreaterThan(0);
+    const hints = warningLines(e).filter((r) => String(r['msg']).includes('limits.concurrency_scope: user'));
+    expect(hints).toHaveLength(1);
+    await e.close();
+
+    e = await startE2E(dialect, sandbox, { sync: { per_page: PER_PAGE }, connection: { limits: { concurrency_scope: 'user' } } });
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e);
+    expect(e.sandbox.requestLog().rateLimited['1070']).toBe(0);
+    expect(warningLines(e)).toEqual([]);
+  }, 180_000);
+
   it('A11: per-parent lists that do not declare paging, paged by the server at 1 without page_context, are read whole', async () => {
     e = await startE2E(
       dialect,

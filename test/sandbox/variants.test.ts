@@ -57,7 +57,15 @@ describe('variant options', () => {
     // noOrganizationList too: with orgIdPerFamily no other family lists the id it would need (A13).
     // missingRecordCode keeps the spec's 1002: svcsync reads another code only once sync.gone_codes names it.
     // strictUndeclaredLists too: with omitPageContext and undeclaredPageSize no client could read those lists whole.
-    const offUnderHostile = ['perPageCap', 'fixedPageSize', 'noOrganizationList', 'missingRecordCode', 'strictUndeclaredLists'];
+    // concurrencyPerUser: svcsync keeps to it only once limits.concurrency_scope says so (A46).
+    const offUnderHostile = [
+      'perPageCap',
+      'fixedPageSize',
+      'noOrganizationList',
+      'missingRecordCode',
+      'strictUndeclaredLists',
+      'concurrencyPerUser',
+    ];
     for (const name of VARIANT_NAMES.filter((n) => !offUnderHostile.includes(n)))
       expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);
     expect(HOSTILE_VARIANTS.ignoreSort.length).toBeGreaterThan(0);
@@ -631,6 +639,15 @@ describe('svcsync sandbox --preset / --variant', () => {
       changeWhilePagingEvery: 3,
       spurious401Rate: HOSTILE_VARIANTS.spurious401Rate,
     });
+  });
+
+  it('turns a switch the hostile preset leaves off on when named alone, and asks a value of the other variants it leaves off', async () => {
+    expect(parseVariant('strictUndeclaredLists')).toEqual({ strictUndeclaredLists: true });
+    expect(parseVariant('concurrencyPerUser')).toEqual({ concurrencyPerUser: true });
+    for (const name of ['perPageCap', 'missingRecordCode', 'noOrganizationList']) {
+      const message = await parseError(['--variant', name]);
+      expect(message, name).toContain(`--variant ${name}: the hostile preset leaves it off: give a value`);
+    }
   });
 
   it('names the bad option and the bad variant', async () => {
