@@ -23,8 +23,8 @@ export interface ReuseInput {
  * The ids a family without an organization list is read for:
  * - ids the connection names that no listing family listed: they can only be meant for the
  *   unlisted family (the businesses whose ids differ per family, A31), so only those;
- * - otherwise the named ids the other families listed as active, or every active one when
- *   the connection names none (inactive organizations are never read; A22).
+ * - otherwise the named ids the other families listed, or every active one when the
+ *   connection names none (an inactive organization is read only when named; A22).
  */
 export function organizationsForUnlistedFamily(input: ReuseInput): string[] {
   const { listed, wanted } = input;
@@ -32,7 +32,7 @@ export function organizationsForUnlistedFamily(input: ReuseInput): string[] {
   if (wanted) {
     const onlyHere = wanted.filter((id) => !listed.has(id));
     if (onlyHere.length > 0) return onlyHere;
-    return wanted.filter(active);
+    return wanted.filter((id) => listed.has(id));
   }
   return [...listed.keys()].filter(active);
 }

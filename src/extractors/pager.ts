@@ -15,7 +15,8 @@ export interface Page {
 export interface PagerRequest {
   client: ApiClient;
   stream: StreamSpec;
-  organizationId: string;
+  /** Undefined for the organization lists, which name no organization. */
+  organizationId: string | undefined;
   /** The list path with parent placeholders already filled in. */
   path: string;
   query: Record<string, string>;

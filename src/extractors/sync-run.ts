@@ -19,7 +19,7 @@ import { stateDb } from '../state/tables.js';
 import { silentProgress, type ProgressReporter, type SyncContext } from './context.js';
 import { syncOrganization, type OrganizationOutcome } from './organization-sync.js';
 import { hasNoOrganizationList, organizationsForUnlistedFamily } from './organization-reuse.js';
-import { recordsOf } from './pager.js';
+import { listOrganizations } from './organization-list.js';
 import { setUpRun } from './run-setup.js';
 import { runAll } from './settle.js';
 import { endsTheRun, neverStop, raiseIfStopped, type StopRequest } from './stop.js';
@@ -442,14 +442,19 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
   // Families whose organization list answered 404 (A13), and what the other lists said of each id.
   const unlisted: Array<{ family: Family; error: SvcsyncError }> = [];
   const listedRaw = new Map<string, Record<string, unknown>>();
+  const inactive = new Set<string>();
   for (const family of ctx.connection.families) {
     const stream = ctx.catalog.find((s) => s.family === family && isOrganizationList(s));
     if (!stream) continue;
     let records: Record<string, unknown>[];
     raiseIfStopped(ctx);
     try {
-      const body = await ctx.client.get({ family, path: stream.path, query: { ...(stream.query ?? {}) }, signal: ctx.signal });
-      records = recordsOf(stream, body, `GET ${family}${stream.path}`);
+      records = await listOrganizations(ctx.client, stream, {
+        signal: ctx.signal,
+        perPage: ctx.config.sync.per_page,
+        stop: ctx.stop,
+        pagingRefused: ctx.pagingRefused,
+      });
     } catch (error) {
       if (endsTheRun(error, ctx.signal)) throw error;
       if (error instanceof AuthorizationError && error.reach === 'family') {
@@ -473,14 +478,23 @@ export async function discoverOrganizations(ctx: SyncContext, only: string | und
       const id = String(raw['organization_id']);
       if (!listedRaw.has(id) || raw['is_org_active'] !== false) listedRaw.set(id, raw);
       if (wanted && !wanted.includes(id)) continue;
-      if (raw['is_org_active'] === false) {
-        ctx.logger.info({ family, organization_id: id }, 'organization is inactive; only its organization record is kept');
+      // Named in the configuration or with --org: the user wants it read, whatever the flag says (A22).
+      if (raw['is_org_active'] === false && !wanted) {
+        inactive.add(id);
         continue;
       }
       const families = found.get(id) ?? [];
       families.push(family);
       found.set(id, families);
     }
+  }
+  const skippedInactive = [...inactive].filter((id) => !found.has(id));
+  if (skippedInactive.length > 0) {
+    ctx.logger.warn(
+      { organizations: skippedInactive },
+      `organization(s) ${skippedInactive.join(', ')} listed as inactive (is_org_active: false): only their organization ` +
+        "records are kept. To read one anyway, name it in this connection's organizations (docs/assumptions.md A22).",
+    );
   }
   // Only beside a family whose list answered: when every list is a 404, the API's address is
   // more likely wrong than every family without a list, and the connection fails naming the request.

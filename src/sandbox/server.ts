@@ -90,7 +90,8 @@ export class SandboxServer {
   private readonly faultRng: Rng;
   /** Its own sequence, so turning spurious 401s on does not move the faults' sequence. */
   private readonly spuriousRng: Rng;
-  private readonly orgListJson = new Map<Family, string>();
+  /** Organization list pages by `family|page|per_page`. */
+  private readonly orgListJson = new Map<string, string>();
   /** `family|organization id` → the organization's data (ids may differ per family). */
   private readonly byFamilyId = new Map<string, OrgData>();
   /** Variant changeWhilePagingEvery: list pages served per organization. */
@@ -241,7 +242,14 @@ export class SandboxServer {
     }
     if (route.kind === 'organizations') {
       // Organization lists carry no organization and count toward no limit (assumption A14).
-      this.send(res, { status: 200, body: this.organizationsBody(route.family) }, endpoint, undefined, false, early);
+      let answer: Answer;
+      try {
+        answer = this.organizationsPage(route.family, query);
+      } catch (e) {
+        if (!(e instanceof BadRequest)) throw e;
+        answer = err(400, 2, e.message);
+      }
+      this.send(res, answer, endpoint, undefined, false, early);
       return;
     }
     const orgId = this.organizationOf(route, req, query);
@@ -368,19 +376,30 @@ export class SandboxServer {
     return { id: value, data };
   }
 
-  private organizationsBody(family: Family): string {
-    let body = this.orgListJson.get(family);
+  /**
+   * A page of the family's organization list, paged like every list (per_page, default 200);
+   * variant organizationPageSize: this many a page whatever per_page asked.
+   */
+  private organizationsPage(family: Family, query: URLSearchParams): Answer {
+    const asked = paging(query, { perPageCap: 0, fixedPageSize: this.v.organizationPageSize });
+    const { page, perPage } = asked;
+    const key = `${family}|${page}|${perPage}`;
+    let body = this.orgListJson.get(key);
     if (!body) {
       // Variant numericIds: the organization record's currency_id too; organization_id stays a string.
-      const orgs = [...this.deps.data.values()].map((d) =>
-        this.v.numericIds ? toJson(d.g.organizationRecord(family), 'number') : JSON.stringify(d.g.organizationRecord(family)),
-      );
+      const all = [...this.deps.data.values()];
+      const orgs = all.slice((page - 1) * perPage, page * perPage).map((d) => {
+        const rec = d.g.organizationRecord(family);
+        // Variant inactiveOrganizations: the last N listed inactive; their endpoints answer as usual.
+        if (d.org.index >= all.length - this.v.inactiveOrganizations) rec['is_org_active'] = false;
+        return this.v.numericIds ? toJson(rec, 'number') : JSON.stringify(rec);
+      });
       body = `{"code":0,"message":"success","organizations":[${orgs.join(',')}]`;
       if (!this.v.omitPageContext) {
         const context = {
-          page: 1,
-          per_page: MAX_PER_PAGE,
-          has_more_page: false,
+          page,
+          per_page: perPage,
+          has_more_page: page * perPage < all.length,
           report_name: 'Organizations',
           sort_column: '',
           sort_order: 'A',
@@ -388,9 +407,9 @@ export class SandboxServer {
         body += `,"page_context":${JSON.stringify(context)}`;
       }
       body += '}';
-      this.orgListJson.set(family, body);
+      this.orgListJson.set(key, body);
     }
-    return body;
+    return { status: 200, body };
   }
 
   private answer(match: RouteMatch, data: OrgData, query: URLSearchParams): Answer {

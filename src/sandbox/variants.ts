@@ -164,6 +164,16 @@ export interface Variants {
    * token reaches, instead of each organization's (A46): 429 {code: 1070} beyond it.
    */
   concurrencyPerUser: boolean;
+  /**
+   * The organization lists hold this many organizations a page whatever per_page asked (0: off,
+   * they page at per_page, 200 by default); `page_context` (when sent) reports it.
+   */
+  organizationPageSize: number;
+  /**
+   * The last N organizations are listed with `is_org_active: false`, and their endpoints answer
+   * as usual (A22: a suspended or expired organization whose history is still readable).
+   */
+  inactiveOrganizations: number;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -199,6 +209,8 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   singleRecordArray: false,
   nullEmptyLists: false,
   concurrencyPerUser: false,
+  organizationPageSize: 0,
+  inactiveOrganizations: 0,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -236,6 +248,10 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   // Off: svcsync keeps to it only once told (limits.concurrency_scope: user); until then the
   // refusals are retried, loudly, and the hostile runs count refused answers.
   concurrencyPerUser: false,
+  // Off: with omitPageContext a page cut below per_page looks like the last one (A19).
+  organizationPageSize: 0,
+  // Off: svcsync reads an inactive organization only when the connection names it (A22).
+  inactiveOrganizations: 0,
 });
 
 /** What `noOrganizationList` may name. */
@@ -279,11 +295,15 @@ export function resolveVariants(preset: Preset | undefined, given: Partial<Varia
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
         fail('variants.changeWhilePagingEvery must be a non-negative integer');
       out.changeWhilePagingEvery = value;
+    } else if (k === 'inactiveOrganizations') {
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+        fail('variants.inactiveOrganizations must be a non-negative integer');
+      out.inactiveOrganizations = value;
     } else if (k === 'missingRecordCode') {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
         fail('variants.missingRecordCode must be a non-negative integer');
       out.missingRecordCode = value;
-    } else if (k === 'perPageCap' || k === 'fixedPageSize' || k === 'undeclaredPageSize') {
+    } else if (k === 'perPageCap' || k === 'fixedPageSize' || k === 'undeclaredPageSize' || k === 'organizationPageSize') {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > 200)
         fail(`variants.${k} must be an integer from 0 (off) to 200`);
       out[k] = value;

@@ -443,6 +443,52 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(warningLines(e)).toEqual([]);
   }, 180_000);
 
+  it('A47: organization lists are paged like every list, with page_context or without', async () => {
+    for (const [sandbox, perPage] of [
+      [{ scale: 5, organizations: 3, variants: { organizationPageSize: 1 } }, PER_PAGE],
+      [{ scale: 5, organizations: 3, variants: { omitPageContext: true } }, 2],
+    ] as const) {
+      e = await startE2E(dialect, sandbox, { sync: { per_page: perPage } });
+      const summary = await e.sync();
+      expectExit(summary, 0);
+      await expectEqualsTruth(e);
+      expect(summary.organizations.map((o) => o.organizationId).sort()).toEqual(
+        e.sandbox
+          .organizations()
+          .map((o) => o.organization_id)
+          .sort(),
+      );
+      for (const family of ['books', 'inventory', 'invoice', 'billing']) {
+        const rows = await e.query<{ n: number }>(`SELECT COUNT(*) AS n FROM "${family}_organizations"`);
+        expect(Number(rows[0]!.n), family).toBe(3);
+      }
+      await e.close();
+      e = undefined;
+    }
+  }, 180_000);
+
+  it('A22: an organization listed inactive is skipped with a warning naming the way to read it, and read once named', async () => {
+    const sandbox = { scale: 5, organizations: 3, variants: { inactiveOrganizations: 1 } };
+    e = await startE2E(dialect, sandbox, { sync: { per_page: PER_PAGE } });
+    const ids = e.sandbox.organizations().map((o) => o.organization_id);
+    const inactive = ids[2]!;
+    const summary = await e.sync();
+    expectExit(summary, 0);
+    expect(summary.organizations.map((o) => o.organizationId).sort()).toEqual(ids.slice(0, 2).sort());
+    expect(await e.liveIds(inactive, 'inventory', 'contacts')).toEqual([]);
+    const warned = warningLines(e).filter((r) => String(r['msg']).includes('inactive'));
+    expect(warned).toHaveLength(1);
+    expect(String(warned[0]!['msg'])).toContain(inactive);
+    expect(String(warned[0]!['msg'])).toContain("name it in this connection's organizations");
+    await e.close();
+
+    e = await startE2E(dialect, sandbox, { sync: { per_page: PER_PAGE }, connection: { organizations: ids } });
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e);
+    expect(await e.liveIds(inactive, 'inventory', 'contacts')).toEqual(truthIds(e.sandbox, inactive, 'inventory', 'contacts'));
+    expect(warningLines(e)).toEqual([]);
+  }, 180_000);
+
   it('A11: per-parent lists that do not declare paging, paged by the server at 1 without page_context, are read whole', async () => {
     e = await startE2E(
       dialect,

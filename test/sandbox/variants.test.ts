@@ -58,6 +58,7 @@ describe('variant options', () => {
     // missingRecordCode keeps the spec's 1002: svcsync reads another code only once sync.gone_codes names it.
     // strictUndeclaredLists too: with omitPageContext and undeclaredPageSize no client could read those lists whole.
     // concurrencyPerUser: svcsync keeps to it only once limits.concurrency_scope says so (A46).
+    // organizationPageSize as the page sizes above; inactiveOrganizations is read only when named (A22).
     const offUnderHostile = [
       'perPageCap',
       'fixedPageSize',
@@ -65,6 +66,8 @@ describe('variant options', () => {
       'missingRecordCode',
       'strictUndeclaredLists',
       'concurrencyPerUser',
+      'organizationPageSize',
+      'inactiveOrganizations',
     ];
     for (const name of VARIANT_NAMES.filter((n) => !offUnderHostile.includes(n)))
       expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);
@@ -644,7 +647,7 @@ describe('svcsync sandbox --preset / --variant', () => {
   it('turns a switch the hostile preset leaves off on when named alone, and asks a value of the other variants it leaves off', async () => {
     expect(parseVariant('strictUndeclaredLists')).toEqual({ strictUndeclaredLists: true });
     expect(parseVariant('concurrencyPerUser')).toEqual({ concurrencyPerUser: true });
-    for (const name of ['perPageCap', 'missingRecordCode', 'noOrganizationList']) {
+    for (const name of ['perPageCap', 'missingRecordCode', 'noOrganizationList', 'organizationPageSize']) {
       const message = await parseError(['--variant', name]);
       expect(message, name).toContain(`--variant ${name}: the hostile preset leaves it off: give a value`);
     }

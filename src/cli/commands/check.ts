@@ -7,6 +7,7 @@ import { isOrganizationList, qualifiedName, type StreamSpec } from '../../catalo
 import type { Family } from '../../config/plans.js';
 import { AuthorizationError, ExitCode, describeError } from '../../core/errors.js';
 import { hasNoOrganizationList, organizationsForUnlistedFamily } from '../../extractors/organization-reuse.js';
+import { listOrganizations } from '../../extractors/organization-list.js';
 import { recordsOf } from '../../extractors/pager.js';
 import { migrateToLatest } from '../../loaders/migrate.js';
 import { WarehouseUsageStore } from '../../state/usage-store.js';
@@ -53,6 +54,8 @@ export function checkCommand(cli: Cli): Command {
             tokens,
           });
           let reachable = 0;
+          // check is short and read-only: nothing asks it to stop.
+          const unstopped = new AbortController().signal;
           const checkStreams = async (family: Family, orgId: string): Promise<void> => {
             const streams = CATALOG.filter(
               (s: StreamSpec) =>
@@ -83,7 +86,7 @@ export function checkCommand(cli: Cli): Command {
             if (!orgStream) continue;
             let orgs: Record<string, unknown>[];
             try {
-              orgs = recordsOf(orgStream, await client.get({ family, path: orgStream.path }), `GET ${family}${orgStream.path}`);
+              orgs = await listOrganizations(client, orgStream, { signal: unstopped, perPage: rt.config.sync.per_page });
             } catch (error) {
               if (hasNoOrganizationList(error)) {
                 unlisted.push(family);
