@@ -1,5 +1,6 @@
 import type { StreamSpec } from '../catalog/types.js';
 import type { PassState } from '../state/stream-state.js';
+import type { SortEcho } from './pager.js';
 
 /** What one page told the window. */
 export interface WindowView {
@@ -54,8 +55,17 @@ export class IncrementalWindow {
     return this.sortParams !== null && this.floorMs !== null;
   }
 
-  observe(changedAt: ReadonlyArray<number | null>): WindowView {
+  /**
+   * @param sortedBy the order the page's `page_context` reports. One that differs from the order
+   *   asked for says the server ignored it, even when the page happens to look sorted: a list in
+   *   creation order whose first page was never edited is in change order too, and the walk
+   *   stopped after it, missing changes further down (the audit's run).
+   */
+  observe(changedAt: ReadonlyArray<number | null>, sortedBy?: SortEcho): WindowView {
     let becameUnsorted = false;
+    if (this.sortParams && !this.unsorted && sortedBy && !echoes(sortedBy, this.sortParams)) {
+      this.unsorted = becameUnsorted = true;
+    }
     if (this.sortParams && !this.unsorted) {
       for (const at of changedAt) {
         if (at === null || (this.previous !== null && at > this.previous)) {
@@ -75,4 +85,22 @@ export class IncrementalWindow {
     }
     return { becameUnsorted, reachedFloor };
   }
+}
+
+/**
+ * Whether the order a page reports is the order asked for. A key it does not report is not held
+ * against it; an order is compared by its first letter (`D`, `desc`, `descending`), since the
+ * spec does not show its values.
+ */
+export function echoes(sortedBy: SortEcho, asked: Readonly<Record<string, string>>): boolean {
+  const same = (a: string, b: string, key: string): boolean =>
+    key === 'sort_order'
+      ? a.trim().charAt(0).toLowerCase() === b.trim().charAt(0).toLowerCase()
+      : a.trim().toLowerCase() === b.trim().toLowerCase();
+  for (const key of ['sort_column', 'sort_order'] as const) {
+    const said = sortedBy[key];
+    const wanted = asked[key];
+    if (said !== undefined && wanted !== undefined && !same(said, wanted, key)) return false;
+  }
+  return true;
 }

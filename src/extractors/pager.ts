@@ -10,6 +10,26 @@ export interface Page {
   page: number;
   records: RawRecord[];
   hasMore: boolean;
+  /** The order `page_context` says the page is in (`sort_column`, `sort_order`), when it says. */
+  sortedBy?: SortEcho | undefined;
+}
+
+/** What a page's `page_context` reports of its order; a key the server left out or empty is absent. */
+export interface SortEcho {
+  sort_column?: string;
+  sort_order?: string;
+}
+
+/** The order a response's `page_context` reports, or undefined when it reports none. */
+export function sortEcho(body: Record<string, unknown>): SortEcho | undefined {
+  const ctx = body['page_context'];
+  if (!ctx || typeof ctx !== 'object' || Array.isArray(ctx)) return undefined;
+  const echo: SortEcho = {};
+  for (const key of ['sort_column', 'sort_order'] as const) {
+    const v = (ctx as Record<string, unknown>)[key];
+    if (typeof v === 'string' && v !== '') echo[key] = v;
+  }
+  return echo.sort_column === undefined && echo.sort_order === undefined ? undefined : echo;
 }
 
 export interface PagerRequest {
@@ -220,7 +240,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       const prefetch = more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted && run.stop.reason() === null;
       if (prefetch && budget) ahead = budget.tryAcquire(fullPage(page + 1));
       const next = prefetch && (!budget || ahead) ? fetchPage(page + 1) : null;
-      yield { page, records, hasMore: more };
+      yield { page, records, hasMore: more, sortedBy: sortEcho(body) };
       if (!more) return;
       if (step.action === 'fail-max-pages') {
         throw new FatalError(`${request}: still more pages after ${walked} pages; stopping so the run cannot loop forever.`, {

@@ -95,7 +95,10 @@ async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Wa
   for await (const page of pages(pageRequest(ctx, key, stream, pass, window, tally))) {
     const syncedAt = ctx.stamp.next();
     const records = normalizePage(ctx, stream, key.organizationId, page.records, syncedAt, undefined, tally);
-    const view = window.observe(records.map((n) => n.changedAt));
+    const view = window.observe(
+      records.map((n) => n.changedAt),
+      page.sortedBy,
+    );
     if (view.becameUnsorted) log.warn({ page: page.page }, UNSORTED);
     const plan = planPage({
       records,

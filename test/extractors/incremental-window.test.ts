@@ -107,6 +107,24 @@ describe('IncrementalWindow.observe', () => {
     });
   }
 
+  it('a page whose page_context reports another order is unsorted, even when its change times look newest first', () => {
+    // Creation order, never edited: change times descend like the order asked for.
+    const page = [T('2026-11-21T12:00:00Z'), T('2026-11-19T00:00:00Z')];
+    for (const [sortedBy, unsorted] of [
+      [{ sort_column: 'created_time', sort_order: 'D' }, true],
+      [{ sort_column: 'last_modified_time', sort_order: 'A' }, true],
+      [{ sort_column: 'last_modified_time', sort_order: 'descending' }, false],
+      [{ sort_column: 'LAST_MODIFIED_TIME' }, false],
+      [{ sort_order: 'd' }, false],
+      [undefined, false],
+    ] as const) {
+      const w = new IncrementalWindow(SORT, FLOOR, fresh);
+      const view = w.observe(page, sortedBy);
+      expect(view, JSON.stringify(sortedBy)).toEqual({ becameUnsorted: unsorted, reachedFloor: !unsorted });
+      expect(w.unsorted).toBe(unsorted);
+    }
+  });
+
   it('a resumed pass keeps what it had learnt: unsorted stays unsorted, the newest change only grows', () => {
     const w = new IncrementalWindow(SORT, FLOOR, { unsorted: true, maxChanged: '2026-11-21T12:00:00.000Z' });
     expect(w.observe([T('2026-11-19T00:00:00Z')])).toEqual({ becameUnsorted: false, reachedFloor: false });
