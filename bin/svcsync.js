@@ -7,6 +7,13 @@ if (!existsSync(fileURLToPath(entry))) {
   process.stderr.write('svcsync is not built yet: run `npm install` (or `npm run build`) in the svcsync folder first.\n');
   process.exit(1);
 }
+// A reader that stops early (`svcsync schema | head`) closes the pipe: not an error of ours.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
+}
 const { main } = await import(entry.href);
 const code = await main(process.argv);
 // Writes to a pipe are asynchronous: wait until both streams have handed everything over

@@ -356,6 +356,8 @@ export function exitCodeOf(organizations: readonly OrganizationOutcome[], failur
     return ExitCode.authorization;
   if (ok > 0 || organizations.some((o) => o.status === 'partial')) return ExitCode.partial;
   if (failures.some((f) => f.kind === 'authorization')) return ExitCode.authorization;
+  // Nothing ran because the configuration or the command line named what is not there (`--org 123`).
+  if (organizations.length === 0 && failures.length > 0 && failures.every((f) => f.kind === 'config')) return ExitCode.config;
   return ExitCode.unexpected;
 }
 

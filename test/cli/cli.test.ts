@@ -55,6 +55,20 @@ describe('the command line', () => {
       expect(r.stdout).toMatch(new RegExp(`\\n  ${c}\\b[^\\n]* {2,}\\S`));
   });
 
+  it('a reader that closes the pipe early (`schema | head`) ends the command quietly', async () => {
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, 'schema', '--dialect', 'postgres', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += String(d)));
+      // Like head: take the first chunk, then close the pipe.
+      child.stdout.once('data', () => child.stdout.destroy());
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stderr }));
+    });
+    expect(r.stderr).not.toMatch(/EPIPE|Error/);
+    expect(r.code).toBe(0);
+  });
+
   it('a bad configuration file exits 2, names the key, and never echoes the secret', async () => {
     const path = write(
       'bad.yaml',

@@ -37,6 +37,24 @@ describe('parseConfig', () => {
     expect(config.sync).toMatchObject({ per_page: 200, lookback_seconds: 300 });
   });
 
+  it('names a stream the catalog does not know, in streams and in per-stream schedules; known names pass', () => {
+    const problems = problemsOf({
+      connections: [
+        {
+          ...base,
+          streams: ['inventory.sales_orders', 'inventory.salesorders', 'contacts'],
+          schedules: { streams: { 'books.vendorcredits': { incremental: '*/5 * * * *' } } },
+        },
+      ],
+    });
+    expect(problems).toEqual([
+      expect.stringMatching(/^connections\[0\]\.streams\[1\]: unknown stream "inventory\.salesorders" .*svcsync schema/),
+      expect.stringMatching(/^connections\[0\]\.schedules\.streams\.books\.vendorcredits: unknown stream/),
+    ]);
+    const ok = parseConfig({ connections: [{ ...base, streams: ['inventory.sales_orders', 'contacts'] }] }, { env: {} });
+    expect(ok.connections[0]!.streams).toEqual(['inventory.sales_orders', 'contacts']);
+  });
+
   it('interpolates ${VAR} and ${VAR:-default} and registers the secrets it loaded', () => {
     const secrets = new SecretRegistry();
     const config = parseConfig(
