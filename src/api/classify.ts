@@ -158,12 +158,13 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
     // A scope the token lacks stops its family only; any other refusal concerns the token,
     // which every stream of the connection shares (A26).
     const reach = code !== undefined && SCOPE_CODES.includes(code) ? 'family' : 'connection';
-    const scope = input.family
-      ? (scopeFor(input.family, input.method, input.path.replace(/^\/[^/]+\/v\d+/, '')) ?? `${SCOPE_PREFIXES[input.family]}.*`)
-      : undefined;
-    return new AuthorizationError(what, {
+    const needed = input.family ? scopeFor(input.family, input.method, input.path.replace(/^\/[^/]+\/v\d+/, '')) : undefined;
+    const scope = input.family ? (needed ?? `${SCOPE_PREFIXES[input.family]}.*`) : undefined;
+    const missing = reach === 'family' ? needed : undefined;
+    return new AuthorizationError(missing === undefined ? what : `${what} (needs scope ${missing})`, {
       ...details,
       reach,
+      scope: missing,
       hint: scope
         ? `the access token was refused even after a refresh: check that the refresh token was granted scope ${scope}, ` +
           'that the user belongs to the organization, and that the token was issued in this data center.'

@@ -96,9 +96,12 @@ export class AuthorizationError extends SvcsyncError {
   readonly kind = 'authorization' as const;
   readonly retriable = false;
   readonly reach: AuthorizationReach;
-  constructor(message: string, details: ErrorDetails & { reach?: AuthorizationReach } = {}) {
+  /** The scope the refused request needs, when the refusal is for a scope and the scope is known. */
+  readonly scope: string | undefined;
+  constructor(message: string, details: ErrorDetails & { reach?: AuthorizationReach; scope?: string | undefined } = {}) {
     super(message, details);
     this.reach = details.reach ?? 'connection';
+    this.scope = details.scope;
   }
 }
 

@@ -14,6 +14,7 @@ import { newTally, type DriftCount, type StreamTally, type WarningCount } from '
 import type { SyncContext } from './context.js';
 import { endsTheRun, raiseIfStopped } from './stop.js';
 import { runStreamPass, type SyncMode } from './stream-pass.js';
+import { requiredScopes } from '../api/scopes.js';
 
 export type StreamStatus = 'ok' | 'failed' | 'quota' | 'skipped';
 
@@ -65,17 +66,30 @@ export function selectStreams(
  * Why a stream is skipped without a request, or null when it runs: the organization's quota
  * is spent, the connection's token was refused, or its family's scope was refused.
  */
-function whySkipped(why: { quota: boolean; halted: boolean; denied: boolean }): string | null {
+function whySkipped(why: { quota: boolean; halted: boolean; denied: string | null }): string | null {
   if (why.quota) return 'daily quota spent';
   if (why.halted) return "the connection's token was refused";
-  if (why.denied) return 'not authorized for this family';
+  if (why.denied !== null) return why.denied;
   return null;
 }
 
 /**
+ * Whether an earlier stream's refusal for want of a scope rules this stream out: it needs that
+ * scope (its list, single-record or parent path), or the refusal named no scope and it is of
+ * the same family. Streams of the family under other scopes are still read (a grant of
+ * contacts but not sales orders reads the contacts).
+ */
+function deniedBy(stream: StreamSpec, denied: { scopes: ReadonlySet<string>; families: ReadonlySet<Family> }): string | null {
+  if (denied.families.has(stream.family)) return 'not authorized for this family';
+  if (denied.scopes.size === 0) return null;
+  const missing = requiredScopes([stream], [stream.family]).find((s) => denied.scopes.has(s));
+  return missing === undefined ? null : `not authorized: the token lacks scope ${missing}`;
+}
+
+/**
  * Syncs every selected stream of one organization. A stream that fails is reported and the
- * others carry on; a spent quota stops this organization only; an authorization failure
- * stops the family whose scope is missing.
+ * others carry on; a spent quota stops this organization only; a missing scope stops the
+ * streams that need it.
  */
 export async function syncOrganization(
   ctx: SyncContext,
@@ -87,7 +101,7 @@ export async function syncOrganization(
   const { top, allowed } = selectStreams(ctx.catalog, families, options.streams);
   const log = ctx.logger.child({ organization_id: organizationId });
   let quota: QuotaExhaustedError | null = null;
-  const deniedFamilies = new Set<Family>();
+  const denied = { scopes: new Set<string>(), families: new Set<Family>() };
   // Streams of one organization share its limiter; two at a time keeps a page being
   // written while the next is fetched, without crowding the per-minute window.
   const limit = pLimit(2);
@@ -110,7 +124,7 @@ export async function syncOrganization(
     const skipped = whySkipped({
       quota: quota !== null,
       halted: ctx.halt.authorization !== null,
-      denied: deniedFamilies.has(stream.family),
+      denied: deniedBy(stream, denied),
     });
     if (skipped !== null) {
       outcome.streams.push({ ...base, status: 'skipped', error: skipped });
@@ -132,7 +146,8 @@ export async function syncOrganization(
       if (error instanceof AuthorizationError) {
         // Every stream of the connection shares the token: one message stops them all.
         if (error.reach === 'connection') ctx.halt.authorization ??= error;
-        else deniedFamilies.add(stream.family);
+        else if (error.scope !== undefined) denied.scopes.add(error.scope);
+        else denied.families.add(stream.family);
       }
       log.error({ stream: name, err: error }, `stream failed: ${describeError(error)}`);
     }

@@ -41,4 +41,25 @@ describe.each(DIALECTS)('the scopes svcsync asks for, on %s', (dialect) => {
     expect(runs.map((r) => r.status)).toEqual(['partial']);
     expect(String(runs[0]!.errors)).toContain('billing skipped');
   }, 120_000);
+
+  it('without the sales orders scope, only the streams that need it fail, each naming the scope; the rest of inventory is read', async () => {
+    const scopes = requiredScopes(CATALOG, FAMILIES).filter((s) => s !== 'SvcInventory.salesorders.READ');
+    e = await startE2E(dialect, { scale: 6, credentials: { scopes } });
+    const summary = await e.sync();
+    expectExit(summary, 4);
+    await expectEqualsTruth(e, { families: ['books', 'invoice', 'billing'] });
+    for (const org of summary.organizations) {
+      const notOk = org.streams.filter((s) => s.status !== 'ok');
+      expect(notOk.length, org.organizationId).toBeGreaterThan(0);
+      for (const s of notOk) {
+        expect(s.stream, org.organizationId).toMatch(/^inventory\.(sales_orders|sales_order_line_items)/);
+        expect(s.error, s.stream).toContain('SvcInventory.salesorders.READ');
+      }
+      // Contacts and their children, vendor credits: all read.
+      for (const name of ['inventory.contacts', 'inventory.contact_comments', 'inventory.vendor_credits'])
+        expect(org.streams.find((s) => s.stream === name)?.status, `${org.organizationId} ${name}`).toBe('ok');
+      const contacts = await e.liveIds(org.organizationId, 'inventory', 'contacts');
+      expect(contacts.length).toBeGreaterThan(0);
+    }
+  }, 120_000);
 });
