@@ -42,7 +42,7 @@ describe.each(DIALECTS)('the scopes svcsync asks for, on %s', (dialect) => {
     expect(String(runs[0]!.errors)).toContain('billing skipped');
   }, 120_000);
 
-  it('without the sales orders scope, only the streams that need it fail, each naming the scope; the rest of inventory is read', async () => {
+  it('without the sales orders scope, only the streams needing it fail, each naming the scope; the rest of inventory is read', async () => {
     const scopes = requiredScopes(CATALOG, FAMILIES).filter((s) => s !== 'SvcInventory.salesorders.READ');
     e = await startE2E(dialect, { scale: 6, credentials: { scopes } });
     const summary = await e.sync();
