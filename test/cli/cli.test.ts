@@ -99,6 +99,21 @@ describe('the command line', () => {
     expect(r.stdout + r.stderr).not.toContain(sandbox.credentials.refresh_token);
   });
 
+  it('check against an authorization server nobody answers names no scope: the failure is not about scopes', async () => {
+    // A port just freed: nothing listens there.
+    const closed = await startSandbox({ seed: 3, scale: 1, organizations: 1 });
+    const deadUrl = closed.url;
+    await closed.stop();
+    const path = write('dead.yaml', [
+      ...connection(sandbox.credentials.client_secret).map((l) => (l.includes('accounts_url') ? `    accounts_url: ${deadUrl}` : l)),
+      'sync: { max_retries: 0 }',
+    ]);
+    const r = await cli(['check', '--config', path, '--no-streams'], { SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token });
+    expect(r.code).not.toBe(0);
+    expect(r.stdout).toContain('cannot list organizations');
+    expect(r.stdout).not.toContain('needs scope');
+  });
+
   it('auth exchange turns a grant code into a refresh token that works; the used code is refused (exit 3)', async () => {
     const code = sandbox.issueGrantCode();
     const env = { SVC_CLIENT_ID: sandbox.credentials.client_id, SVC_CLIENT_SECRET: sandbox.credentials.client_secret };

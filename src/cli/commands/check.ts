@@ -92,7 +92,8 @@ export function checkCommand(cli: Cli): Command {
                 unlisted.push(family);
                 continue;
               }
-              const scope = scopeFor(family, 'GET', orgStream.path);
+              // The scope is worth naming only when the token was refused; a network failure is not about scopes.
+              const scope = error instanceof AuthorizationError ? scopeFor(family, 'GET', orgStream.path) : undefined;
               const needs = scope ? ` (needs scope ${scope})` : '';
               out.push(`  ✗ ${family}: cannot list organizations${needs}: ${describeError(error).split('\n').join(' ')}`);
               if (error instanceof AuthorizationError && worst === ExitCode.ok) worst = ExitCode.authorization;

@@ -113,7 +113,7 @@ export function demoCommand(cli: Cli): Command {
             "(the sandbox's clock ran 60× faster; requests stayed within the plan's limits in its time).\n",
         );
         process.stdout.write(await runExampleQueries(warehouse));
-        process.stdout.write(`\nThe warehouse is ${file}. Try: sqlite3 ${flags.db} '.tables'   or   svcsync schema\n`);
+        process.stdout.write(`\nThe warehouse is ${file}. Try: sqlite3 ${flags.db} '.tables'   or   node bin/svcsync.js schema\n`);
         cli.exit(summary.exitCode);
       } finally {
         progress.stop();
