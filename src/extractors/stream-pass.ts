@@ -99,7 +99,8 @@ async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Wa
       records.map((n) => n.changedAt),
       page.sortedBy,
     );
-    if (view.becameUnsorted) log.warn({ page: page.page }, UNSORTED);
+    // The order the server reports, when it reports one: a spelling of its own would make every run read every page.
+    if (view.becameUnsorted) log.warn({ page: page.page, asked: window.sortParams, reported: page.sortedBy }, UNSORTED);
     const plan = planPage({
       records,
       stored: await stored.of(records),
