@@ -64,7 +64,7 @@ export function selectStreams(
 
 /**
  * Why a stream is skipped without a request, or null when it runs: the organization's quota
- * is spent, the connection's token was refused, or its family's scope was refused.
+ * is spent, the connection's token was refused, or a scope it needs was refused.
  */
 function whySkipped(why: { quota: boolean; halted: boolean; denied: string | null }): string | null {
   if (why.quota) return 'daily quota spent';
@@ -75,9 +75,9 @@ function whySkipped(why: { quota: boolean; halted: boolean; denied: string | nul
 
 /**
  * Whether an earlier stream's refusal for want of a scope rules this stream out: it needs that
- * scope (its list, single-record or parent path), or the refusal named no scope and it is of
- * the same family. Streams of the family under other scopes are still read (a grant of
- * contacts but not sales orders reads the contacts).
+ * scope (its list or single-record path; a child list's path lies under its parent's resource),
+ * or the refusal named no scope and it is of the same family. Streams of the family under other
+ * scopes are still read (a grant of contacts but not sales orders reads the contacts).
  */
 function deniedBy(stream: StreamSpec, denied: { scopes: ReadonlySet<string>; families: ReadonlySet<Family> }): string | null {
   if (denied.families.has(stream.family)) return 'not authorized for this family';
