@@ -103,7 +103,7 @@ export class OrgData {
     startMs: number,
     readonly variants: Variants = DEFAULT_VARIANTS,
   ) {
-    this.g = new OrgGen(seed, org, scale, startMs);
+    this.g = new OrgGen(seed, org, scale, startMs, variants.uneditedRecords);
     this.shaped =
       variants.sparseFields > 0 ||
       variants.arrayQuirks ||

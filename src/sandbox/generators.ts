@@ -195,12 +195,13 @@ export function baseTimes(g: OrgGen, def: StreamDef, slot: number): Times {
   if (def.timeOrder === 'change') {
     // Strictly decreasing whole seconds: consecutive slots differ by at least stepS/2 >= 1 s.
     const change = top - (slot * stepS + jitterS) * 1000;
-    const created = change - (g.hash(def.space, slot, 78) % (45 * 86_400)) * 1000;
+    // Variant uneditedRecords: never edited since created, so creation order is change order too.
+    const created = g.unedited ? change : change - (g.hash(def.space, slot, 78) % (45 * 86_400)) * 1000;
     return { created, change };
   }
   const created = top - ((n - slot) * stepS - jitterS) * 1000;
   const spanS = Math.max(1, Math.floor((top - created) / 1000));
-  const change = created + (g.hash(def.space, slot, 79) % spanS) * 1000;
+  const change = g.unedited ? created : created + (g.hash(def.space, slot, 79) % spanS) * 1000;
   return { created, change };
 }
 

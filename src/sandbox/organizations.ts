@@ -238,6 +238,8 @@ export class OrgGen {
     readonly org: OrgInfo,
     readonly scale: number,
     readonly startMs: number,
+    /** Variant uneditedRecords: every generated record changed last when it was created. */
+    readonly unedited = false,
   ) {
     this.offsetMs = org.profile.offsetMinutes * 60_000;
   }

@@ -174,6 +174,12 @@ export interface Variants {
    * as usual (A22: a suspended or expired organization whose history is still readable).
    */
   inactiveOrganizations: number;
+  /**
+   * Every generated record was last changed when it was created (no edits since), so a list in
+   * creation order is in change order too until something changes (A8: a server that ignores
+   * the sort then sends a first page that looks sorted).
+   */
+  uneditedRecords: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -211,6 +217,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   concurrencyPerUser: false,
   organizationPageSize: 0,
   inactiveOrganizations: 0,
+  uneditedRecords: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -252,6 +259,9 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   organizationPageSize: 0,
   // Off: svcsync reads an inactive organization only when the connection names it (A22).
   inactiveOrganizations: 0,
+  // Off: with omitPageContext and ignoreSort nothing shows a walk that the server ignored the
+  // sort on a first page that looks sorted (A8); its own test runs with page_context.
+  uneditedRecords: false,
 });
 
 /** What `noOrganizationList` may name. */

@@ -4,7 +4,7 @@ import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { runVerify } from '../../src/extractors/verify.js';
 import { enqueuePending } from '../../src/state/pending.js';
 import { DIALECTS } from '../helpers/dialects.js';
-import { expectEqualsTruth, expectExit, startE2E, truthIds, type E2E } from '../helpers/e2e.js';
+import { expectEqualsTruth, expectExit, instant, startE2E, stored, truthIds, type E2E } from '../helpers/e2e.js';
 import { minimumRequests } from '../helpers/minimum.js';
 
 /**
@@ -487,6 +487,36 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     await expectEqualsTruth(e);
     expect(await e.liveIds(inactive, 'inventory', 'contacts')).toEqual(truthIds(e.sandbox, inactive, 'inventory', 'contacts'));
     expect(warningLines(e)).toEqual([]);
+  }, 180_000);
+
+  it('A8: a server ignoring the sort is seen by the order page_context reports, when its first page looks sorted', async () => {
+    // Unedited records: the contacts' creation order (what the server answers in) is change order too.
+    const sandbox = { scale: 30, organizations: 1, variants: { ignoreSort: ['inventory.contacts'], uneditedRecords: true } };
+    e = await startE2E(dialect, sandbox, { sync: { per_page: PER_PAGE }, connection: { families: ['inventory'] } });
+    expectExit(await e.sync(), 0);
+    const org = e.sandbox.organizations()[0]!.organization_id;
+    e.sandbox.mutate({ organizationId: org, modify: 1, families: ['inventory'], streams: ['contacts'] });
+    const byCreated = e.sandbox
+      .truth(org, 'inventory', 'contacts')
+      .sort(
+        (a, b) => instant(b['created_time']) - instant(a['created_time']) || String(b['contact_id']).localeCompare(String(a['contact_id'])),
+      );
+    const changed = byCreated.reduce(
+      (n, r, i) => (instant(r['last_modified_time']) > instant(byCreated[n]!['last_modified_time']) ? i : n),
+      0,
+    );
+    // The changed contact sits below the first page, which stays in change order: only the echo tells.
+    expect(changed).toBeGreaterThanOrEqual(PER_PAGE);
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e, { families: ['inventory'] });
+    const id = String(byCreated[changed]!['contact_id']);
+    const p = e.warehouse.sql.param(1);
+    const rows = await e.query<{ last_modified_time: unknown }>(
+      `SELECT last_modified_time FROM inventory_contacts WHERE contact_id = ${p}`,
+      [id],
+    );
+    expect(stored(rows[0]!.last_modified_time)).toBe(instant(byCreated[changed]!['last_modified_time']));
+    expect(warningLines(e).filter((r) => String(r['msg']).includes('newest first'))).toHaveLength(1);
   }, 180_000);
 
   it('A11: per-parent lists that do not declare paging, paged by the server at 1 without page_context, are read whole', async () => {

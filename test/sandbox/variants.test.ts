@@ -68,6 +68,7 @@ describe('variant options', () => {
       'concurrencyPerUser',
       'organizationPageSize',
       'inactiveOrganizations',
+      'uneditedRecords',
     ];
     for (const name of VARIANT_NAMES.filter((n) => !offUnderHostile.includes(n)))
       expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);
