@@ -28,6 +28,13 @@ export function findStream(qualified: string): StreamSpec | undefined {
   return BY_NAME.get(qualified);
 }
 
+const NAMES = new Set(CATALOG.flatMap((s) => [qualifiedName(s), s.name]));
+
+/** Whether a user may name a stream so: `family.stream`, or the bare stream name (as `--stream` and `streams:` take them). */
+export function isStreamName(name: string): boolean {
+  return NAMES.has(name);
+}
+
 export function streamsOf(family: Family, catalog: readonly StreamSpec[] = CATALOG): StreamSpec[] {
   return catalog.filter((s) => s.family === family);
 }

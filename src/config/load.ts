@@ -2,8 +2,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { z } from 'zod';
-import { CATALOG } from '../catalog/index.js';
-import { qualifiedName } from '../catalog/types.js';
+import { isStreamName } from '../catalog/index.js';
 import { ConfigError } from '../core/errors.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import { configSchema, type Config } from './schema.js';
@@ -113,16 +112,15 @@ export function parseConfig(document: unknown, options: { env?: Env; secrets?: S
  * schedules: a typo there used to run nothing for the stream and exit 0.
  */
 function unknownStreams(config: Config): string[] {
-  const known = new Set(CATALOG.flatMap((s) => [qualifiedName(s), s.name]));
   const hint = '(`svcsync schema` lists them; write family.stream or stream, e.g. inventory.sales_orders)';
   const out: string[] = [];
   config.connections.forEach((c, i) =>
     (c.streams ?? []).forEach((name, j) => {
-      if (!known.has(name)) out.push(`connections[${i}].streams[${j}]: unknown stream "${name}" ${hint}`);
+      if (!isStreamName(name)) out.push(`connections[${i}].streams[${j}]: unknown stream "${name}" ${hint}`);
     }),
   );
   const scheduled = (where: string, streams: Record<string, unknown> | undefined): void => {
-    for (const name of Object.keys(streams ?? {})) if (!known.has(name)) out.push(`${where}.streams.${name}: unknown stream ${hint}`);
+    for (const name of Object.keys(streams ?? {})) if (!isStreamName(name)) out.push(`${where}.streams.${name}: unknown stream ${hint}`);
   };
   config.connections.forEach((c, i) => scheduled(`connections[${i}].schedules`, c.schedules?.streams));
   return out;

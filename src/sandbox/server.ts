@@ -91,7 +91,7 @@ export class SandboxServer {
   /** Its own sequence, so turning spurious 401s on does not move the faults' sequence. */
   private readonly spuriousRng: Rng;
   /** Organization list pages by `family|page|per_page`. */
-  private readonly orgListJson = new Map<string, string>();
+  private readonly orgListJson = new Map<string, Answer['body']>();
   /** `family|organization id` → the organization's data (ids may differ per family). */
   private readonly byFamilyId = new Map<string, OrgData>();
   /** Variant changeWhilePagingEvery: list pages served per organization. */
@@ -381,35 +381,21 @@ export class SandboxServer {
    * variant organizationPageSize: this many a page whatever per_page asked.
    */
   private organizationsPage(family: Family, query: URLSearchParams): Answer {
-    const asked = paging(query, { perPageCap: 0, fixedPageSize: this.v.organizationPageSize });
-    const { page, perPage } = asked;
+    const { page, perPage } = paging(query, { perPageCap: 0, fixedPageSize: this.v.organizationPageSize });
     const key = `${family}|${page}|${perPage}`;
-    let body = this.orgListJson.get(key);
-    if (!body) {
+    const hit = this.orgListJson.get(key);
+    if (hit) return { status: 200, body: hit };
+    const all = [...this.deps.data.values()];
+    const orgs = all.slice((page - 1) * perPage, page * perPage).map((d) => {
+      const rec = d.g.organizationRecord(family);
+      // Variant inactiveOrganizations: the last N listed inactive; their endpoints answer as usual.
+      if (d.org.index >= all.length - this.v.inactiveOrganizations) rec['is_org_active'] = false;
       // Variant numericIds: the organization record's currency_id too; organization_id stays a string.
-      const all = [...this.deps.data.values()];
-      const orgs = all.slice((page - 1) * perPage, page * perPage).map((d) => {
-        const rec = d.g.organizationRecord(family);
-        // Variant inactiveOrganizations: the last N listed inactive; their endpoints answer as usual.
-        if (d.org.index >= all.length - this.v.inactiveOrganizations) rec['is_org_active'] = false;
-        return this.v.numericIds ? toJson(rec, 'number') : JSON.stringify(rec);
-      });
-      body = `{"code":0,"message":"success","organizations":[${orgs.join(',')}]`;
-      if (!this.v.omitPageContext) {
-        const context = {
-          page,
-          per_page: perPage,
-          has_more_page: page * perPage < all.length,
-          report_name: 'Organizations',
-          sort_column: '',
-          sort_order: 'A',
-        };
-        body += `,"page_context":${JSON.stringify(context)}`;
-      }
-      body += '}';
-      this.orgListJson.set(key, body);
-    }
-    return { status: 200, body };
+      return this.v.numericIds ? toJson(rec, 'number') : JSON.stringify(rec);
+    });
+    const answer = this.page('organizations', orgs, page, perPage, all.length, 'Organizations', '', 'A');
+    this.orgListJson.set(key, answer.body);
+    return answer;
   }
 
   private answer(match: RouteMatch, data: OrgData, query: URLSearchParams): Answer {

@@ -1,7 +1,6 @@
 import { Command, Option } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
-import { CATALOG } from '../../catalog/index.js';
-import { qualifiedName } from '../../catalog/types.js';
+import { isStreamName } from '../../catalog/index.js';
 import { runSync, type SyncSummary } from '../../extractors/sync-run.js';
 import type { SyncMode } from '../../extractors/stream-pass.js';
 import { parseInstant } from '../../normalize/values.js';
@@ -22,8 +21,7 @@ interface SyncFlags {
 /** Checks --stream values against the catalog so a typo is an error, not an empty run. */
 export function checkStreamNames(names: readonly string[] | undefined): void {
   if (!names) return;
-  const known = new Set(CATALOG.flatMap((s) => [qualifiedName(s), s.name]));
-  const unknown = names.filter((n) => !known.has(n));
+  const unknown = names.filter((n) => !isStreamName(n));
   if (unknown.length) {
     throw new ConfigError(`--stream: unknown stream ${unknown.map((u) => `"${u}"`).join(', ')}`, [], {
       hint: 'Use family.stream or stream; `svcsync schema` lists them (e.g. inventory.sales_orders).',
