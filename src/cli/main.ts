@@ -58,7 +58,15 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`svcsync: ${error.describe()}\n`);
       return exitCodeFor(error);
     }
-    process.stderr.write(`svcsync: unexpected failure: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    // A stack trace helps whoever debugs svcsync, not whoever runs it: shown only when asked for.
+    const level = program.opts<GlobalOptions>().logLevel ?? process.env['SVCSYNC_LOG_LEVEL'];
+    const verbose = level === 'debug' || level === 'trace';
+    let text = String(error);
+    if (error instanceof Error) text = verbose ? (error.stack ?? error.message) : error.message;
+    process.stderr.write(
+      `svcsync: unexpected failure: ${text}\n` +
+        (verbose ? '' : '  → run again with --log-level debug for the details, and report them if it persists.\n'),
+    );
     return ExitCode.unexpected;
   }
 }

@@ -33,15 +33,18 @@ export function loadRuntime(global: GlobalOptions): Runtime {
   return { config, logger, secrets, clock: systemClock };
 }
 
-/** Opens the configured warehouse with the configured lease timings. */
-export function openConfiguredWarehouse(config: Config): Promise<Warehouse> {
-  return openWarehouse(config.warehouse, {
+/** Opens the configured warehouse with the configured lease timings and fault settings. */
+export function openConfiguredWarehouse(config: Config, logger?: Logger): Promise<Warehouse> {
+  return openWarehouse(config.warehouse.url, {
     leaseTimings: { ttlMs: config.leases.ttl_seconds * 1000, heartbeatMs: config.leases.heartbeat_seconds * 1000 },
+    retryMs: config.warehouse.retry_s * 1000,
+    busyTimeoutMs: config.warehouse.busy_timeout_s * 1000,
+    ...(logger ? { logger } : {}),
   });
 }
 
-export async function withWarehouse<T>(config: Config, fn: (w: Warehouse) => Promise<T>): Promise<T> {
-  const warehouse = await openConfiguredWarehouse(config);
+export async function withWarehouse<T>(rt: { config: Config; logger?: Logger }, fn: (w: Warehouse) => Promise<T>): Promise<T> {
+  const warehouse = await openConfiguredWarehouse(rt.config, rt.logger);
   try {
     return await fn(warehouse);
   } finally {

@@ -22,6 +22,8 @@ export function renderSummary(summary: SyncSummary): string {
   const lines: string[] = [];
   const elapsed = Date.parse(summary.finishedAt) - Date.parse(summary.startedAt);
   lines.push(`svcsync ${summary.command} — run ${summary.runId}, ${duration(elapsed)}, ${summary.requests} API requests`);
+  // A warehouse fault is told once, with what to do; each organization it stopped says so in one line.
+  if (summary.warehouseFault) lines.push(`  ✗ warehouse: ${summary.warehouseFault.split('\n').join('\n    ')}`);
   for (const f of summary.connectionFailures) lines.push(`  ✗ connection ${f.connection}: ${f.error}`);
   for (const f of summary.skippedFamilies) lines.push(`  ✗ connection ${f.connection}: ${f.error}`);
   for (const org of summary.organizations) {
@@ -48,6 +50,8 @@ export function renderSummary(summary: SyncSummary): string {
     }
     if (org.status === 'quota' && org.resumeAt)
       lines.push(`      daily quota spent: continues after ${org.resumeAt} (run the same command again then; nothing is lost)`);
+    else if (org.error && org.status !== 'ok' && org.failure === 'warehouse' && summary.warehouseFault)
+      lines.push(`      ${org.error.split('\n')[0]}`);
     else if (org.error && org.status !== 'ok') lines.push(`      ${org.error.split('\n').join('\n      ')}`);
   }
   if (summary.usage.length) {
@@ -59,6 +63,8 @@ export function renderSummary(summary: SyncSummary): string {
       );
     }
   }
+  if (summary.unrecorded)
+    lines.push(`  ⚠ the run's end could not be recorded in _svcsync_runs (the next run closes it): ${summary.unrecorded.split('\n')[0]}`);
   const codes: Record<number, string> = {
     0: 'success',
     1: 'failed',

@@ -213,12 +213,30 @@ const leaseSchema = z
     path: ['heartbeat_seconds'],
   });
 
+const warehouseUrl = z.string().regex(/^(sqlite:|postgres:\/\/|postgresql:\/\/)/, 'expected sqlite:PATH or postgres://USER@HOST:PORT/DB');
+
+/**
+ * Where the data goes: a URL alone (`warehouse: sqlite:./warehouse.db`), or the URL with the
+ * settings for how svcsync meets the warehouse's faults (docs/warehouse.md, "When the warehouse fails").
+ */
+const warehouseSchema = z
+  .union([
+    warehouseUrl,
+    z
+      .object({
+        url: warehouseUrl,
+        /** How long a transient fault (a lost connection, a restart, another program's lock) is retried before the run fails. */
+        retry_s: z.number().min(0).max(3600).default(60),
+        /** SQLite: how long one statement waits for another program's write lock before svcsync's own retries. */
+        busy_timeout_s: z.number().min(0).max(600).default(10),
+      })
+      .strict(),
+  ])
+  .transform((w) => (typeof w === 'string' ? { url: w, retry_s: 60, busy_timeout_s: 10 } : w));
+
 export const configSchema = z
   .object({
-    warehouse: z
-      .string()
-      .regex(/^(sqlite:|postgres:\/\/|postgresql:\/\/)/, 'expected sqlite:PATH or postgres://USER@HOST:PORT/DB')
-      .default('sqlite:./warehouse.db'),
+    warehouse: warehouseSchema.default({ url: 'sqlite:./warehouse.db', retry_s: 60, busy_timeout_s: 10 }),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     regions: z.partialRecord(z.enum(REGIONS), z.url()).optional(),
     sync: syncSchema.default(syncSchema.parse({})),

@@ -1,9 +1,11 @@
 /**
- * Every failure svcsync reports is one of five kinds, and each says what to do next.
+ * Every failure svcsync reports is one of six kinds, and each says what to do next.
  * The API client's classify() is the one place that maps a response or a transport
- * failure onto these; everything else only reads `kind`, `retriable` and `hint`.
+ * failure onto the first five; `classifyWarehouseError` (src/loaders/warehouse-errors.ts)
+ * is the one place that maps a database driver's failure onto `WarehouseError`. Everything
+ * else only reads `kind`, `retriable` and `hint`.
  */
-export type ErrorKind = 'retriable' | 'quota' | 'authorization' | 'config' | 'fatal';
+export type ErrorKind = 'retriable' | 'quota' | 'authorization' | 'config' | 'fatal' | 'warehouse';
 
 export interface ErrorDetails {
   /** What to do about it, in one sentence a user can act on. */
@@ -123,6 +125,67 @@ export class FatalError extends SvcsyncError {
   readonly retriable = false;
 }
 
+/**
+ * What went wrong with the warehouse, as far as a user can act on it. `transient` faults are
+ * retried for `warehouse.retry_s`; `config`-like ones mean the warehouse setting or the file
+ * system around it must change; the rest end the run with what was committed kept.
+ */
+export type WarehouseFault =
+  | 'disk_full'
+  | 'read_only'
+  | 'permission'
+  | 'missing_folder'
+  | 'not_a_database'
+  | 'unknown_database'
+  | 'unreachable'
+  | 'locked'
+  | 'lock_timeout'
+  | 'statement_timeout'
+  | 'connection_lost'
+  | 'shutting_down'
+  | 'too_many_connections'
+  | 'conflict'
+  | 'other';
+
+/** Faults worth waiting out: the same statement may succeed once the server or the other program lets go. */
+export const TRANSIENT_WAREHOUSE_FAULTS: ReadonlySet<WarehouseFault> = new Set<WarehouseFault>([
+  'locked',
+  'lock_timeout',
+  'statement_timeout',
+  'connection_lost',
+  'shutting_down',
+  'too_many_connections',
+  'conflict',
+]);
+
+/** Faults that only a change of the warehouse setting, the file system or the server's grants can cure (exit 2). */
+export const CONFIG_WAREHOUSE_FAULTS: ReadonlySet<WarehouseFault> = new Set<WarehouseFault>([
+  'read_only',
+  'permission',
+  'missing_folder',
+  'not_a_database',
+  'unknown_database',
+  'unreachable',
+]);
+
+/**
+ * The warehouse (SQLite file or Postgres server) failed. The message names the warehouse
+ * (a path, or host and database: never a password) and the hint says what to do.
+ */
+export class WarehouseError extends SvcsyncError {
+  readonly kind = 'warehouse' as const;
+  readonly retriable: boolean;
+  readonly fault: WarehouseFault;
+  /** The warehouse as shown to users (`sqlite:/path` or a URL without its password). */
+  readonly warehouse: string;
+  constructor(message: string, details: ErrorDetails & { fault: WarehouseFault; warehouse: string }) {
+    super(message, details);
+    this.fault = details.fault;
+    this.warehouse = details.warehouse;
+    this.retriable = TRANSIENT_WAREHOUSE_FAULTS.has(details.fault);
+  }
+}
+
 /** Exit codes documented in the README. */
 export const ExitCode = {
   ok: 0,
@@ -137,5 +200,17 @@ export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof ConfigError) return ExitCode.config;
   if (error instanceof AuthorizationError) return ExitCode.authorization;
   if (error instanceof QuotaExhaustedError) return ExitCode.partial;
+  if (error instanceof WarehouseError) return exitCodeForWarehouse(error.fault);
   return ExitCode.unexpected;
+}
+
+/**
+ * A warehouse fault's exit code: 2 when the setting or the file system must change, 4 when the
+ * same command run again later can succeed (a full disk freed, a server back up; every
+ * committed page is kept), 1 for what svcsync cannot explain.
+ */
+export function exitCodeForWarehouse(fault: WarehouseFault): ExitCode {
+  if (CONFIG_WAREHOUSE_FAULTS.has(fault)) return ExitCode.config;
+  if (fault === 'other') return ExitCode.unexpected;
+  return ExitCode.partial;
 }

@@ -3,7 +3,7 @@ import type { Family } from '../config/plans.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { isOrganizationList, qualifiedName } from '../catalog/types.js';
 import { childStreamsOf } from '../catalog/index.js';
-import { AuthorizationError, describeError, QuotaExhaustedError } from '../core/errors.js';
+import { AuthorizationError, describeError, QuotaExhaustedError, WarehouseError } from '../core/errors.js';
 import { LeaseLost } from '../loaders/org-lease.js';
 import { recordRunStream } from '../state/runs.js';
 import { saveStreamState } from '../state/stream-state.js';
@@ -38,10 +38,18 @@ export interface OrganizationOutcome {
   connection: string;
   organizationId: string;
   families: Family[];
-  /** busy: another process owns the organization (its lease), so this run left it alone. */
+  /** busy: another live process owns the organization (its lease), so this run left it alone. */
   status: 'ok' | 'partial' | 'failed' | 'quota' | 'busy';
   streams: StreamOutcome[];
   error?: string;
+  /**
+   * What ended a failed organization, when it was not the API: the warehouse (a classified
+   * fault, which ends the run's other organizations too) or the loss of its lease through this
+   * process's own connection. Both are failures of this run (exit 4), never "busy".
+   */
+  failure?: 'warehouse' | 'lease';
+  /** The warehouse fault, when `failure` is `warehouse`. */
+  fault?: WarehouseError;
   /** When the daily quota ran out: when calls may resume. */
   resumeAt?: string;
 }
@@ -66,7 +74,8 @@ export function selectStreams(
  * Why a stream is skipped without a request, or null when it runs: the organization's quota
  * is spent, the connection's token was refused, or a scope it needs was refused.
  */
-function whySkipped(why: { quota: boolean; halted: boolean; denied: string | null }): string | null {
+function whySkipped(why: { warehouse: boolean; quota: boolean; halted: boolean; denied: string | null }): string | null {
+  if (why.warehouse) return 'the warehouse failed';
   if (why.quota) return 'daily quota spent';
   if (why.halted) return "the connection's token was refused";
   if (why.denied !== null) return why.denied;
@@ -101,6 +110,8 @@ export async function syncOrganization(
   const { top, allowed } = selectStreams(ctx.catalog, families, options.streams);
   const log = ctx.logger.child({ organization_id: organizationId });
   let quota: QuotaExhaustedError | null = null;
+  // A warehouse fault that outlived its retries: nothing more can be written, so no other stream starts.
+  let fault: WarehouseError | null = null;
   const denied = { scopes: new Set<string>(), families: new Set<Family>() };
   // Streams of one organization share its limiter; two at a time keeps a page being
   // written while the next is fetched, without crowding the per-minute window.
@@ -122,6 +133,7 @@ export async function syncOrganization(
       drift: [],
     };
     const skipped = whySkipped({
+      warehouse: fault !== null,
       quota: quota !== null,
       halted: ctx.halt.authorization !== null,
       denied: deniedBy(stream, denied),
@@ -142,6 +154,7 @@ export async function syncOrganization(
       if (endsTheRun(error, ctx.signal) || error instanceof LeaseLost) throw error;
       base.status = error instanceof QuotaExhaustedError ? 'quota' : 'failed';
       base.error = describeError(error);
+      if (error instanceof WarehouseError) fault ??= error;
       if (error instanceof QuotaExhaustedError) quota = error;
       if (error instanceof AuthorizationError) {
         // Every stream of the connection shares the token: one message stops them all.
@@ -163,6 +176,8 @@ export async function syncOrganization(
     });
     tally.warnings.log(log, { stream: name });
     outcome.streams.push(base);
+    // The warehouse cannot take the stream's record now; what it committed is in the summary.
+    if (fault) return;
     const finishedAt = ctx.stamp.next();
     await recordRunStream(ctx.warehouse.db, {
       run_id: ctx.runId,
@@ -226,7 +241,14 @@ export async function syncOrganization(
   );
 
   const failed = outcome.streams.filter((s) => s.status === 'failed' || s.status === 'quota');
-  if (ctx.halt.authorization) {
+  // Set inside the streams' closures, which the compiler cannot follow.
+  const warehouseFault = fault as WarehouseError | null;
+  if (warehouseFault) {
+    outcome.status = 'failed';
+    outcome.failure = 'warehouse';
+    outcome.fault = warehouseFault;
+    outcome.error = warehouseFault.describe();
+  } else if (ctx.halt.authorization) {
     outcome.status = 'failed';
     outcome.error = ctx.halt.authorization.describe();
   } else if (quota) {

@@ -7,14 +7,24 @@ import { isOrganizationList, type StreamSpec } from '../catalog/types.js';
 import type { Family } from '../config/plans.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
-import { AuthorizationError, ConfigError, describeError, ExitCode, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
+import {
+  AuthorizationError,
+  ConfigError,
+  CONFIG_WAREHOUSE_FAULTS,
+  describeError,
+  ExitCode,
+  exitCodeForWarehouse,
+  QuotaExhaustedError,
+  SvcsyncError,
+  WarehouseError,
+} from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import { TableWriter } from '../loaders/table-writer.js';
 import { commitOrganizations } from '../loaders/unit-of-work.js';
-import { applyHandover, LeaseLost, type Lease } from '../loaders/org-lease.js';
+import { applyHandover, LeaseLost, processOwner, type Lease } from '../loaders/org-lease.js';
 import type { Warehouse } from '../loaders/warehouse.js';
-import { finishRun, startRun, type RunStatus } from '../state/runs.js';
+import { closeAbandonedRuns, finishRun, startRun, type RunStatus } from '../state/runs.js';
 import { stateDb } from '../state/tables.js';
 import { silentProgress, type ProgressReporter, type SyncContext } from './context.js';
 import { syncOrganization, type OrganizationOutcome } from './organization-sync.js';
@@ -99,6 +109,13 @@ export interface SyncSummary {
   requests: number;
   usage: UsageLine[];
   exitCode: ExitCode;
+  /**
+   * A warehouse fault that ended the run (its organizations not yet started were not started);
+   * the run's summary is still printed, and the next run continues from the last committed page.
+   */
+  warehouseFault?: string;
+  /** Why the run's end could not be recorded in `_svcsync_runs` (the next run closes the row as abandoned). */
+  unrecorded?: string;
 }
 
 /**
@@ -120,6 +137,9 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
   const { config, warehouse, clock, logger } = options;
   const { runId, stamp, catalog, limiters, tokens, records, connections } = await setUpRun(options);
   const startedAt = stamp.next();
+  const abandoned = await closeAbandonedRuns(warehouse.db, { runId, at: startedAt });
+  if (abandoned.length > 0)
+    logger.warn({ runs: abandoned }, `closed ${abandoned.length} earlier run(s) that ended without recording their end, as abandoned`);
   await startRun(warehouse.db, { runId, command: options.command, startedAt });
   const writer = new TableWriter(warehouse.sql);
   const organizations: OrganizationOutcome[] = [];
@@ -129,6 +149,8 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
   const touched = new Set<string>();
   // Unknown fields warned about: once per field per run, whichever connection sees it first.
   const driftWarned = new Set<string>();
+  // A warehouse fault that outlived its retries ends the run: organizations not yet started are not started.
+  let fault: WarehouseError | null = null;
 
   // allSettled: when the run is aborted, every connection's branch has ended (and committed
   // what it had) before the run is recorded as stopped.
@@ -182,6 +204,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
         const outcomes = await runAll(
           limit,
           [...found.entries()].map(([organizationId, families]) => async () => {
+            if (fault) return notStarted(ctx, organizationId, families, fault);
             touched.add(organizationId);
             let lease: Lease | null = null;
             let limiter: OrgLimiter | null = null;
@@ -205,27 +228,17 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
                   'took the organization over from an owner that did not release it; waiting one window before its first request',
                 );
               }
-              return await syncOrganization({ ...ctx, fence: lease.fence }, organizationId, families, {
+              const outcome = await syncOrganization({ ...ctx, fence: lease.fence }, organizationId, families, {
                 mode: options.mode,
                 since: options.since,
                 streams: options.streams ?? connection.streams,
               });
+              if (outcome.fault) fault ??= outcome.fault;
+              return outcome;
             } catch (error) {
               if (endsTheRun(error, options.signal)) throw error;
-              if (error instanceof LeaseLost) {
-                // Not a failure: another process owns the organization now and goes on from the last committed page.
-                const message = `organization ${organizationId}: ${describeError(error)}`;
-                ctx.logger.warn({ organization_id: organizationId, err: error }, message);
-                const lost: OrganizationOutcome = {
-                  connection: connection.name,
-                  organizationId,
-                  families,
-                  status: 'busy',
-                  streams: [],
-                  error: message,
-                };
-                return lost;
-              }
+              if (error instanceof LeaseLost) return await lostLease(ctx, organizationId, families, error);
+              if (error instanceof WarehouseError) fault ??= error;
               ctx.logger.error({ organization_id: organizationId, err: error }, `organization failed: ${describeError(error)}`);
               const failed: OrganizationOutcome = {
                 connection: connection.name,
@@ -236,6 +249,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
                 error: describeError(error),
               };
               if (error instanceof QuotaExhaustedError) failed.resumeAt = error.resumeAt.toISOString();
+              if (error instanceof WarehouseError) Object.assign(failed, { failure: 'warehouse', fault: error });
               return failed;
             } finally {
               unguard?.();
@@ -250,6 +264,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
         }
       } catch (error) {
         if (endsTheRun(error, options.signal)) throw error;
+        if (error instanceof WarehouseError) fault ??= error;
         ctx.logger.error({ err: error }, `connection ${connection.name} failed: ${describeError(error)}`);
         connectionFailures.push({
           connection: connection.name,
@@ -259,7 +274,11 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
       }
     }),
   );
-  await limiters.flush();
+  // The day's usage goes back to the warehouse; a warehouse that failed keeps the last chunk taken (counted in full, never under).
+  await limiters.flush().catch((error: unknown) => {
+    if (!(error instanceof WarehouseError)) throw error;
+    fault ??= error;
+  });
   const aborted = branches.find((b): b is PromiseRejectedResult => b.status === 'rejected');
   if (aborted) {
     await finishRun(warehouse.db, runId, {
@@ -268,7 +287,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
       requests: clients.reduce((a, c) => a + c.stats().requests, 0),
       records: 0,
       errors: [describeError(aborted.reason)],
-    });
+    }).catch((error: unknown) => logger.warn({ err: error }, `could not record the run's end: ${describeError(error)}`));
     throw aborted.reason;
   }
 
@@ -286,10 +305,13 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
     });
   }
   const requests = clients.reduce((a, c) => a + c.stats().requests, 0);
-  const exitCode = exitCodeOf(organizations, [
-    ...connectionFailures,
-    ...skippedFamilies.map((f) => ({ connection: f.connection, kind: 'authorization' as const, error: f.error })),
-  ]);
+  // Set inside the branches' closures, which the compiler cannot follow.
+  const runFault = fault as WarehouseError | null;
+  const exitCode = exitCodeOf(
+    organizations,
+    [...connectionFailures, ...skippedFamilies.map((f) => ({ connection: f.connection, kind: 'authorization' as const, error: f.error }))],
+    runFault,
+  );
   const finishedAt = stamp.next();
   const summary: SyncSummary = {
     runId,
@@ -302,32 +324,72 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
     requests,
     usage,
     exitCode,
+    ...(runFault ? { warehouseFault: runFault.describe() } : {}),
   };
   const errors = [
     ...connectionFailures.map((f) => `${f.connection}: ${f.error}`),
     ...skippedFamilies.map((f) => `${f.connection}: ${f.error}`),
-    ...organizations
-      .filter((o) => o.status !== 'ok' && o.status !== 'busy')
-      .map((o) => `${o.connection}/${o.organizationId}: ${o.error ?? o.status}`),
+    ...organizations.filter((o) => o.status !== 'ok').map((o) => `${o.connection}/${o.organizationId}: ${o.error ?? o.status}`),
   ];
-  await finishRun(warehouse.db, runId, {
-    finishedAt,
-    status: runStatusOf(exitCode),
-    requests,
-    records: organizations.reduce((a, o) => a + o.streams.reduce((b, s) => b + s.written, 0), 0),
-    errors,
-  });
+  try {
+    await finishRun(warehouse.db, runId, {
+      finishedAt,
+      status: runStatusOf(exitCode),
+      requests,
+      records: organizations.reduce((a, o) => a + o.streams.reduce((b, s) => b + s.written, 0), 0),
+      errors,
+    });
+  } catch (error) {
+    // What was committed stays committed; the summary still tells it, and the next run closes this row as abandoned.
+    if (!(error instanceof WarehouseError)) throw error;
+    logger.warn({ err: error }, `could not record the run's end in _svcsync_runs: ${describeError(error)}`);
+    summary.unrecorded = error.describe();
+    if (summary.exitCode === ExitCode.ok) summary.exitCode = exitCodeForWarehouse(error.fault);
+  }
   return summary;
 }
 
+/** An organization not started because the warehouse failed under another one first. */
+function notStarted(ctx: SyncContext, organizationId: string, families: Family[], fault: WarehouseError): OrganizationOutcome {
+  return {
+    connection: ctx.connection.name,
+    organizationId,
+    families,
+    status: 'failed',
+    streams: [],
+    failure: 'warehouse',
+    error: `not started: ${fault.message}`,
+  };
+}
+
 /**
- * Another process owns the organization: it is left alone, with one log line naming the owner.
- * Not a failure (the owner is syncing it); the run's exit code ignores it.
+ * The organization's lease went while this run worked on it. Only when another process holds
+ * it now is it "busy" (named); when this process's own connection ended, or the warehouse
+ * stopped confirming the lease, the organization is a failure of this run, with that cause.
+ */
+async function lostLease(ctx: SyncContext, organizationId: string, families: Family[], error: LeaseLost): Promise<OrganizationOutcome> {
+  const owner = await ctx.warehouse.leases.ownerOf(ctx.connection.name, organizationId).catch(() => null);
+  const base = { connection: ctx.connection.name, organizationId, families, streams: [] };
+  if (owner !== null && owner !== processOwner()) {
+    const message =
+      `organization ${organizationId}: another svcsync process (${owner}) took it over and carries on from the last committed page. ` +
+      'Run `svcsync sync --wait` to wait for it instead.';
+    ctx.logger.warn({ organization_id: organizationId, owner, err: error }, message);
+    return { ...base, status: 'busy', error: message };
+  }
+  const message = `organization ${organizationId}: ${describeError(error)}`;
+  ctx.logger.error({ organization_id: organizationId, err: error }, message);
+  return { ...base, status: 'failed', failure: 'lease', error: message };
+}
+
+/**
+ * Another live process owns the organization: it is left alone, with one log line naming the
+ * owner. This run did not sync it, so it ends partial (exit 4) unless `--wait` was asked for.
  */
 async function busyOutcome(ctx: SyncContext, organizationId: string, families: Family[]): Promise<OrganizationOutcome> {
   const owner = await ctx.warehouse.leases.ownerOf(ctx.connection.name, organizationId).catch(() => null);
   const error =
-    `organization ${organizationId} is being synced by another process (${owner ?? 'owner unknown'}); skipped. ` +
+    `organization ${organizationId} is being synced by another svcsync process (${owner ?? 'owner unknown'}); skipped. ` +
     'Run `svcsync sync --wait` to wait for it instead.';
   ctx.logger.warn({ organization_id: organizationId, owner }, error);
   return { connection: ctx.connection.name, organizationId, families, status: 'busy', streams: [], error };
@@ -340,13 +402,26 @@ function runStatusOf(exitCode: ExitCode): RunStatus {
   return 'failed';
 }
 
-export function exitCodeOf(organizations: readonly OrganizationOutcome[], failures: readonly ConnectionFailure[]): ExitCode {
-  // An organization another process owns (busy) is neither done nor failed here.
+/**
+ * What a run ends with: 0 only when every organization it was asked for finished. An
+ * organization another process owns (busy), one whose lease this process's own connection
+ * lost, and a warehouse fault the next run can get past all leave work unfinished: partial (4).
+ * A warehouse fault that needs the setting or the file system changed is a configuration
+ * error (2), as an unreadable configuration is.
+ */
+export function exitCodeOf(
+  organizations: readonly OrganizationOutcome[],
+  failures: readonly ConnectionFailure[],
+  fault: WarehouseError | null = null,
+): ExitCode {
   const ok = organizations.filter((o) => o.status === 'ok').length;
   const quota = organizations.some((o) => o.status === 'quota');
-  const bad = organizations.filter((o) => o.status !== 'ok' && o.status !== 'busy').length + failures.length;
-  if (bad === 0) return ExitCode.ok;
+  const bad = organizations.filter((o) => o.status !== 'ok').length + failures.length;
+  if (bad === 0 && fault === null) return ExitCode.ok;
+  if (fault && CONFIG_WAREHOUSE_FAULTS.has(fault.fault)) return ExitCode.config;
   if (quota) return ExitCode.partial;
+  if (fault) return exitCodeForWarehouse(fault.fault);
+  if (organizations.some((o) => o.status === 'busy' || o.failure === 'lease')) return ExitCode.partial;
   if (
     ok === 0 &&
     organizations.every((o) => o.status === 'failed') &&

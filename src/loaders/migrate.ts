@@ -1,8 +1,9 @@
 import { sql, Migrator, type DatabaseIntrospector, type MigrationResultSet, type TableMetadata } from 'kysely';
 import type { AnyDb } from './db.js';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { describeError, FatalError } from '../core/errors.js';
+import { WarehouseError } from '../core/errors.js';
 import type { Warehouse } from './warehouse.js';
+import { classifyWarehouseError } from './warehouse-errors.js';
 
 export interface MigrationReport {
   applied: string[];
@@ -84,21 +85,48 @@ async function allApplied(warehouse: Warehouse): Promise<boolean> {
  * only reads the bookkeeping table: kysely's migrator takes a database-wide lock (a transaction
  * holding an advisory lock) even then, and one process paused inside it (SIGSTOP, a hung VM)
  * stalled every other process's runs behind it.
+ *
+ * All or nothing, one process at a time, on both dialects: the pending migrations and their
+ * records run in one transaction (Postgres and SQLite both roll DDL back), behind kysely's
+ * advisory lock on Postgres and a `BEGIN IMMEDIATE` on SQLite (src/loaders/sqlite-driver.ts).
+ * A second process waits for the first, then reads the records inside its own transaction and
+ * finds nothing to do; a migration cut short (a full disk, a lost connection) leaves nothing
+ * behind, so running it again succeeds.
  */
 export async function migrateToLatest(warehouse: Warehouse): Promise<MigrationReport> {
   if (await allApplied(warehouse)) return { applied: [], pending: [] };
   const m = await migrator(warehouse);
   const result: MigrationResultSet = await m.migrateToLatest();
   const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  if (result.error) {
-    const failed = (result.results ?? []).find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    throw new FatalError(`Migration ${failed} failed on ${warehouse.displayUrl}: ${describeError(result.error)}`, {
-      hint: 'Nothing after it was applied. Fix the cause (permissions, disk space) and run `svcsync migrate` again.',
-      cause: result.error,
-    });
-  }
+  if (result.error) throw migrationFailure(warehouse, result);
   const all = await m.getMigrations();
   return { applied, pending: all.filter((x) => !x.executedAt).map((x) => x.name) };
+}
+
+/** What a failed migration run tells the user: the migration, the warehouse, the cause and that nothing was kept. */
+function migrationFailure(warehouse: Warehouse, result: MigrationResultSet): WarehouseError {
+  const failed = (result.results ?? []).find((r) => r.status === 'Error')?.migrationName;
+  const missing = /previously executed migration (\S+) is missing/.exec(result.error instanceof Error ? result.error.message : '');
+  if (missing) {
+    return new WarehouseError(
+      `${warehouse.displayUrl} was upgraded by a newer svcsync (its migration ${missing[1]} is unknown to this version)`,
+      {
+        fault: 'other',
+        warehouse: warehouse.displayUrl,
+        hint: 'run the svcsync version that upgraded it, or a newer one; an older version never downgrades a warehouse.',
+      },
+    );
+  }
+  const cause = classifyWarehouseError(result.error, warehouse.faults);
+  const what = failed ? `migration ${failed}` : 'the migrations';
+  return new WarehouseError(`Could not apply ${what}: ${cause.message}`, {
+    fault: cause.fault,
+    warehouse: warehouse.displayUrl,
+    hint:
+      `${(cause.hint ?? '').replace(/, then run the same command again.*$/, '.')} Nothing of it was kept (pending migrations run in ` +
+      'one transaction): `svcsync migrate` (or the same command) applies them once the cause is fixed.',
+    cause: result.error,
+  });
 }
 
 export async function migrationStatus(warehouse: Warehouse): Promise<Array<{ name: string; executedAt: Date | undefined }>> {

@@ -46,7 +46,7 @@ export const noFence: Fence = {
   query: null,
   holds: () => true,
   lost: () => null,
-  refusal: () => new LeaseLost('no lease'),
+  refusal: () => new LeaseLost('no lease', 'taken_over'),
 };
 
 /** Runs the fence's check in a transaction; throws LeaseLost (and so rolls it back) when the lease is gone. */
@@ -59,17 +59,34 @@ export async function checkFence(trx: AnyDb, fence: Fence): Promise<void> {
 }
 
 /**
- * This process no longer owns the organization: its lock session ended or another process
- * took it over. The transaction that found out wrote nothing; the organization's work in this
- * process ends (the stream layer lets it through, like a stop).
+ * Why a lease was lost: another process took it over (its generation moved), this process's
+ * own lock connection ended (a restart, an administrator, a network fault), or the warehouse
+ * stopped confirming it (this process was paused or cut off).
+ */
+export type LeaseLossReason = 'taken_over' | 'connection_ended' | 'unconfirmed';
+
+const LOSS_HINTS: Record<LeaseLossReason, string> = {
+  taken_over:
+    'Another svcsync process (daemon, worker or sync) now owns this organization and carries on from the last committed page; ' +
+    'nothing is lost.',
+  connection_ended:
+    "This process's own connection to the warehouse ended, so it stopped writing for this organization; nothing committed is " +
+    'lost. Check the warehouse server, then run again: the run continues from the last committed page.',
+  unconfirmed:
+    'The warehouse did not confirm the lease in time (this process was paused, or cut off from the warehouse); nothing committed ' +
+    'is lost. Run again: the run continues from the last committed page.',
+};
+
+/**
+ * This process no longer owns the organization. The transaction that found out wrote nothing;
+ * the organization's work in this process ends (the stream layer lets it through, like a stop).
  */
 export class LeaseLost extends FatalError {
-  constructor(message: string) {
-    super(message, {
-      hint:
-        'Another svcsync process (daemon, worker or sync) now owns this organization and carries on from the last committed page; ' +
-        'nothing is lost. If this process was not paused or cut off, check its connection to the warehouse.',
-    });
+  constructor(
+    message: string,
+    readonly reason: LeaseLossReason = 'taken_over',
+  ) {
+    super(message, { hint: LOSS_HINTS[reason] });
   }
 }
 
@@ -222,13 +239,20 @@ function rowFence(
     query,
     holds: (r) => r.rows.length === 1 || Number(r.numAffectedRows ?? 0) === 1,
     lost,
-    refusal: () => new LeaseLost(`${what} was taken over by another process; this page was not written`),
+    refusal: () => new LeaseLost(`${what} was taken over by another process; this page was not written`, 'taken_over'),
   };
 }
 
 class HeldLease implements Lease {
   private released = false;
   lostReason: string | null = null;
+  lostKind: LeaseLossReason = 'taken_over';
+  /** Marks the lease lost (the first reason stays). */
+  lose(kind: LeaseLossReason, reason: string): void {
+    if (this.lostReason !== null) return;
+    this.lostKind = kind;
+    this.lostReason = reason;
+  }
   fence!: Fence;
   /** When the warehouse last confirmed the lease (acquire, keepalive, heartbeat): sent-at time, wall clock. */
   confirmedAt: number;
@@ -254,9 +278,9 @@ class HeldLease implements Lease {
     // warehouse), the lease may already be another's: give it up before sending or writing
     // anything, rather than find out from the other owner's requests. One heartbeat of margin.
     const silent = this.timings.now() - this.confirmedAt;
-    if (this.lostReason === null && silent > this.timings.ttlMs - Math.min(this.timings.heartbeatMs, this.timings.ttlMs / 3))
-      this.lostReason = `not confirmed by the warehouse for ${Math.round(silent / 1000)} s (this process was paused or cut off)`;
-    return this.lostReason === null ? null : new LeaseLost(`${this.what} was lost: ${this.lostReason}`);
+    if (silent > this.timings.ttlMs - Math.min(this.timings.heartbeatMs, this.timings.ttlMs / 3))
+      this.lose('unconfirmed', `not confirmed by the warehouse for ${Math.round(silent / 1000)} s (this process was paused or cut off)`);
+    return this.lostReason === null ? null : new LeaseLost(`${this.what} was lost: ${this.lostReason}`, this.lostKind);
   }
   assertHeld(): void {
     const lost = this.lost();
@@ -373,7 +397,7 @@ export class SqliteOrgLeases implements OrgLeases {
           ]),
         );
         if (Number(r.numAffectedRows ?? 0) !== 1) {
-          lease.lostReason = 'another process took it over after its heartbeat expired';
+          lease.lose('taken_over', 'another process took it over after its heartbeat expired');
           this.held.delete(lease);
         } else lease.confirm(sentAt);
       } catch {
@@ -476,7 +500,7 @@ export class PostgresOrgLeases implements OrgLeases {
       if (this.keepalive) clearInterval(this.keepalive);
       this.keepalive = null;
       // The session's locks went with it: every lease it held is lost.
-      for (const lease of this.held) lease.lostReason = `its lock connection ended (${why})`;
+      for (const lease of this.held) lease.lose('connection_ended', `its lock connection to the warehouse ended (${why})`);
       this.held.clear();
     };
     client.on('error', (e) => gone(e.message));

@@ -157,8 +157,11 @@ export class SqliteBatchDriver implements Driver {
     return this.connection;
   }
 
+  // IMMEDIATE takes the write lock at BEGIN, where the busy timeout applies, instead of at the
+  // first write, where a lock held by another process can fail at once. Every svcsync
+  // transaction writes; migrations rely on it to run one process at a time.
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
@@ -166,7 +169,8 @@ export class SqliteBatchDriver implements Driver {
   }
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+    // SQLite rolls a transaction back by itself after some errors (SQLITE_FULL, SQLITE_IOERR).
+    if (this.database.inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 
   releaseConnection(): Promise<void> {
@@ -179,7 +183,7 @@ export class SqliteBatchDriver implements Driver {
     if (lost) throw lost;
     await this.mutex.lock();
     try {
-      this.connection.execute(CompiledQuery.raw('begin'));
+      this.connection.execute(CompiledQuery.raw('begin immediate'));
       try {
         // The lease's check first: it takes the write lock, and a refusal rolls back before any write.
         if (fence.query && !fence.holds(this.connection.execute(fence.query))) throw fence.refusal();
@@ -205,6 +209,18 @@ export class SqliteBatchDriver implements Driver {
   }
 }
 
+/**
+ * SQLite runs DDL inside transactions, but kysely's adapter says it does not (it assumes one
+ * connection, so it needs no lock either). Saying so makes kysely's migrator run the pending
+ * migrations and their records in one transaction, begun IMMEDIATE: a migration cut short (a
+ * full disk) leaves nothing behind, and a second process waits, then finds nothing to do.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
 export class SqliteBatchDialect implements Dialect {
   constructor(private readonly driver: SqliteBatchDriver) {}
   createDriver(): Driver {
@@ -214,7 +230,7 @@ export class SqliteBatchDialect implements Dialect {
     return new SqliteQueryCompiler();
   }
   createAdapter(): DialectAdapter {
-    return new SqliteAdapter();
+    return new TransactionalDdlSqliteAdapter();
   }
   createIntrospector(db: AnyKysely): DatabaseIntrospector {
     return new SqliteIntrospector(db);

@@ -1,11 +1,13 @@
-import { resolve } from 'node:path';
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, CompiledQuery } from 'kysely';
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, type WarehouseError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
 import type { AnyKysely, AnyTransaction } from './db.js';
+import { FaultAwareDialect, withFaultRetry, type FaultPolicy } from './fault-aware-driver.js';
+import { classifyWarehouseError } from './warehouse-errors.js';
 import { SqliteBatchDialect, SqliteBatchDriver, type SqlStat } from './sqlite-driver.js';
 import { FALLBACK_AUTOCHECKPOINT, SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { POSTGRES, SQLITE, type SqlDialect } from './sql-dialect.js';
@@ -38,6 +40,15 @@ export interface Warehouse {
    * organization's lease) is checked first; when it fails nothing is written.
    */
   batch(queries: readonly CompiledQuery[], after?: (trx: AnyTransaction) => Promise<void>, fence?: Fence): Promise<void>;
+  /**
+   * Runs `work` in one transaction, after the fence's check. A transient fault (a lost
+   * connection, another program's lock) rolls it back and runs it again on a new connection
+   * for up to `warehouse.retry_s`, so `work` must be safe to repeat (svcsync's writes are
+   * upserts). Every other failure comes out as a `WarehouseError`, or as what `work` threw.
+   */
+  transaction<T>(work: (trx: AnyTransaction) => Promise<T>, fence?: Fence): Promise<T>;
+  /** How this warehouse retries transient faults and names itself in errors. */
+  faults: FaultPolicy;
   /** SQLite only, when opened with `sqlStats`: time spent per statement shape (the benchmark's). */
   sqlStats?(): SqlStat[];
   close(): Promise<void>;
@@ -52,6 +63,52 @@ export interface OpenOptions {
   sqlStats?: boolean;
   /** Organization leases' timings (tests shorten them). */
   leaseTimings?: Partial<LeaseTimings>;
+  /** How long a transient warehouse fault is retried (`warehouse.retry_s`); default 60 s. */
+  retryMs?: number;
+  /** SQLite: how long one statement waits for another program's write lock (`warehouse.busy_timeout_s`); default 10 s. */
+  busyTimeoutMs?: number;
+  /** Where retries and a newly created warehouse are reported. */
+  logger?: Logger;
+}
+
+export const DEFAULT_RETRY_MS = 60_000;
+export const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
+
+/** Retries are told once per fault and warehouse at warn level, then at debug: a wait is never silent, a long one never floods. */
+function retryReporter(logger: Logger | undefined): FaultPolicy['onRetry'] {
+  if (!logger) return undefined;
+  return (error: WarehouseError, attempt: number, waitMs: number) => {
+    const fields = { warehouse: error.warehouse, fault: error.fault, attempt: attempt + 1, wait_ms: waitMs };
+    if (attempt === 0) logger.warn(fields, `${error.message}; retrying (warehouse.retry_s bounds the wait)`);
+    else logger.debug(fields, 'retrying the warehouse');
+  };
+}
+
+/**
+ * Makes the SQLite file's folder, or says in one classified error why it cannot be: no part of
+ * the path may be a file, and the nearest existing folder must be writable. Node's recursive
+ * mkdir loops for ever where a parent refuses creation without saying why (under /proc).
+ */
+function prepareSqliteFolder(file: string, faults: FaultPolicy, logger: Logger | undefined): void {
+  const folder = dirname(file);
+  const missing: string[] = [];
+  let at = folder;
+  while (!existsSync(at)) {
+    missing.unshift(at);
+    const up = dirname(at);
+    if (up === at) break;
+    at = up;
+  }
+  try {
+    if (!statSync(at).isDirectory()) {
+      const error = Object.assign(new Error(`${at} is a file, not a folder`), { code: 'ENOTDIR' });
+      throw error;
+    }
+    for (const dir of missing) mkdirSync(dir);
+  } catch (error) {
+    throw classifyWarehouseError(error, faults);
+  }
+  if (missing.length > 0) logger?.warn({ folder: missing[0] }, `created the folder ${missing[0]} for the SQLite warehouse ${file}`);
 }
 
 /** Masks a password in a postgres URL so it can be shown. */
@@ -85,24 +142,37 @@ async function inTransaction(
   });
 }
 
+async function transactionOf<T>(db: AnyKysely, work: (trx: AnyTransaction) => Promise<T>, fence: Fence = noFence): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await checkFence(trx, fence);
+    return work(trx);
+  });
+}
+
 export async function openWarehouse(url: string, options: OpenOptions = {}): Promise<Warehouse> {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length) || './warehouse.db';
     const file = path === ':memory:' ? path : resolve(path);
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    const faults: FaultPolicy = {
+      dialect: 'sqlite',
+      displayUrl: `sqlite:${file}`,
+      retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
+      onRetry: retryReporter(options.logger),
+    };
+    const fresh = file !== ':memory:' && !existsSync(file);
+    if (file !== ':memory:') prepareSqliteFolder(file, faults, options.logger);
     let database: SQLite.Database;
     try {
       database = new SQLite(file);
+      // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
+      // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
+      database.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
+      database.pragma('journal_mode = WAL');
     } catch (error) {
-      throw new ConfigError(`Cannot open the SQLite warehouse at ${file}: ${(error as Error).message}`, [], {
-        hint: 'Check that the folder exists and is writable, or set `warehouse:` to another path.',
-      });
+      throw classifyWarehouseError(error, faults);
     }
-    // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
-    // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
-    database.pragma('journal_mode = WAL');
+    if (fresh) options.logger?.warn({ warehouse: faults.displayUrl }, `creating a new SQLite warehouse at ${file}`);
     database.pragma('synchronous = NORMAL');
-    database.pragma('busy_timeout = 10000');
     database.pragma('foreign_keys = OFF');
     // A 16 MiB page cache (the default is 2 MiB): upserts into wide tables keyed by text ids
     // touch more B-tree pages than 2 MiB holds. Measured (docs/benchmarks.md, issue 14): the
@@ -114,15 +184,18 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
     for (const pragma of options.pragmas ?? []) database.pragma(pragma);
     const checkpointer = wal ? SqliteCheckpointer.start(file) : null;
     const driver = new SqliteBatchDriver(database, { collectStats: options.sqlStats ?? false });
-    const db: AnyKysely = new Kysely({ dialect: new SqliteBatchDialect(driver) });
+    const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new SqliteBatchDialect(driver), faults) });
     const leases = new ProcessLeases(new SqliteOrgLeases(db, SQLITE, { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings }));
     return {
       db,
       dialect: 'sqlite',
       sql: SQLITE,
       leases,
-      displayUrl: `sqlite:${file}`,
-      batch: (queries, after, fence) => (after ? inTransaction(db, queries, after, fence) : driver.batch(queries, fence)),
+      faults,
+      displayUrl: faults.displayUrl,
+      batch: (queries, after, fence) =>
+        withFaultRetry(faults, () => (after ? inTransaction(db, queries, after, fence) : driver.batch(queries, fence))),
+      transaction: (work, fence) => withFaultRetry(faults, () => transactionOf(db, work, fence)),
       sqlStats: () => driver.sqlStats(),
       close: async () => {
         await leases.close();
@@ -147,14 +220,18 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
     // that uses it fails (its transaction rolls back), and the pool drops the dead session.
     pool.on('error', () => undefined);
     pool.on('connect', (client) => client.on('error', () => undefined));
-    const db: AnyKysely = new Kysely({ dialect: new PostgresDialect({ pool }) });
+    const faults: FaultPolicy = {
+      dialect: 'postgres',
+      displayUrl: displayWarehouseUrl(url),
+      retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
+      onRetry: retryReporter(options.logger),
+    };
+    const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new PostgresDialect({ pool }), faults) });
     try {
       await db.executeQuery(CompiledQuery.raw('SELECT 1'));
     } catch (error) {
       await db.destroy().catch(() => undefined);
-      throw new ConfigError(`Cannot connect to the Postgres warehouse at ${displayWarehouseUrl(url)}: ${(error as Error).message}`, [], {
-        hint: 'Check that the server is running and that the URL, user and database in `warehouse:` are right.',
-      });
+      throw classifyWarehouseError(error, faults);
     }
     const leases = new ProcessLeases(new PostgresOrgLeases(url, POSTGRES, timings));
     return {
@@ -162,8 +239,10 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
       dialect: 'postgres',
       sql: POSTGRES,
       leases,
-      displayUrl: displayWarehouseUrl(url),
-      batch: (queries, after, fence) => inTransaction(db, queries, after, fence),
+      faults,
+      displayUrl: faults.displayUrl,
+      batch: (queries, after, fence) => withFaultRetry(faults, () => inTransaction(db, queries, after, fence)),
+      transaction: (work, fence) => withFaultRetry(faults, () => transactionOf(db, work, fence)),
       close: async () => {
         await leases.close();
         await db.destroy();

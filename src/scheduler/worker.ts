@@ -92,7 +92,7 @@ export class Worker {
   private readonly schema: string;
 
   constructor(private readonly ctx: WorkerContext) {
-    assertWorkerWarehouse(ctx.config.warehouse, ctx.warehouse.dialect);
+    assertWorkerWarehouse(ctx.config.warehouse.url, ctx.warehouse.dialect);
     this.schema = ctx.config.worker.schema;
     this.name = ctx.name ?? `${process.env['HOSTNAME'] ?? 'worker'}/${process.pid}`;
     this.daemon = new Daemon(ctx);
@@ -140,7 +140,7 @@ export class Worker {
     this.daemon.startHeapWatch();
     await migrateToLatest(this.ctx.warehouse);
     const boss = new PgBoss({
-      connectionString: this.ctx.config.warehouse,
+      connectionString: this.ctx.config.warehouse.url,
       schema: this.schema,
       max: Math.max(2, Math.min(10, this.ctx.config.worker.concurrency + 2)),
       application_name: `svcsync worker ${this.name}`,
@@ -193,7 +193,7 @@ export class Worker {
    * the same queue's partition deadlock): workers starting at once take turns.
    */
   private async installed(start: () => Promise<unknown>): Promise<void> {
-    const client = new pg.Client({ connectionString: this.ctx.config.warehouse });
+    const client = new pg.Client({ connectionString: this.ctx.config.warehouse.url });
     await client.connect();
     try {
       await client.query('SELECT pg_advisory_lock(hashtext($1))', [`svcsync pg-boss install ${this.schema}`]);

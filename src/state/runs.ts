@@ -1,11 +1,45 @@
 import type { AnyDb } from '../loaders/db.js';
-import { processOwner } from '../loaders/org-lease.js';
+import { localProcessGone, processOwner } from '../loaders/org-lease.js';
 import { stateDb, type RunRow, type RunStreamRow } from './tables.js';
 
-export type RunStatus = 'running' | 'ok' | 'partial' | 'failed' | 'stopped';
+export type RunStatus = 'running' | 'ok' | 'partial' | 'failed' | 'stopped' | 'abandoned';
+
+/**
+ * The runs this process has started and not yet finished. A row of this process that says
+ * `running` but is not here lost its end (its `finishRun` failed on a warehouse fault) and is
+ * a ghost, though the process lives on (the daemon, a worker).
+ */
+const inFlight = new Set<string>();
+
+/**
+ * Closes the runs that will never record their end: `running` rows whose process on this host
+ * is gone (killed, crashed), or is this process, which no longer runs them. Each becomes
+ * `abandoned`, with the instant it was found, so status pages show no ghost. A run of another
+ * host is left alone: its process cannot be seen from here.
+ */
+export async function closeAbandonedRuns(db: AnyDb, by: { runId: string; at: string }): Promise<string[]> {
+  const me = processOwner();
+  const running = await stateDb(db).selectFrom('_svcsync_runs').select(['run_id', 'process']).where('status', '=', 'running').execute();
+  const ghosts = running.filter(
+    (r) => r.process !== null && ((r.process === me && !inFlight.has(r.run_id)) || (r.process !== me && localProcessGone(r.process))),
+  );
+  for (const ghost of ghosts) {
+    const why =
+      `the run ended without recording its end (process ${ghost.process ?? 'unknown'} ` +
+      `${ghost.process === me ? 'could not write it' : 'is gone'}); closed by run ${by.runId}`;
+    await stateDb(db)
+      .updateTable('_svcsync_runs')
+      .set({ status: 'abandoned', abandoned_at: by.at, errors: JSON.stringify([why]) })
+      .where('run_id', '=', ghost.run_id)
+      .where('status', '=', 'running')
+      .execute();
+  }
+  return ghosts.map((g) => g.run_id);
+}
 
 /** One row per command run (sync, backfill, daemon job), with its counts and errors. */
 export async function startRun(db: AnyDb, run: { runId: string; command: string; startedAt: string }): Promise<void> {
+  inFlight.add(run.runId);
   await stateDb(db)
     .insertInto('_svcsync_runs')
     .values({
@@ -28,6 +62,8 @@ export async function finishRun(
   runId: string,
   result: { finishedAt: string; status: RunStatus; requests: number; records: number; errors: string[]; summary?: unknown },
 ): Promise<void> {
+  // Out of the set even when the write below fails: the next run then finds the row a ghost and closes it.
+  inFlight.delete(runId);
   await stateDb(db)
     .updateTable('_svcsync_runs')
     .set({

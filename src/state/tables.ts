@@ -52,6 +52,8 @@ export interface RunRow {
   summary: string | null;
   /** `host/pid` of the process that ran it (null before migration 20261122T210000). */
   process: string | null;
+  /** When a later run found this one `running` with its process gone, and closed it as `abandoned`. */
+  abandoned_at?: string | null;
 }
 
 export interface RunStreamRow {

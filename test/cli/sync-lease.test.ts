@@ -64,7 +64,7 @@ describe('a hand-run svcsync sync next to a running sync of the same SQLite ware
     }
   }
 
-  it('the second process skips the organization it does not own (exit 0, a clear line); the data ends exact', async () => {
+  it('the second process skips the organization it does not own (exit 4: its work is unfinished; a clear line); the data ends exact', async () => {
     const first = run(['sync', '--config', configPath]);
     await requestsReach(sandbox, organizationId, 3);
     // Slow answers while the second process runs, so the first still holds the organization
@@ -74,8 +74,9 @@ describe('a hand-run svcsync sync next to a running sync of the same SQLite ware
     sandbox.setFaults({ latencyMs: 250 });
     const one = await first;
     expect(one.code, one.stderr.slice(-2000)).toBe(0);
-    expect(second.code, second.stderr.slice(-2000)).toBe(0);
-    expect(second.stderr).toContain(`organization ${organizationId} is being synced by another process`);
+    expect(second.code, second.stderr.slice(-2000)).toBe(4);
+    expect(second.stderr).toContain(`organization ${organizationId} is being synced by another svcsync process`);
+    expect(second.stderr).toContain('svcsync sync --wait');
     expect(second.stdout).toContain('busy');
     expect(await liveContacts()).toBe(sandbox.count(organizationId, 'inventory', 'contacts'));
   });

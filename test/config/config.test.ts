@@ -27,7 +27,7 @@ function problemsOf(document: unknown, env: Record<string, string> = {}): string
 describe('parseConfig', () => {
   it('fills defaults from the plan and region', () => {
     const config = parseConfig({ connections: [base] }, { env: {} });
-    expect(config.warehouse).toBe('sqlite:./warehouse.db');
+    expect(config.warehouse).toEqual({ url: 'sqlite:./warehouse.db', retry_s: 60, busy_timeout_s: 10 });
     expect(config.connections[0]).toMatchObject({
       region: 'us',
       plan: 'free',
@@ -61,10 +61,20 @@ describe('parseConfig', () => {
       { warehouse: '${WH:-sqlite:./x.db}', connections: [{ ...base, client_secret: '${S}', refresh_token: 'rt-${R}' }] },
       { env: { S: SECRET, R: 'abcdef12' }, secrets },
     );
-    expect(config.warehouse).toBe('sqlite:./x.db');
+    expect(config.warehouse.url).toBe('sqlite:./x.db');
     expect(config.connections[0]!.client_secret).toBe(SECRET);
     expect(config.connections[0]!.refresh_token).toBe('rt-abcdef12');
     expect(secrets.scrub(`token ${SECRET} and rt-abcdef12`)).toBe('token [REDACTED] and [REDACTED]');
+  });
+
+  it('takes the warehouse as a URL or as an object with its fault settings', () => {
+    const config = parseConfig(
+      { warehouse: { url: 'postgres://svc@db/w', retry_s: 5, busy_timeout_s: 1 }, connections: [base] },
+      { env: {} },
+    );
+    expect(config.warehouse).toEqual({ url: 'postgres://svc@db/w', retry_s: 5, busy_timeout_s: 1 });
+    expect(parseConfig({ warehouse: { url: 'sqlite:./w.db' }, connections: [base] }, { env: {} }).warehouse.retry_s).toBe(60);
+    expect(problemsOf({ warehouse: { url: 'sqlite:./w.db', retry: 5 }, connections: [base] }).join('\n')).toMatch(/warehouse/);
   });
 
   it('keeps numeric organization ids as text', () => {

@@ -14,13 +14,13 @@ describe.each(DIALECTS)('a run whose lease lapses mid-organization, on %s', (dia
     e = w = undefined;
   });
 
-  it('sends nothing more for that organization, reports it busy (not failed), and the next run completes it', async () => {
+  it('sends nothing more for that organization, fails it with the cause (no other owner: not busy), exit 4; the next run completes it', async () => {
     e = await startE2E(dialect, { scale: 12, organizations: 2 }, { sync: { per_page: 2 } });
     // This process's lease clock: it stands still until the run has sent a few requests, then
     // jumps past the lease's time-to-live, as if the process had been paused (no heartbeat fires
     // within the test: 60 s).
     let now = Date.now();
-    w = await openWarehouse(e.config.warehouse, { poolSize: 4, leaseTimings: { ttlMs: 20_000, heartbeatMs: 60_000, now: () => now } });
+    w = await openWarehouse(e.config.warehouse.url, { poolSize: 4, leaseTimings: { ttlMs: 20_000, heartbeatMs: 60_000, now: () => now } });
     const target = e.sandbox.organizations()[0]!.organization_id;
     let sentForTarget = 0;
     let afterLapse = 0;
@@ -41,12 +41,15 @@ describe.each(DIALECTS)('a run whose lease lapses mid-organization, on %s', (dia
       },
     });
     const outcome = summary.organizations.find((o) => o.organizationId === target)!;
-    expect(outcome.status).toBe('busy');
+    // Nobody else took the organization: it is this run's unfinished work, never "another process".
+    expect(outcome.status).toBe('failed');
+    expect(outcome.failure).toBe('lease');
     expect(outcome.error).toMatch(/not confirmed by the warehouse for 60 s \(this process was paused or cut off\)/);
+    expect(outcome.error).not.toMatch(/another svcsync process/);
     // The request answered after the lapse was the one already in flight; none was sent after it.
     expect(afterLapse).toBeLessThanOrEqual(1);
-    expect(summary.exitCode).toBe(0);
-    const logged = e.log.records.filter((r) => r['level'] === 40 || r['level'] === 'warn');
+    expect(summary.exitCode).toBe(4);
+    const logged = e.log.records.filter((r) => r['level'] === 50 || r['level'] === 'error');
     expect(logged.some((r) => String(r['msg']).includes(`organization ${target}: the lease on organization ${target}`))).toBe(true);
 
     // The next run (a fresh lease) completes it.

@@ -67,7 +67,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
 
   /** One started worker on its own warehouse connection, ticking by hand, that records every job it finishes. */
   async function startedWorker(e: E2E, config: Config): Promise<{ worker: Worker; finished: Finished[] }> {
-    const warehouse = await openWarehouse(config.warehouse, { poolSize: 4 });
+    const warehouse = await openWarehouse(config.warehouse.url, { poolSize: 4 });
     cleanups.push(() => warehouse.close());
     const finished: Finished[] = [];
     const worker = new Worker({
@@ -103,7 +103,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     const workers: Worker[] = [];
     const warehouses: Warehouse[] = [];
     for (const name of ['w1', 'w2']) {
-      const warehouse = await openWarehouse(config.warehouse, { poolSize: 4 });
+      const warehouse = await openWarehouse(config.warehouse.url, { poolSize: 4 });
       warehouses.push(warehouse);
       const ctx: WorkerContext = {
         config,
@@ -178,7 +178,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     cleanups.push(() => e.close());
     const schema = bossSchema();
     const config: Config = { ...e.config, worker: { schema, concurrency: 2, slice_minutes: 10 } };
-    const warehouse = await openWarehouse(config.warehouse, { poolSize: 4 });
+    const warehouse = await openWarehouse(config.warehouse.url, { poolSize: 4 });
     cleanups.push(() => warehouse.close());
     const logger = createLogger({ level: 'silent', secrets: e.secrets });
     const worker = new Worker({

@@ -26,7 +26,7 @@ export function checkCommand(cli: Cli): Command {
     .action(async (flags: { connection?: string; streams: boolean }) => {
       const rt = loadRuntime(cli.global());
       let worst: number = ExitCode.ok;
-      await withWarehouse(rt.config, async (warehouse) => {
+      await withWarehouse(rt, async (warehouse) => {
         await migrateToLatest(warehouse);
         const limiters = new LimiterRegistry({
           clock: rt.clock,

@@ -47,7 +47,7 @@ export function daemonCommand(cli: Cli): Command {
         rt.config,
       );
       const graceMs = intFlag('grace-ms', flags.graceMs, 3_600_000) ?? rt.config.daemon.shutdown_grace_ms;
-      const warehouse = await openConfiguredWarehouse(rt.config);
+      const warehouse = await openConfiguredWarehouse(rt.config, rt.logger);
       const daemon = new Daemon({
         config: rt.config,
         warehouse,

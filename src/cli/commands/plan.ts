@@ -10,7 +10,7 @@ export function planCommand(cli: Cli): Command {
     .option('--json', 'as JSON')
     .action(async (flags: { backfill?: boolean; json?: boolean }) => {
       const rt = loadRuntime(cli.global());
-      const plans = await withWarehouse(rt.config, async (w) => {
+      const plans = await withWarehouse(rt, async (w) => {
         await migrateToLatest(w);
         return planNextDay(rt.config, w, rt.clock.now(), { backfill: flags.backfill });
       });

@@ -14,7 +14,7 @@ export function schemaCommand(cli: Cli): Command {
     .action(async (flags: { json?: boolean; drift?: boolean; dialect: Dialect }) => {
       if (flags.drift) {
         const rt = loadRuntime(cli.global());
-        const fields = await withWarehouse(rt.config, collectDrift);
+        const fields = await withWarehouse(rt, collectDrift);
         process.stdout.write(flags.json ? `${JSON.stringify(fields, null, 2)}\n` : renderDrift(fields));
         return;
       }
@@ -33,8 +33,8 @@ export function migrateCommand(cli: Cli): Command {
     .action(async (flags: { createReadonlyRole?: string }) => {
       const role = flags.createReadonlyRole === undefined ? undefined : validateRoleName(flags.createReadonlyRole);
       const rt = loadRuntime(cli.global());
-      if (role !== undefined && rt.config.warehouse.startsWith('sqlite:')) throw sqliteHasNoRoles(rt.config.warehouse);
-      await withWarehouse(rt.config, async (w) => {
+      if (role !== undefined && rt.config.warehouse.url.startsWith('sqlite:')) throw sqliteHasNoRoles(rt.config.warehouse.url);
+      await withWarehouse(rt, async (w) => {
         const report = await migrateToLatest(w);
         const status = await migrationStatus(w);
         const applied = report.applied.length ? `applied ${report.applied.join(', ')}` : 'already up to date';

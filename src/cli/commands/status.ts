@@ -232,7 +232,7 @@ export function statusCommand(cli: Cli): Command {
     .option('--json', 'as JSON')
     .action(async (flags: { json?: boolean }) => {
       const rt = loadRuntime(cli.global());
-      const doc = await withWarehouse(rt.config, (w) => collectStatusDocument(rt.config, w, rt.clock.now()));
+      const doc = await withWarehouse(rt, (w) => collectStatusDocument(rt.config, w, rt.clock.now()));
       if (flags.json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
       else process.stdout.write(renderStatus(doc.organizations) + (doc.queue ? `${queueLine(doc.queue.schema, doc.queue)}\n` : ''));
     });

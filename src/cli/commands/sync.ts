@@ -48,7 +48,7 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
   const progress = createProgress(rt.logger, Boolean(process.stderr.isTTY) && !flags.json);
   let summary: SyncSummary;
   try {
-    summary = await withWarehouse(rt.config, (warehouse) =>
+    summary = await withWarehouse(rt, (warehouse) =>
       runSync({
         config: rt.config,
         warehouse,

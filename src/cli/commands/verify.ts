@@ -118,7 +118,7 @@ export function verifyCommand(cli: Cli): Command {
       const { signal, stop, stopped, dispose } = stopOnSignals(rt.logger);
       let summary: VerifySummary;
       try {
-        summary = await withWarehouse(rt.config, (warehouse) =>
+        summary = await withWarehouse(rt, (warehouse) =>
           runVerify({
             config: rt.config,
             warehouse,

@@ -36,7 +36,7 @@ export function workerCommand(cli: Cli): Command {
     .action(async (flags: WorkerFlags) => {
       const rt = loadRuntime(cli.global());
       // Before anything opens: a SQLite warehouse cannot hold the shared queue.
-      assertWorkerWarehouse(rt.config.warehouse);
+      assertWorkerWarehouse(rt.config.warehouse.url);
       const { port, host } = httpAddress(
         {
           httpPort: intFlag('http-port', flags.httpPort, 0, 65535),
@@ -49,7 +49,7 @@ export function workerCommand(cli: Cli): Command {
       const graceMs = intFlag('grace-ms', flags.graceMs, 0, 3_600_000) ?? rt.config.daemon.shutdown_grace_ms;
       const concurrency = intFlag('concurrency', flags.concurrency, 1, 64) ?? rt.config.worker.concurrency;
       const config = { ...rt.config, worker: { ...rt.config.worker, concurrency } };
-      const warehouse = await openConfiguredWarehouse(config);
+      const warehouse = await openConfiguredWarehouse(config, rt.logger);
       const worker = new Worker({ config, warehouse, clock: rt.clock, logger: rt.logger, secrets: rt.secrets });
       let metrics: HttpServer | null = null;
       let signals = 0;
