@@ -39,6 +39,7 @@ export function openConfiguredWarehouse(config: Config, logger?: Logger): Promis
     leaseTimings: { ttlMs: config.leases.ttl_seconds * 1000, heartbeatMs: config.leases.heartbeat_seconds * 1000 },
     retryMs: config.warehouse.retry_s * 1000,
     busyTimeoutMs: config.warehouse.busy_timeout_s * 1000,
+    pragmas: config.warehouse.pragmas,
     ...(logger ? { logger } : {}),
   });
 }

@@ -229,14 +229,18 @@ const warehouseSchema = z
         retry_s: z.number().min(0).max(3600).default(60),
         /** SQLite: how long one statement waits for another program's write lock before svcsync's own retries. */
         busy_timeout_s: z.number().min(0).max(600).default(10),
+        /** SQLite: PRAGMA statements run after svcsync's own when the file is opened (tuning, such as `mmap_size = 268435456`). */
+        pragmas: z
+          .array(z.string().regex(/^[a-z_]+\s*=\s*-?[A-Za-z0-9_]+$/, 'expected NAME = VALUE, e.g. "mmap_size = 268435456"'))
+          .default([]),
       })
       .strict(),
   ])
-  .transform((w) => (typeof w === 'string' ? { url: w, retry_s: 60, busy_timeout_s: 10 } : w));
+  .transform((w) => (typeof w === 'string' ? { url: w, retry_s: 60, busy_timeout_s: 10, pragmas: [] } : w));
 
 export const configSchema = z
   .object({
-    warehouse: warehouseSchema.default({ url: 'sqlite:./warehouse.db', retry_s: 60, busy_timeout_s: 10 }),
+    warehouse: warehouseSchema.default({ url: 'sqlite:./warehouse.db', retry_s: 60, busy_timeout_s: 10, pragmas: [] }),
     log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     regions: z.partialRecord(z.enum(REGIONS), z.url()).optional(),
     sync: syncSchema.default(syncSchema.parse({})),

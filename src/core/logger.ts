@@ -1,5 +1,6 @@
 import { pino, type Logger, type DestinationStream, type LoggerOptions } from 'pino';
 import { createRequire } from 'node:module';
+import { SvcsyncError } from './errors.js';
 import { SecretRegistry, REDACTED } from './secrets.js';
 
 export type { Logger } from 'pino';
@@ -42,13 +43,15 @@ const REDACT_PATHS = [
  * secret registry last, so a secret that slipped into a message is still removed.
  */
 export function createLogger(setup: LoggerSetup): Logger {
+  const level = setup.level ?? process.env['SVCSYNC_LOG_LEVEL'] ?? 'info';
+  const err = errorSerializer(level === 'debug' || level === 'trace');
   const options: LoggerOptions = {
-    level: setup.level ?? process.env['SVCSYNC_LOG_LEVEL'] ?? 'info',
+    level,
     base: { app: 'svcsync' },
     redact: { paths: REDACT_PATHS, censor: REDACTED },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
-    serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
+    serializers: { err, error: err },
     hooks: { streamWrite: (line: string) => setup.secrets.scrub(line) },
   };
   if (setup.destination) return pino(options, setup.destination);
@@ -61,6 +64,25 @@ export function createLogger(setup: LoggerSetup): Logger {
   }
   // Synchronous writes: a CLI that exits right after its last line must not lose it.
   return pino(options, pino.destination({ dest: fd, sync: true }));
+}
+
+/**
+ * A classified error (`SvcsyncError`) already says what happened and what to do; its stack
+ * trace, and its driver cause's, only help whoever debugs svcsync, so they are logged at debug
+ * level only. Anything else keeps its stack: it is a bug to report.
+ */
+function errorSerializer(withStacks: boolean): (e: unknown) => unknown {
+  return (e: unknown) => {
+    const serialized = pino.stdSerializers.err(e as Error) as unknown;
+    if (withStacks || !(e instanceof SvcsyncError)) return serialized;
+    const strip = (o: unknown, depth: number): void => {
+      if (!o || typeof o !== 'object' || depth > 4) return;
+      delete (o as { stack?: unknown }).stack;
+      strip((o as { cause?: unknown }).cause, depth + 1);
+    };
+    strip(serialized, 0);
+    return serialized;
+  };
 }
 
 function createPrettyStream(): DestinationStream {

@@ -48,8 +48,6 @@ export interface OrganizationOutcome {
    * process's own connection. Both are failures of this run (exit 4), never "busy".
    */
   failure?: 'warehouse' | 'lease';
-  /** The warehouse fault, when `failure` is `warehouse`. */
-  fault?: WarehouseError;
   /** When the daily quota ran out: when calls may resume. */
   resumeAt?: string;
 }
@@ -74,8 +72,14 @@ export function selectStreams(
  * Why a stream is skipped without a request, or null when it runs: the organization's quota
  * is spent, the connection's token was refused, or a scope it needs was refused.
  */
-function whySkipped(why: { warehouse: boolean; quota: boolean; halted: boolean; denied: string | null }): string | null {
-  if (why.warehouse) return 'the warehouse failed';
+function whySkipped(why: {
+  ended: WarehouseError | LeaseLost | null;
+  quota: boolean;
+  halted: boolean;
+  denied: string | null;
+}): string | null {
+  if (why.ended instanceof WarehouseError) return 'the warehouse failed';
+  if (why.ended) return "the organization's lease was lost";
   if (why.quota) return 'daily quota spent';
   if (why.halted) return "the connection's token was refused";
   if (why.denied !== null) return why.denied;
@@ -96,22 +100,32 @@ function deniedBy(stream: StreamSpec, denied: { scopes: ReadonlySet<string>; fam
 }
 
 /**
+ * What ended an organization's run early, beside its outcome: a warehouse fault that outlived
+ * its retries, or the loss of its lease. Either way nothing more is written for it; the
+ * caller decides what the loss means (another owner, or this process's own connection).
+ */
+export interface OrganizationRun {
+  outcome: OrganizationOutcome;
+  ended: WarehouseError | LeaseLost | null;
+}
+
+/**
  * Syncs every selected stream of one organization. A stream that fails is reported and the
  * others carry on; a spent quota stops this organization only; a missing scope stops the
- * streams that need it.
+ * streams that need it; a warehouse fault or a lost lease stops them all.
  */
 export async function syncOrganization(
   ctx: SyncContext,
   organizationId: string,
   families: Family[],
   options: { mode: SyncMode; since?: string | undefined; streams?: readonly string[] | undefined },
-): Promise<OrganizationOutcome> {
+): Promise<OrganizationRun> {
   const outcome: OrganizationOutcome = { connection: ctx.connection.name, organizationId, families, status: 'ok', streams: [] };
   const { top, allowed } = selectStreams(ctx.catalog, families, options.streams);
   const log = ctx.logger.child({ organization_id: organizationId });
   let quota: QuotaExhaustedError | null = null;
-  // A warehouse fault that outlived its retries: nothing more can be written, so no other stream starts.
-  let fault: WarehouseError | null = null;
+  // A warehouse fault that outlived its retries, or a lost lease: nothing more may be written, so no other stream starts.
+  let ended: WarehouseError | LeaseLost | null = null;
   const denied = { scopes: new Set<string>(), families: new Set<Family>() };
   // Streams of one organization share its limiter; two at a time keeps a page being
   // written while the next is fetched, without crowding the per-minute window.
@@ -133,7 +147,7 @@ export async function syncOrganization(
       drift: [],
     };
     const skipped = whySkipped({
-      warehouse: fault !== null,
+      ended,
       quota: quota !== null,
       halted: ctx.halt.authorization !== null,
       denied: deniedBy(stream, denied),
@@ -145,16 +159,20 @@ export async function syncOrganization(
     // No new stream starts once a stop is asked for.
     raiseIfStopped(ctx);
     const lost = ctx.fence?.lost();
-    if (lost) throw lost;
+    if (lost) {
+      ended ??= lost;
+      outcome.streams.push({ ...base, status: 'skipped', error: "the organization's lease was lost" });
+      return;
+    }
     const tally = newTally();
     try {
       await work(tally);
     } catch (error) {
-      // A lost lease ends the organization here: another process owns it now, so nothing more is written for it.
-      if (endsTheRun(error, ctx.signal) || error instanceof LeaseLost) throw error;
+      if (endsTheRun(error, ctx.signal)) throw error;
       base.status = error instanceof QuotaExhaustedError ? 'quota' : 'failed';
       base.error = describeError(error);
-      if (error instanceof WarehouseError) fault ??= error;
+      // A lost lease ends the organization here: nothing more is written for it.
+      if (error instanceof WarehouseError || error instanceof LeaseLost) ended ??= error;
       if (error instanceof QuotaExhaustedError) quota = error;
       if (error instanceof AuthorizationError) {
         // Every stream of the connection shares the token: one message stops them all.
@@ -176,8 +194,8 @@ export async function syncOrganization(
     });
     tally.warnings.log(log, { stream: name });
     outcome.streams.push(base);
-    // The warehouse cannot take the stream's record now; what it committed is in the summary.
-    if (fault) return;
+    // The warehouse cannot take the stream's record now, or may no longer (the lease is gone); what it committed is in the summary.
+    if (ended) return;
     const finishedAt = ctx.stamp.next();
     await recordRunStream(ctx.warehouse.db, {
       run_id: ctx.runId,
@@ -242,12 +260,11 @@ export async function syncOrganization(
 
   const failed = outcome.streams.filter((s) => s.status === 'failed' || s.status === 'quota');
   // Set inside the streams' closures, which the compiler cannot follow.
-  const warehouseFault = fault as WarehouseError | null;
-  if (warehouseFault) {
+  const stop = ended as WarehouseError | LeaseLost | null;
+  if (stop) {
     outcome.status = 'failed';
-    outcome.failure = 'warehouse';
-    outcome.fault = warehouseFault;
-    outcome.error = warehouseFault.describe();
+    outcome.failure = stop instanceof WarehouseError ? 'warehouse' : 'lease';
+    outcome.error = stop.describe();
   } else if (ctx.halt.authorization) {
     outcome.status = 'failed';
     outcome.error = ctx.halt.authorization.describe();
@@ -262,5 +279,5 @@ export async function syncOrganization(
     outcome.status = 'partial';
     outcome.error = `${failed.length} of ${outcome.streams.length} streams failed`;
   }
-  return outcome;
+  return { outcome, ended: stop };
 }

@@ -223,21 +223,26 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
               const held = lease;
               unguard = limiter.addGuard(() => held.assertHeld());
               if (lease.handover.kind === 'takeover') {
-                ctx.logger.info(
+                // A wait of up to a minute with nothing to show for it must say why (at the default level).
+                ctx.logger.warn(
                   { organization_id: organizationId, window_ms: limiter.limits.window_ms },
-                  'took the organization over from an owner that did not release it; waiting one window before its first request',
+                  `organization ${organizationId}: the previous svcsync process ended without releasing it (killed, or cut off), so ` +
+                    `its last minute of requests is unknown; waiting ${Math.ceil(limiter.limits.window_ms / 1000)} s (one ` +
+                    'per-minute window) before the first request, to keep to the per-minute limit',
                 );
               }
-              const outcome = await syncOrganization({ ...ctx, fence: lease.fence }, organizationId, families, {
+              const { outcome, ended } = await syncOrganization({ ...ctx, fence: lease.fence }, organizationId, families, {
                 mode: options.mode,
                 since: options.since,
                 streams: options.streams ?? connection.streams,
               });
-              if (outcome.fault) fault ??= outcome.fault;
+              if (ended instanceof WarehouseError) fault ??= ended;
+              if (ended instanceof LeaseLost) return await lostLease(ctx, outcome, ended);
               return outcome;
             } catch (error) {
               if (endsTheRun(error, options.signal)) throw error;
-              if (error instanceof LeaseLost) return await lostLease(ctx, organizationId, families, error);
+              const base = { connection: connection.name, organizationId, families, status: 'failed' as const, streams: [] };
+              if (error instanceof LeaseLost) return await lostLease(ctx, base, error);
               if (error instanceof WarehouseError) fault ??= error;
               ctx.logger.error({ organization_id: organizationId, err: error }, `organization failed: ${describeError(error)}`);
               const failed: OrganizationOutcome = {
@@ -249,7 +254,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
                 error: describeError(error),
               };
               if (error instanceof QuotaExhaustedError) failed.resumeAt = error.resumeAt.toISOString();
-              if (error instanceof WarehouseError) Object.assign(failed, { failure: 'warehouse', fault: error });
+              if (error instanceof WarehouseError) failed.failure = 'warehouse';
               return failed;
             } finally {
               unguard?.();
@@ -367,9 +372,9 @@ function notStarted(ctx: SyncContext, organizationId: string, families: Family[]
  * it now is it "busy" (named); when this process's own connection ended, or the warehouse
  * stopped confirming the lease, the organization is a failure of this run, with that cause.
  */
-async function lostLease(ctx: SyncContext, organizationId: string, families: Family[], error: LeaseLost): Promise<OrganizationOutcome> {
+async function lostLease(ctx: SyncContext, base: OrganizationOutcome, error: LeaseLost): Promise<OrganizationOutcome> {
+  const organizationId = base.organizationId;
   const owner = await ctx.warehouse.leases.ownerOf(ctx.connection.name, organizationId).catch(() => null);
-  const base = { connection: ctx.connection.name, organizationId, families, streams: [] };
   if (owner !== null && owner !== processOwner()) {
     const message =
       `organization ${organizationId}: another svcsync process (${owner}) took it over and carries on from the last committed page. ` +

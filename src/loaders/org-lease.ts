@@ -6,6 +6,7 @@ import type { WindowState } from '../api/limiter.js';
 import { FatalError } from '../core/errors.js';
 import type { AnyDb, AnyKysely } from './db.js';
 import type { SqlDialect } from './sql-dialect.js';
+import { displayWarehouseUrl } from './warehouse-errors.js';
 
 /**
  * One organization, one owner (issue 12). Whatever starts a sync (the daemon, a worker, a
@@ -455,12 +456,16 @@ export class PostgresOrgLeases implements OrgLeases {
   private readonly owner = processOwner();
   /** The lock session's work, one sequence at a time (a pg client must not be handed a query while one runs). */
   private queue: Promise<unknown> = Promise.resolve();
+  /** The warehouse as messages name it (no password). */
+  private readonly displayUrl: string;
 
   constructor(
     private readonly url: string,
     private readonly sql: SqlDialect,
     private readonly timings: LeaseTimings = DEFAULT_LEASE_TIMINGS,
-  ) {}
+  ) {
+    this.displayUrl = displayWarehouseUrl(url);
+  }
 
   /** The lock session's backend pid (tests end it to act out a lost connection). */
   async sessionPid(): Promise<number> {
@@ -500,7 +505,7 @@ export class PostgresOrgLeases implements OrgLeases {
       if (this.keepalive) clearInterval(this.keepalive);
       this.keepalive = null;
       // The session's locks went with it: every lease it held is lost.
-      for (const lease of this.held) lease.lose('connection_ended', `its lock connection to the warehouse ended (${why})`);
+      for (const lease of this.held) lease.lose('connection_ended', `its lock connection to ${this.displayUrl} ended (${why})`);
       this.held.clear();
     };
     client.on('error', (e) => gone(e.message));

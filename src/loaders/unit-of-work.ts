@@ -5,7 +5,7 @@ import { completePending, enqueuePending, enqueuePendingQueries, type PendingRea
 import { passColumns, saveStreamState, saveStreamStateQuery, type PassState, type StreamKey } from '../state/stream-state.js';
 import { stateDb } from '../state/tables.js';
 import type { AnyDb } from './db.js';
-import { checkFence, type Fence } from './org-lease.js';
+import type { Fence } from './org-lease.js';
 import type { TableWriter } from './table-writer.js';
 import type { Warehouse } from './warehouse.js';
 
@@ -86,8 +86,7 @@ export interface DetailCommit {
 
 export async function commitDetail(loader: Loader, item: DetailCommit): Promise<void> {
   const { key, stream, syncedAt } = item;
-  await loader.warehouse.db.transaction().execute(async (trx) => {
-    if (loader.fence) await checkFence(trx, loader.fence);
+  await loader.warehouse.transaction(async (trx) => {
     if (item.record) {
       await loader.writer.writeRecords(trx, [item.record], syncedAt);
     } else {
@@ -95,7 +94,7 @@ export async function commitDetail(loader: Loader, item: DetailCommit): Promise<
       await cascade(loader, trx, stream, key.organizationId, syncedAt);
     }
     await completePending(trx, key, 'detail', [item.id]);
-  });
+  }, loader.fence);
 }
 
 /** One parent's whole child list (or the news that the parent is gone), and its removal from the queue. */
@@ -118,8 +117,7 @@ export interface ChildrenCommit {
 export async function commitChildren(loader: Loader, item: ChildrenCommit): Promise<void> {
   const { key, child, parent, parentId, syncedAt } = item;
   const organizationId = key.organizationId;
-  await loader.warehouse.db.transaction().execute(async (trx) => {
-    if (loader.fence) await checkFence(trx, loader.fence);
+  await loader.warehouse.transaction(async (trx) => {
     await loader.writer.writeRecords(trx, item.records, syncedAt);
     // Everything this parent still has was just written; older rows of it are gone.
     const removed = await loader.writer.markVanished(trx, tableName(child), organizationId, syncedAt, syncedAt, {
@@ -143,7 +141,7 @@ export async function commitChildren(loader: Loader, item: ChildrenCommit): Prom
       );
     }
     await completePending(trx, key, 'children', [parentId]);
-  });
+  }, loader.fence);
 }
 
 /** One family's organization list: the `{family}_organizations` rows and the daemon's registry of them. */
@@ -157,7 +155,7 @@ export interface OrganizationsCommit {
 
 export async function commitOrganizations(loader: Loader, list: OrganizationsCommit): Promise<void> {
   const { connection, family, syncedAt } = list;
-  await loader.warehouse.db.transaction().execute(async (trx) => {
+  await loader.warehouse.transaction(async (trx) => {
     // One at a time: two families may list the same organization in one response's shape.
     for (const n of list.records) await loader.writer.writeRecords(trx, [n], syncedAt);
     for (const raw of list.raw) {

@@ -8,6 +8,14 @@ import { CONFIG_WAREHOUSE_FAULTS, WarehouseError, type WarehouseFault } from '..
  * with a fault, a message that names the warehouse, and a hint that says what to do.
  */
 
+/**
+ * A postgres URL as messages show it: host, port and database, the password masked, and no
+ * query string (it may carry `password=` or `sslpassword=`, and its options are noise).
+ */
+export function displayWarehouseUrl(url: string): string {
+  return url.replace(/(postgres(?:ql)?:\/\/[^:/@]+):[^@]*@/, '$1:***@').replace(/\?.*$/, '');
+}
+
 /** Which warehouse a message is about. */
 export interface WarehouseTarget {
   dialect: 'sqlite' | 'postgres';
@@ -180,8 +188,8 @@ function explain(fault: WarehouseFault, target: WarehouseTarget, table: string |
           ? `${where} is locked: another program holds a write lock on it${onTable}`
           : `${where}: a lock could not be taken${onTable}`,
         hint: sqlite
-          ? `close the program that writes to ${file} (a database browser with unsaved changes, another tool's open transaction), ` +
-            'then run again; svcsync waited `warehouse.busy_timeout_s` per statement and retried for `warehouse.retry_s`.'
+          ? `close the program that writes to ${file} (a database browser with unsaved changes, another tool's open transaction); ` +
+            'svcsync waited `warehouse.busy_timeout_s` per statement and retried for `warehouse.retry_s`'
           : 'another session holds a lock svcsync needs; svcsync retried for `warehouse.retry_s`. Find it in pg_stat_activity.',
       };
     case 'lock_timeout':

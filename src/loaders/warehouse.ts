@@ -7,7 +7,7 @@ import { ConfigError, type WarehouseError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { AnyKysely, AnyTransaction } from './db.js';
 import { FaultAwareDialect, withFaultRetry, type FaultPolicy } from './fault-aware-driver.js';
-import { classifyWarehouseError } from './warehouse-errors.js';
+import { classifyWarehouseError, displayWarehouseUrl } from './warehouse-errors.js';
 import { SqliteBatchDialect, SqliteBatchDriver, type SqlStat } from './sqlite-driver.js';
 import { FALLBACK_AUTOCHECKPOINT, SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { POSTGRES, SQLITE, type SqlDialect } from './sql-dialect.js';
@@ -111,10 +111,7 @@ function prepareSqliteFolder(file: string, faults: FaultPolicy, logger: Logger |
   if (missing.length > 0) logger?.warn({ folder: missing[0] }, `created the folder ${missing[0]} for the SQLite warehouse ${file}`);
 }
 
-/** Masks a password in a postgres URL so it can be shown. */
-export function displayWarehouseUrl(url: string): string {
-  return url.replace(/(postgres(?:ql)?:\/\/[^:/@]+):[^@]*@/, '$1:***@');
-}
+export { displayWarehouseUrl };
 
 // Postgres sends int8 and date as text by default; ints that fit a double become numbers,
 // and dates stay yyyy-mm-dd text (a Date would shift them by the local zone).
@@ -161,16 +158,21 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
     };
     const fresh = file !== ':memory:' && !existsSync(file);
     if (file !== ':memory:') prepareSqliteFolder(file, faults, options.logger);
-    let database: SQLite.Database;
-    try {
-      database = new SQLite(file);
-      // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
-      // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
-      database.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
-      database.pragma('journal_mode = WAL');
-    } catch (error) {
-      throw classifyWarehouseError(error, faults);
-    }
+    // Another process switching a new file to WAL holds it locked for a moment: waited out like any lock.
+    const database = await withFaultRetry(faults, () => {
+      let opened: SQLite.Database | null = null;
+      try {
+        opened = new SQLite(file);
+        // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
+        // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
+        opened.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
+        opened.pragma('journal_mode = WAL');
+        return Promise.resolve(opened);
+      } catch (error) {
+        opened?.close();
+        return Promise.reject(classifyWarehouseError(error, faults));
+      }
+    });
     if (fresh) options.logger?.warn({ warehouse: faults.displayUrl }, `creating a new SQLite warehouse at ${file}`);
     database.pragma('synchronous = NORMAL');
     database.pragma('foreign_keys = OFF');

@@ -64,7 +64,7 @@ describe('a hand-run svcsync sync next to a running sync of the same SQLite ware
     }
   }
 
-  it('the second process skips the organization it does not own (exit 4: its work is unfinished; a clear line); the data ends exact', async () => {
+  it('the second process skips the organization it does not own (exit 4, unfinished here; a clear line); the data ends exact', async () => {
     const first = run(['sync', '--config', configPath]);
     await requestsReach(sandbox, organizationId, 3);
     // Slow answers while the second process runs, so the first still holds the organization

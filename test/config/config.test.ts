@@ -27,7 +27,7 @@ function problemsOf(document: unknown, env: Record<string, string> = {}): string
 describe('parseConfig', () => {
   it('fills defaults from the plan and region', () => {
     const config = parseConfig({ connections: [base] }, { env: {} });
-    expect(config.warehouse).toEqual({ url: 'sqlite:./warehouse.db', retry_s: 60, busy_timeout_s: 10 });
+    expect(config.warehouse).toEqual({ url: 'sqlite:./warehouse.db', retry_s: 60, busy_timeout_s: 10, pragmas: [] });
     expect(config.connections[0]).toMatchObject({
       region: 'us',
       plan: 'free',
@@ -72,7 +72,9 @@ describe('parseConfig', () => {
       { warehouse: { url: 'postgres://svc@db/w', retry_s: 5, busy_timeout_s: 1 }, connections: [base] },
       { env: {} },
     );
-    expect(config.warehouse).toEqual({ url: 'postgres://svc@db/w', retry_s: 5, busy_timeout_s: 1 });
+    expect(config.warehouse).toEqual({ url: 'postgres://svc@db/w', retry_s: 5, busy_timeout_s: 1, pragmas: [] });
+    const bad = problemsOf({ warehouse: { url: 'sqlite:./w.db', pragmas: ['cache_size = 1; DROP TABLE x'] }, connections: [base] });
+    expect(bad.join('\n')).toMatch(/warehouse\.pragmas\[0\]: expected NAME = VALUE/);
     expect(parseConfig({ warehouse: { url: 'sqlite:./w.db' }, connections: [base] }, { env: {} }).warehouse.retry_s).toBe(60);
     expect(problemsOf({ warehouse: { url: 'sqlite:./w.db', retry: 5 }, connections: [base] }).join('\n')).toMatch(/warehouse/);
   });

@@ -14,7 +14,7 @@ describe.each(DIALECTS)('a run whose lease lapses mid-organization, on %s', (dia
     e = w = undefined;
   });
 
-  it('sends nothing more for that organization, fails it with the cause (no other owner: not busy), exit 4; the next run completes it', async () => {
+  it('sends nothing more for it, fails it with the cause (no other owner, so not busy), exit 4; the next run completes it', async () => {
     e = await startE2E(dialect, { scale: 12, organizations: 2 }, { sync: { per_page: 2 } });
     // This process's lease clock: it stands still until the run has sent a few requests, then
     // jumps past the lease's time-to-live, as if the process had been paused (no heartbeat fires

@@ -8,10 +8,16 @@ import type { Sandbox } from '../../src/sandbox/index.js';
  * to its inventory contacts, two records a page, limits high enough never to wait. `extra`
  * lines go before the connections (a `daemon:` block, say).
  */
-export function writeProcessConfig(sandbox: Sandbox, warehouseUrl: string, extra: readonly string[] = []): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'svcsync-process-')), 'svcsync.yaml');
+export function writeProcessConfig(
+  sandbox: Sandbox,
+  warehouse: string | Record<string, unknown>,
+  extra: readonly string[] = [],
+  options: { path?: string; limits?: string } = {},
+): string {
+  const path = options.path ?? join(mkdtempSync(join(tmpdir(), 'svcsync-process-')), 'svcsync.yaml');
   const lines = [
-    `warehouse: "${warehouseUrl}"`,
+    // JSON is YAML: the warehouse's URL, or its object with fault settings.
+    `warehouse: ${JSON.stringify(warehouse)}`,
     'sync: { per_page: 2 }',
     ...extra,
     'connections:',
@@ -21,7 +27,7 @@ export function writeProcessConfig(sandbox: Sandbox, warehouseUrl: string, extra
     `    client_secret: ${sandbox.credentials.client_secret}`,
     `    refresh_token: ${sandbox.credentials.refresh_token}`,
     '    plan: enterprise',
-    '    limits: { per_minute: 1000000, per_day: 100000000 }',
+    `    limits: ${options.limits ?? '{ per_minute: 1000000, per_day: 100000000 }'}`,
     '    families: [inventory]',
     '    streams: [inventory.contacts]',
     '',

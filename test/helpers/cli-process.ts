@@ -1,0 +1,42 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliRun {
+  child: ChildProcess;
+  done: Promise<CliResult>;
+}
+
+/**
+ * Starts `svcsync ARGS` as its own process (the compiled CLI: `npm run build` first). With
+ * `unprivileged`, a process run as root is started in a user namespace of its own
+ * (`unshare -U`), where it keeps its files but loses root's right to write any file: the only
+ * way to show a root test run a read-only file or folder as a user meets it.
+ */
+export function startCli(args: readonly string[], options: { env?: NodeJS.ProcessEnv; unprivileged?: boolean } = {}): CliRun {
+  const env = { ...process.env, SVCSYNC_LOG_LEVEL: 'info', ...options.env };
+  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  const [command, argv] =
+    options.unprivileged && asRoot ? ['unshare', ['-U', process.execPath, BIN, ...args]] : [process.execPath, [BIN, ...args]];
+  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'], env });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return { child, done };
+}
+
+export function runCli(args: readonly string[], options: { env?: NodeJS.ProcessEnv; unprivileged?: boolean } = {}): Promise<CliResult> {
+  return startCli(args, options).done;
+}
+
+/** A stack trace's frame line, which no classified error may print. */
+export const STACK_FRAME = /^\s+at .+\(.+:\d+:\d+\)$|^\s+at .+:\d+:\d+$/m;
