@@ -82,7 +82,14 @@ describe('decideRetry', () => {
     ],
     ['the fourth 401 in a row fails the connection', token401, c({ consecutive401: 3 }), true, { action: 'fail' }, {}],
     ['a 401 without a token sent (refresh refused) fails', token401, NO_RETRIES, false, { action: 'fail' }, {}],
-    ['a 401 code 57 is a refused token first: refreshed at once', scope401, NO_RETRIES, true, { action: 'refresh', waitMs: 0 }, { consecutive401: 1 }],
+    [
+      'a 401 code 57 is a refused token first: refreshed at once',
+      scope401,
+      NO_RETRIES,
+      true,
+      { action: 'refresh', waitMs: 0 },
+      { consecutive401: 1 },
+    ],
     [
       'a 401 code 57 on a fresh token refreshes after a backoff, like any 401',
       scope401,
@@ -132,7 +139,12 @@ describe('decideRetry', () => {
       true,
       { reach: 'connection', scope: undefined, says: 'scope SvcInventory.contacts.READ has worked for this connection' },
     ],
-    ['code 14 on a scope that never worked: a refused token', token401, false, { reach: 'connection', scope: undefined, says: 'refused 4' }],
+    [
+      'code 14 on a scope that never worked: a refused token',
+      token401,
+      false,
+      { reach: 'connection', scope: undefined, says: 'refused 4' },
+    ],
     ['code 14 on a scope that has worked: a refused token', token401, true, { reach: 'connection', scope: undefined, says: 'refused 4' }],
   ])('at the bound (the fourth 401 in a row on fresh tokens), %s', (_name, error, scopeWorked, verdict) => {
     const out = decideRetry(error, c({ consecutive401: 3 }), policy, half, { tokenSent: true, scopeWorked });

@@ -269,7 +269,11 @@ describe('401s for a valid token (rule: transient after a refresh that succeeded
     nock(ACCOUNTS).post('/oauth/v2/token').times(4).reply(200, tokenReply());
     // A contact person's list needs the contacts scope too.
     nock(API).get('/inventory/v1/contacts').query(true).reply(200, { code: 0, contacts: [] });
-    nock(API).get('/inventory/v1/contacts/9/contactpersons').query(true).times(4).reply(401, { code: 57, message: 'invalid or expired OAuth token' });
+    nock(API)
+      .get('/inventory/v1/contacts/9/contactpersons')
+      .query(true)
+      .times(4)
+      .reply(401, { code: 57, message: 'invalid or expired OAuth token' });
     await h.run(h.client.get({ family: 'inventory', organizationId: '1', path: '/contacts' }));
     const err = await h
       .run(h.client.get({ family: 'inventory', organizationId: '1', path: '/contacts/9/contactpersons' }))
@@ -288,7 +292,11 @@ describe('401s for a valid token (rule: transient after a refresh that succeeded
     // One token for the first run, three refreshes for the later one, a token and three refreshes under the new refresh token.
     nock(ACCOUNTS).post('/oauth/v2/token').times(8).reply(200, tokenReply());
     nock(API).get('/books/v3/users').query(true).reply(200, ok);
-    const refused = nock(API).get('/books/v3/users').query(true).times(8).reply(401, { code: 57, message: 'invalid or expired OAuth token' });
+    const refused = nock(API)
+      .get('/books/v3/users')
+      .query(true)
+      .times(8)
+      .reply(401, { code: 57, message: 'invalid or expired OAuth token' });
     const first = harness({ clock, tokens: registry.for(connection(), 0) });
     await first.run(first.client.get({ family: 'books', organizationId: '1', path: '/users' }));
     // A later run of the same process (a daemon's next job): the scope has worked, so a token refused throughout is the token.
