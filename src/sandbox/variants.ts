@@ -40,7 +40,7 @@ export interface Variants {
    */
   spurious401Run: number;
   /**
-   * The envelope code of the 401 answering a refused token (missing, unknown, expired or
+   * The envelope code of the 401 answering a refused token (absent, unknown, expired or
    * revoked, or refused by spurious401Rate): 14 {"Invalid OAuth token"} by default; any other
    * code comes with "invalid or expired OAuth token", as a server that answers them with 57,
    * the code this sandbox gives a missing scope, words it (A26).
