@@ -4,7 +4,10 @@ import { serverRetryAfterMs, type HeaderSource } from './backoff.js';
 import { SCOPE_PREFIXES, scopeFor } from './families.js';
 import { nextQuotaReset } from './quota-day.js';
 
-/** 401 codes that name a missing scope rather than a refused token (A26: the sandbox's 57). */
+/**
+ * 401 codes that may name a missing scope rather than a refused token (A26: the sandbox's 57;
+ * another server answers expired and revoked tokens with it).
+ */
 export const SCOPE_CODES: readonly number[] = [57];
 
 /** Spec 7: envelope codes the client acts on. */
@@ -155,16 +158,17 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
     });
   }
   if (status === 401) {
-    // A scope the token lacks stops its family only; any other refusal concerns the token,
-    // which every stream of the connection shares (A26).
+    // Taken at its word, a scope code stops only the streams needing the scope and any other
+    // refusal the whole connection, which shares the token. Neither is final here: decideRetry
+    // first treats every 401 as a refused token, and reads a scope code as a missing scope only
+    // when fresh tokens keep being refused and the scope never worked (A26).
     const reach = code !== undefined && SCOPE_CODES.includes(code) ? 'family' : 'connection';
     const needed = input.family ? scopeFor(input.family, input.method, input.path.replace(/^\/[^/]+\/v\d+/, '')) : undefined;
     const scope = input.family ? (needed ?? `${SCOPE_PREFIXES[input.family]}.*`) : undefined;
-    const missing = reach === 'family' ? needed : undefined;
-    return new AuthorizationError(missing === undefined ? what : `${what} (needs scope ${missing})`, {
+    return new AuthorizationError(what, {
       ...details,
       reach,
-      scope: missing,
+      scope: reach === 'family' ? needed : undefined,
       hint: scope
         ? `the access token was refused even after a refresh: check that the refresh token was granted scope ${scope}, ` +
           'that the user belongs to the organization, and that the token was issued in this data center.'

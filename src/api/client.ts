@@ -7,7 +7,7 @@ import type { SecretRegistry } from '../core/secrets.js';
 import { serverQuota, type ServerQuota } from './backoff.js';
 import { classify } from './classify.js';
 import { decideRetry, NO_RETRIES, type RetryPolicy as DecisionPolicy } from './retry-decision.js';
-import { buildFamilyRequest, type Query } from './families.js';
+import { buildFamilyRequest, scopeFor, type Query } from './families.js';
 import { parseJson } from './json.js';
 import type { LimitFunction } from 'p-limit';
 import type { LimiterRegistry, OrgLimiter } from './limiter.js';
@@ -170,6 +170,8 @@ export class ApiClient {
   async get(req: GetRequest): Promise<Record<string, unknown>> {
     const limiter = req.organizationId === undefined ? undefined : await this.limitsFor(req.organizationId);
     const log = this.logger.child({ family: req.family, organization_id: req.organizationId });
+    // What a 401 is judged by at the bound (A26): has this scope ever worked for the connection?
+    const scope = scopeFor(req.family, 'GET', req.path);
     let attemptNo = 0;
     let counters = NO_RETRIES;
 
@@ -199,19 +201,17 @@ export class ApiClient {
         const body = limiter ? await limiter.schedule(run, req.signal) : await run();
         limiter?.recordSuccess();
         if (attempt.quota) limiter?.observeServerQuota(attempt.quota);
+        if (scope !== undefined) this.tokens.scopeWorked(scope);
         emit('ok');
         return body;
       } catch (err) {
         if (req.signal?.aborted) throw req.signal.reason;
         // Quota headers of a per-minute or concurrency refusal may describe that window instead.
         if (attempt.quota && attempt.status !== 429) limiter?.observeServerQuota(attempt.quota);
-        const { decision, counters: next } = decideRetry(
-          err,
-          counters,
-          this.retryPolicy,
-          this.random,
-          attempt.token !== undefined && attempt.sent,
-        );
+        const { decision, counters: next } = decideRetry(err, counters, this.retryPolicy, this.random, {
+          tokenSent: attempt.token !== undefined && attempt.sent,
+          scopeWorked: scope !== undefined && this.tokens.hasScopeWorked(scope),
+        });
         counters = next;
         if (decision.action === 'fail') {
           if (decision.blockUntil && attempt.sent) limiter?.block(decision.blockUntil);
@@ -225,7 +225,7 @@ export class ApiClient {
           this.counters.retries++;
           emit('retried');
           log.warn(
-            { attempt: attemptNo, status: 401, in_a_row: counters.consecutive401, wait_ms: decision.waitMs },
+            { attempt: attemptNo, status: 401, code: e.code, in_a_row: counters.consecutive401, wait_ms: decision.waitMs },
             'access token refused; refreshing it and retrying',
           );
         } else if (decision.why === 'rate_limit') {

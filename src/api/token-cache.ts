@@ -65,6 +65,13 @@ export class TokenCache {
   private current: AccessToken | null = null;
   private inflight: Promise<AccessToken> | null = null;
   private refreshes = 0;
+  /**
+   * Scopes a request has succeeded with. They belong to the refresh token's grant, which is
+   * why they live here: one cache per connection and refresh token for the whole process, so
+   * a daemon's runs share them and a new refresh token (perhaps granted other scopes) starts
+   * with none.
+   */
+  private readonly worked = new Set<string>();
 
   constructor(private readonly opts: TokenCacheOptions) {
     opts.secrets.add(opts.clientSecret);
@@ -90,6 +97,16 @@ export class TokenCache {
     const cur = this.current;
     if (cur && this.opts.clock.now() < cur.refreshAt) return cur;
     return raceAbort(this.refresh(), signal);
+  }
+
+  /** Records that a request needing `scope` succeeded. */
+  scopeWorked(scope: string): void {
+    this.worked.add(scope);
+  }
+
+  /** Whether a request needing `scope` has succeeded with this refresh token in this process. */
+  hasScopeWorked(scope: string): boolean {
+    return this.worked.has(scope);
   }
 
   /**

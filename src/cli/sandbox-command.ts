@@ -102,6 +102,7 @@ interface Options {
   fault5xx?: number;
   fault429?: number;
   faultTruncated?: number;
+  faultRevokeEvery?: number;
   latencyMs?: number;
   tokenExpiresIn: number;
   unlimited?: boolean;
@@ -127,6 +128,11 @@ export function sandboxCommand(): Command {
     .option('--fault-5xx <rate>', 'share of requests answered 500/503', rate('--fault-5xx'))
     .option('--fault-429 <rate>', 'share of requests answered 429 beyond the limits', rate('--fault-429'))
     .option('--fault-truncated <rate>', 'share of 200 answers cut short mid-JSON', rate('--fault-truncated'))
+    .option(
+      '--fault-revoke-every <s>',
+      'revoke the access token in use once every this many sandbox seconds',
+      integer('--fault-revoke-every', 0, 86_400 * 365),
+    )
     .option('--latency-ms <ms>', 'added latency per request, real milliseconds', integer('--latency-ms', 0, 600_000))
     .option('--token-expires-in <s>', 'access token lifetime in sandbox seconds', integer('--token-expires-in', 1, 86_400 * 365), 3600)
     .option('--unlimited', 'no rate, concurrency or daily limits')
@@ -151,6 +157,7 @@ export function sandboxCommand(): Command {
           ...(o.fault5xx !== undefined ? { rate5xx: o.fault5xx } : {}),
           ...(o.fault429 !== undefined ? { rate429: o.fault429 } : {}),
           ...(o.faultTruncated !== undefined ? { rateTruncated: o.faultTruncated } : {}),
+          ...(o.faultRevokeEvery !== undefined ? { revokeEverySeconds: o.faultRevokeEvery } : {}),
           ...(o.latencyMs !== undefined ? { latencyMs: o.latencyMs } : {}),
         },
         preset: o.preset,

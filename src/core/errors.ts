@@ -89,7 +89,8 @@ export class QuotaExhaustedError extends SvcsyncError {
 /**
  * What an authorization failure stops. A token the service keeps refusing, or a refresh it
  * refuses, stops every stream of the connection (they all share the token); a scope the token
- * lacks stops only the family that needs it.
+ * lacks stops only the streams that need it (or the family, when the scope is not known). On
+ * a 401 straight from classify() it is what the answer's code says; decideRetry gives the verdict.
  */
 export type AuthorizationReach = 'connection' | 'family';
 

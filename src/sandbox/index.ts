@@ -92,6 +92,10 @@ function checkRate(name: string, value: number | undefined): void {
   if (value !== undefined) check(Number.isFinite(value) && value >= 0 && value <= 1, `faults.${name} must be between 0 and 1`);
 }
 
+function checkEvery(value: number | undefined): void {
+  if (value !== undefined) check(Number.isFinite(value) && value >= 0, 'faults.revokeEverySeconds must be a number of seconds, 0 for none');
+}
+
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const seed = options.seed ?? 42;
   const scale = options.scale ?? 50;
@@ -113,6 +117,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   checkRate('rate5xx', faults.rate5xx);
   checkRate('rate429', faults.rate429);
   checkRate('rateTruncated', faults.rateTruncated);
+  checkEvery(faults.revokeEverySeconds);
   const variants = resolveVariants(options.preset, options.variants);
   const limits = limitsFor(plan, options.limits);
   for (const [k, v] of Object.entries(limits)) check(Number.isFinite(v) && v >= 1, `limits.${k} must be a positive number`);
@@ -231,6 +236,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       checkRate('rate5xx', f.rate5xx);
       checkRate('rate429', f.rate429);
       checkRate('rateTruncated', f.rateTruncated);
+      checkEvery(f.revokeEverySeconds);
       server.faults = { ...f };
     },
     setRequestVariants(v) {

@@ -127,6 +127,17 @@ export class OAuthServer {
     return { status: 200, grant: 'revoke', body: { status: 'success' } };
   }
 
+  /**
+   * Revokes the access token an Authorization header carries (fault revokeEverySeconds), as
+   * its user or the service may at any time; the refresh token keeps working. False when the
+   * header carries no valid token.
+   */
+  revokeAccessToken(header: string | undefined, now: number): boolean {
+    if (!this.authenticate(header, now).ok) return false;
+    this.accessTokens.get(header!.slice(15).trim())!.revoked = true;
+    return true;
+  }
+
   authenticate(header: string | undefined, now: number): AuthResult {
     if (!header || !header.startsWith('Svc-oauthtoken ')) return { ok: false };
     const entry = this.accessTokens.get(header.slice(15).trim());

@@ -25,6 +25,13 @@ export function hash4(a: number, b: number, c: number, d: number): number {
   return h;
 }
 
+/** FNV-1a of a string's UTF-16 code units, mixed: a seed for hash4 from text. */
+export function hashText(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return mix32(h >>> 0);
+}
+
 /** mulberry32: small, fast, good enough for test data. */
 export class Rng {
   private state: number;

@@ -5,7 +5,8 @@ export interface RequestLog {
   byOrganization: Record<string, number>;
   byStatus: Record<string, number>;
   rateLimited: { '44': number; '45': number; '1070': number };
-  faults: { '5xx': number; '429': number; truncated: number; latency: number };
+  /** Faults injected; `revoked` counts the access tokens revoked by revokeEverySeconds. */
+  faults: { '5xx': number; '429': number; truncated: number; latency: number; revoked: number };
   token: { refresh: number; authorization_code: number; revoke: number; errors: number };
   /**
    * Variants at work: valid tokens refused (spurious401Rate), changes made mid-walk
@@ -46,7 +47,7 @@ export function emptyLog(): RequestLog {
     byOrganization: {},
     byStatus: {},
     rateLimited: { '44': 0, '45': 0, '1070': 0 },
-    faults: { '5xx': 0, '429': 0, truncated: 0, latency: 0 },
+    faults: { '5xx': 0, '429': 0, truncated: 0, latency: 0, revoked: 0 },
     token: { refresh: 0, authorization_code: 0, revoke: 0, errors: 0 },
     variants: { spurious401: 0, pagingMutations: 0, singleArrays: 0, nullLists: 0 },
     byCaller: {},

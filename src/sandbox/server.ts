@@ -9,7 +9,7 @@ import { OrgData, toJson } from './data-store.js';
 import { OrgLimiter, type Limits, type Rejection } from './limits.js';
 import { OAuthServer, hasScope } from './oauth.js';
 import type { Family, OrgInfo } from './organizations.js';
-import { Rng, hash4 } from './random.js';
+import { Rng, hash4, hashText } from './random.js';
 import { InFlight, bump, callerOf, emptyLog, type RequestLog } from './request-log.js';
 import { ROOTS, matchRoute, type Route, type RouteMatch } from './routes.js';
 import { findStream } from './stream-catalog.js';
@@ -22,6 +22,11 @@ export interface Faults {
   rate429?: number;
   rateTruncated?: number;
   latencyMs?: number;
+  /**
+   * Sandbox seconds between revocations (0 or absent: none): the first API request with a
+   * valid token after each interval finds its access token revoked.
+   */
+  revokeEverySeconds?: number;
 }
 
 const MAX_PER_PAGE = 200;
@@ -56,6 +61,16 @@ interface Answer {
   headers?: Record<string, string>;
 }
 
+/** Variant spurious401Rate: where a request stands in its refusals. */
+interface SpuriousState {
+  /** Arrivals with a valid token so far. */
+  arrivals: number;
+  /** Arrivals still to refuse in the current run (spurious401Run). */
+  refusalsLeft: number;
+  /** A run just ended: the next arrival is let through. */
+  rest: boolean;
+}
+
 const err = (status: number, code: number, message: string, headers?: Record<string, string>): Answer => ({
   status,
   body: JSON.stringify({ code, message }),
@@ -88,8 +103,10 @@ export class SandboxServer {
   faults: Faults;
   private readonly limiters = new Map<string, OrgLimiter>();
   private readonly faultRng: Rng;
-  /** Its own sequence, so turning spurious 401s on does not move the faults' sequence. */
-  private readonly spuriousRng: Rng;
+  /** Variant spurious401Rate: each request's (method, URL, organization header) arrivals with a valid token. */
+  private readonly validArrivals = new Map<string, SpuriousState>();
+  /** Fault revokeEverySeconds: when the next access token is revoked (sandbox ms); null while off. */
+  private nextRevocation: number | null = null;
   /** Organization list pages by `family|page|per_page`. */
   private readonly orgListJson = new Map<string, Answer['body']>();
   /** `family|organization id` → the organization's data (ids may differ per family). */
@@ -106,7 +123,6 @@ export class SandboxServer {
     this.faults = { ...deps.faults };
     this.v = deps.variants;
     this.faultRng = new Rng(hash4(deps.seed, 0xfa, 0x17, 0));
-    this.spuriousRng = new Rng(hash4(deps.seed, 0x401, 0x17, 0));
     for (const org of deps.orgs) this.limiters.set(org.organization_id, new OrgLimiter(deps.limits));
     for (const data of deps.data.values()) for (const family of FAMILY_LIST) this.byFamilyId.set(`${family}|${data.org.ids[family]}`, data);
     this.server = http.createServer({ keepAlive: true, keepAliveTimeout: 30_000 }, (req, res) => this.onRequest(req, res));
@@ -177,6 +193,55 @@ export class SandboxServer {
     };
   }
 
+  /**
+   * Fault revokeEverySeconds: once the interval has passed, the token this request carries is
+   * revoked just before it is checked, and with it every other request that carries it.
+   * Spaced in time, not counted in requests, so one retried call meets at most one.
+   */
+  private revokeWhenDue(authorization: string | undefined, now: number): void {
+    const everyMs = (this.faults.revokeEverySeconds ?? 0) * 1000;
+    if (everyMs <= 0) {
+      this.nextRevocation = null;
+      return;
+    }
+    if (this.nextRevocation === null) this.nextRevocation = now + everyMs;
+    if (now < this.nextRevocation || !this.deps.oauth.revokeAccessToken(authorization, now)) return;
+    this.log.faults.revoked++;
+    this.nextRevocation = now + everyMs;
+  }
+
+  /** The answer to a refused token (variant refusedTokenCode). */
+  private refusedToken(): Answer {
+    const code = this.v.refusedTokenCode;
+    return err(401, code, code === 14 ? 'Invalid OAuth token' : 'invalid or expired OAuth token');
+  }
+
+  /**
+   * Variant spurious401Rate: whether this arrival of a request with a valid token is refused.
+   * Drawn from the request and how many times it came with a valid token before, not from
+   * the arrival order: each request meets the same refusals whatever runs beside it, and a
+   * refusal for an expired or revoked token does not move them. A refusal lasts
+   * spurious401Run such arrivals of the request; the one after is let through.
+   */
+  private spuriouslyRefused(req: http.IncomingMessage, method: string, url: string): boolean {
+    const orgHeaders = Object.values(ORG_HEADER).map((h) => req.headers[h.toLowerCase()] ?? '');
+    const key = `${method} ${url} ${orgHeaders.join(' ')}`;
+    let state = this.validArrivals.get(key);
+    if (!state) this.validArrivals.set(key, (state = { arrivals: 0, refusalsLeft: 0, rest: false }));
+    const n = state.arrivals++;
+    if (state.refusalsLeft === 0 && state.rest) {
+      state.rest = false;
+      return false;
+    }
+    if (state.refusalsLeft === 0) {
+      if (hash4(this.deps.seed, hashText(key), n, 0x401) / 4294967296 >= this.v.spurious401Rate) return false;
+      state.refusalsLeft = this.v.spurious401Run;
+    }
+    state.refusalsLeft--;
+    state.rest = state.refusalsLeft === 0;
+    return true;
+  }
+
   /** The organization a request names, if it names a known one, for the rate-limit headers of early answers. */
   private limiterKeyOf(path: string, route: Route | undefined, req: http.IncomingMessage, query: URLSearchParams): string | undefined {
     const family = FAMILY_LIST.find((f) => path.startsWith(ROOTS[f] + '/'));
@@ -225,15 +290,16 @@ export class SandboxServer {
       return;
     }
     const now = this.deps.clock.now();
+    this.revokeWhenDue(req.headers.authorization, now);
     const auth = this.deps.oauth.authenticate(req.headers.authorization, now);
     if (!auth.ok) {
-      this.send(res, err(401, 14, 'Invalid OAuth token'), endpoint, undefined, false, early);
+      this.send(res, this.refusedToken(), endpoint, undefined, false, early);
       return;
     }
-    if (this.v.spurious401Rate > 0 && this.spuriousRng.next() < this.v.spurious401Rate) {
+    if (this.v.spurious401Rate > 0 && this.spuriouslyRefused(req, method, url)) {
       // Variant spurious401Rate: a valid token refused anyway; counted toward no limit.
       this.log.variants.spurious401++;
-      this.send(res, err(401, 14, 'Invalid OAuth token'), endpoint, undefined, false, early);
+      this.send(res, this.refusedToken(), endpoint, undefined, false, early);
       return;
     }
     if (!hasScope(auth.scopes, route.scope)) {

@@ -26,10 +26,26 @@ export interface Variants {
    */
   rateLimitHeaders: boolean;
   /**
-   * Probability (0..1) that an API request carrying a perfectly valid token is answered 401
-   * {code:14,"Invalid OAuth token"} anyway (seeded like the faults). Not counted against limits.
+   * Probability (0..1) that an API request carrying a perfectly valid token is refused anyway,
+   * answered as a refused token (401, code `refusedTokenCode`), for `spurious401Run` arrivals.
+   * Seeded per request: the n-th time a request (method, URL, organization header) arrives with
+   * a valid token is refused or not whatever else arrives in between. Not counted against limits.
    */
   spurious401Rate: number;
+  /**
+   * How many arrivals in a row of the same request a spurious refusal lasts (1 to 10): with 2,
+   * the request is refused again when it comes back with a freshly refreshed token, as a
+   * service that keeps refusing a user's tokens for a moment does. The arrival after a run is
+   * always let through, so no request meets more than this many spurious refusals in a row.
+   */
+  spurious401Run: number;
+  /**
+   * The envelope code of the 401 answering a refused token (absent, unknown, expired or
+   * revoked, or refused by spurious401Rate): 14 {"Invalid OAuth token"} by default; any other
+   * code comes with "invalid or expired OAuth token", as a server that answers them with 57,
+   * the code this sandbox gives a missing scope, words it (A26).
+   */
+  refusedTokenCode: number;
   /** No `Retry-After` header on any answer (429s included). */
   noRetryAfter: boolean;
   /**
@@ -189,6 +205,8 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   omitPageContext: false,
   rateLimitHeaders: false,
   spurious401Rate: 0,
+  spurious401Run: 1,
+  refusedTokenCode: 14,
   noRetryAfter: false,
   ignoreSort: Object.freeze([]) as unknown as string[],
   numericIds: false,
@@ -224,6 +242,8 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   omitPageContext: true,
   rateLimitHeaders: true,
   spurious401Rate: 0.02,
+  spurious401Run: 2,
+  refusedTokenCode: 57,
   noRetryAfter: true,
   ignoreSort: Object.freeze(['inventory.contacts', 'books.vendor_credits']) as unknown as string[],
   numericIds: true,
@@ -309,6 +329,13 @@ export function resolveVariants(preset: Preset | undefined, given: Partial<Varia
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
         fail('variants.inactiveOrganizations must be a non-negative integer');
       out.inactiveOrganizations = value;
+    } else if (k === 'spurious401Run') {
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 10)
+        fail('variants.spurious401Run must be an integer from 1 to 10');
+      out.spurious401Run = value;
+    } else if (k === 'refusedTokenCode') {
+      if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) fail('variants.refusedTokenCode must be a positive integer');
+      out.refusedTokenCode = value;
     } else if (k === 'missingRecordCode') {
       if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
         fail('variants.missingRecordCode must be a non-negative integer');

@@ -98,6 +98,11 @@ describe('classify', () => {
   it('names the scope a 401 needs', () => {
     const e = classify({ ...base, status: 401, body: { code: 57 } }, NOW) as AuthorizationError;
     expect(e.hint).toContain('SvcInventory.salesorders.READ');
+    // Code 57 taken at its word (the scope); no verdict yet: decideRetry gives it at the bound.
+    expect([e.reach, e.scope]).toEqual(['family', 'SvcInventory.salesorders.READ']);
+    expect(e.message).not.toContain('needs scope');
+    const token = classify({ ...base, status: 401, body: { code: 14 } }, NOW) as AuthorizationError;
+    expect([token.reach, token.scope]).toEqual(['connection', undefined]);
     const other = classify({ method: 'GET', path: '/billing/v1/mystery', family: 'billing', status: 401 }, NOW) as AuthorizationError;
     expect(other.hint).toContain('SvcSubscriptions.*');
   });

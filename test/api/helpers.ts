@@ -5,6 +5,7 @@ import { SecretRegistry } from '../../src/core/secrets.js';
 import type { ConnectionConfig } from '../../src/config/schema.js';
 import { ApiClient, TokenCacheRegistry, type ApiClientOptions, type RequestEvent } from '../../src/api/client.js';
 import { LimiterRegistry, MemoryUsageStore } from '../../src/api/limiter.js';
+import type { TokenCache } from '../../src/api/token-cache.js';
 
 export const ACCOUNTS = 'https://accounts.example.test';
 export const API = 'https://api.example.test';
@@ -83,6 +84,8 @@ export function harness(
     policy?: ApiClientOptions['policy'];
     /** Log through a registry that knows no secret, to prove none is ever written (not merely scrubbed). */
     unscrubbedLog?: boolean;
+    /** The connection's token cache from a registry the test holds (as a daemon shares one across runs). */
+    tokens?: TokenCache;
   } = {},
 ): Harness {
   const clock = opts.clock ?? new FakeClock(Date.UTC(2026, 0, 15, 10, 0, 0));
@@ -100,7 +103,8 @@ export function harness(
   const tracker = trackedFetch();
   const conn = connection(opts.connection);
   const fetchImpl = opts.fetch ?? tracker.fetch;
-  const tokens = new TokenCacheRegistry({ clock, secrets, logger, timeoutMs: opts.timeoutMs ?? 60_000, fetch: fetchImpl }).for(conn, 0);
+  const tokens =
+    opts.tokens ?? new TokenCacheRegistry({ clock, secrets, logger, timeoutMs: opts.timeoutMs ?? 60_000, fetch: fetchImpl }).for(conn, 0);
   const client = new ApiClient({
     connection: conn,
     tokens,

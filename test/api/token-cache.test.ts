@@ -1,7 +1,11 @@
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AuthorizationError, exitCodeFor, ExitCode } from '../../src/core/errors.js';
-import { ACCOUNTS, API, SECRETS, harness, setupNock, teardownNock, tokenReply } from './helpers.js';
+import { TokenCacheRegistry } from '../../src/api/client.js';
+import { FakeClock } from '../../src/core/clock.js';
+import { createLogger } from '../../src/core/logger.js';
+import { SecretRegistry } from '../../src/core/secrets.js';
+import { ACCOUNTS, API, SECRETS, connection, harness, setupNock, teardownNock, tokenReply } from './helpers.js';
 
 const ok = { code: 0, message: 'success', users: [] };
 
@@ -149,16 +153,21 @@ describe('access token', () => {
     expect(h.client.stats().failures).toBe(0);
   });
 
-  it('surfaces a second 401 as an authorization error (exit code 3) naming the scope', async () => {
+  it('surfaces the fourth 401 code 57 in a row, on a scope that never worked, as that scope missing (exit code 3)', async () => {
     const h = harness();
-    nock(ACCOUNTS).post('/oauth/v2/token').times(2).reply(200, tokenReply());
-    nock(API).get('/inventory/v1/salesorders').query(true).times(2).reply(401, { code: 57, message: 'not authorized' });
+    const tokens = nock(ACCOUNTS).post('/oauth/v2/token').times(4).reply(200, tokenReply());
+    nock(API).get('/inventory/v1/salesorders').query(true).times(4).reply(401, { code: 57, message: 'not authorized' });
     const err = await h.run(h.client.get({ family: 'inventory', organizationId: '1', path: '/salesorders' })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AuthorizationError);
     expect((err as AuthorizationError).kind).toBe('authorization');
     expect(exitCodeFor(err)).toBe(ExitCode.authorization);
+    expect((err as AuthorizationError).reach).toBe('family');
+    expect((err as AuthorizationError).scope).toBe('SvcInventory.salesorders.READ');
+    expect((err as AuthorizationError).message).toContain('needs scope SvcInventory.salesorders.READ; refused 4 times in a row');
     expect((err as AuthorizationError).hint).toContain('SvcInventory.salesorders.READ');
-    expect(h.client.stats().failures).toBe(1);
+    // The bound's cost: four requests and four tokens (the first, then one per refusal but the last).
+    expect(tokens.isDone()).toBe(true);
+    expect(h.events.map((e) => e.outcome)).toEqual(['retried', 'retried', 'retried', 'failed']);
   });
 
   it('refreshes once when ten concurrent requests are refused with the same token', async () => {
@@ -240,15 +249,65 @@ describe('401s for a valid token (rule: transient after a refresh that succeeded
     nock.cleanAll();
   });
 
-  it("treats a missing scope (401 code 57) as the family's problem after one fresh token", async () => {
+  it('reads 401 code 57 on a fresh token as a refused token: an expired or revoked token answered 57 is refreshed and read', async () => {
     const h = harness();
-    nock(ACCOUNTS).post('/oauth/v2/token').times(2).reply(200, tokenReply());
+    nock(ACCOUNTS).post('/oauth/v2/token').times(3).reply(200, tokenReply());
+    nock(API).get('/inventory/v1/contacts').query(true).times(2).reply(401, { code: 57, message: 'invalid or expired OAuth token' });
+    nock(API).get('/inventory/v1/contacts').query(true).reply(200, { code: 0, contacts: [] });
+    const body = await h.run(h.client.get({ family: 'inventory', organizationId: '1', path: '/contacts' }));
+    expect(body['code']).toBe(0);
+    expect(h.events.map((e) => e.outcome)).toEqual(['retried', 'retried', 'ok']);
+    const refused = h.log.records.filter((r) => r['msg'] === 'access token refused; refreshing it and retrying');
+    expect(refused.map((r) => [r['code'], r['in_a_row']])).toEqual([
+      [57, 1],
+      [57, 2],
+    ]);
+  });
+
+  it('never judges missing a scope that has worked: four 401 code 57 in a row then stop the connection', async () => {
+    const h = harness();
+    nock(ACCOUNTS).post('/oauth/v2/token').times(4).reply(200, tokenReply());
+    // A contact person's list needs the contacts scope too.
+    nock(API).get('/inventory/v1/contacts').query(true).reply(200, { code: 0, contacts: [] });
     nock(API)
+      .get('/inventory/v1/contacts/9/contactpersons')
+      .query(true)
+      .times(4)
+      .reply(401, { code: 57, message: 'invalid or expired OAuth token' });
+    await h.run(h.client.get({ family: 'inventory', organizationId: '1', path: '/contacts' }));
+    const err = await h
+      .run(h.client.get({ family: 'inventory', organizationId: '1', path: '/contacts/9/contactpersons' }))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AuthorizationError);
+    expect((err as AuthorizationError).reach).toBe('connection');
+    expect((err as AuthorizationError).scope).toBeUndefined();
+    expect((err as AuthorizationError).message).toContain('scope SvcInventory.contacts.READ has worked for this connection');
+    expect((err as AuthorizationError).hint).toContain('refresh token is still valid');
+  });
+
+  it('keeps the scopes that worked with the refresh token: shared by clients of one registry, not by a new refresh token', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 15, 10, 0, 0));
+    const secrets = new SecretRegistry();
+    const registry = new TokenCacheRegistry({ clock, secrets, logger: createLogger({ level: 'silent', secrets }), timeoutMs: 60_000 });
+    // One token for the first run, three refreshes for the later one, a token and three refreshes under the new refresh token.
+    nock(ACCOUNTS).post('/oauth/v2/token').times(8).reply(200, tokenReply());
+    nock(API).get('/books/v3/users').query(true).reply(200, ok);
+    const refused = nock(API)
       .get('/books/v3/users')
       .query(true)
-      .times(2)
-      .reply(401, { code: 57, message: 'You are not authorized to perform this operation' });
-    const err = await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((e: unknown) => e);
-    expect((err as AuthorizationError).reach).toBe('family');
+      .times(8)
+      .reply(401, { code: 57, message: 'invalid or expired OAuth token' });
+    const first = harness({ clock, tokens: registry.for(connection(), 0) });
+    await first.run(first.client.get({ family: 'books', organizationId: '1', path: '/users' }));
+    // A later run of the same process (a daemon's next job): the scope has worked, so a token refused throughout is the token.
+    const later = harness({ clock, tokens: registry.for(connection(), 0) });
+    const a = await later.run(later.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((e: unknown) => e);
+    expect((a as AuthorizationError).reach).toBe('connection');
+    // A new refresh token may carry other scopes: nothing has worked with it yet.
+    const renewed = harness({ clock, tokens: registry.for(connection({ refresh_token: '1000.refresh-token-renewed' }), 0) });
+    const b = await renewed.run(renewed.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((e: unknown) => e);
+    expect((b as AuthorizationError).reach).toBe('family');
+    expect((b as AuthorizationError).scope).toBe('SvcBooks.settings.READ');
+    expect(refused.isDone()).toBe(true);
   });
 });

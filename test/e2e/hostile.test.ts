@@ -32,6 +32,36 @@ function refusedAnswers(e: E2E): number {
   return errors + log.faults.truncated;
 }
 
+/**
+ * The hostile preset's runs use tokens of a few sandbox seconds, so that each run outlives
+ * several and meets refused tokens answered 401 code 57 (A26), at a time scale that still leaves
+ * a request a quarter of a real second between taking its token and reaching the server (as
+ * rule 5's 30-second tokens at 60).
+ */
+const SHORT_TOKENS = { tokenExpiresIn: 5, timeScale: 10 } as const;
+
+/** The 401s svcsync met and refreshed its token for: the code and how many in a row, per warning. */
+function refusedTokens(e: E2E): Array<{ code: unknown; inARow: number }> {
+  return e.log.records
+    .filter((r) => r['msg'] === 'access token refused; refreshing it and retrying')
+    .map((r) => ({ code: r['code'], inARow: Number(r['in_a_row']) }));
+}
+
+/**
+ * What the preset's spurious refusals must have done in a run: valid tokens refused with code 57
+ * (variant refusedTokenCode), freshly refreshed ones too (spurious401Run), and never past the
+ * bound. The old reading of 57 (a missing scope after one fresh token) failed a stream at the
+ * second of these.
+ */
+function expectRefusedTokensAs57(e: E2E): void {
+  const refused = refusedTokens(e);
+  expect(e.sandbox.requestLog().variants.spurious401).toBeGreaterThan(0);
+  expect(refused.length).toBeGreaterThan(0);
+  expect(new Set(refused.map((r) => r.code))).toEqual(new Set([57]));
+  expect(refused.some((r) => r.inARow >= 2)).toBe(true);
+  expect(Math.max(...refused.map((r) => r.inARow))).toBeLessThanOrEqual(3);
+}
+
 function streamFailures(summary: SyncSummary): string[] {
   return summary.organizations.flatMap((o) =>
     o.streams.filter((s) => s.status !== 'ok').map((s) => `${o.organizationId} ${s.stream}: ${s.status} ${s.error ?? ''}`),
@@ -238,6 +268,46 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(log.token.refresh).toBeGreaterThan(2);
     expect(log.byStatus['401'] ?? 0).toBe(0);
   }, 120_000);
+
+  it('A26: 3-second tokens, revoked now and then and refused twice in a row, answered 401 code 57: nothing is lost', async () => {
+    // A server that answers an expired or revoked token with 401 code 57, the code this
+    // sandbox gives a missing scope. Read as a missing scope after one fresh token, every first
+    // run ended partial (exit 4) and even a reconcile did not converge.
+    const lifetimeS = 3;
+    e = await startE2E(
+      dialect,
+      {
+        preset: 'hostile',
+        tokenExpiresIn: lifetimeS,
+        timeScale: 10,
+        variants: { changeWhilePagingEvery: 0, spurious401Rate: 0.05 },
+        faults: { revokeEverySeconds: 10 },
+      },
+      { sync: { per_page: PER_PAGE } },
+    );
+    expect(e.sandbox.variants).toMatchObject({ refusedTokenCode: 57, spurious401Run: 2 });
+    const started = e.sandbox.now();
+    const first = await e.sync();
+    expect(streamFailures(first)).toEqual([]);
+    expectExit(first, 0);
+    await expectEqualsTruth(e);
+    const log = e.sandbox.requestLog();
+    // The run outlived several tokens; tokens were revoked under it; every refusal was answered 57,
+    // fresh tokens refused too, none past the bound.
+    expect((e.sandbox.now() - started) / 1000).toBeGreaterThan(5 * lifetimeS);
+    expect(log.token.refresh).toBeGreaterThan(5);
+    expect(log.faults.revoked).toBeGreaterThan(0);
+    expectRefusedTokensAs57(e);
+    expect(log.byStatus['401']).toBe(refusedTokens(e).length);
+    // Changes, then a reconcile under the same server: it converges.
+    e.sandbox.advanceClock(10 * 60_000);
+    e.sandbox.mutate({ modify: 3, create: 2, delete: 2 });
+    e.sandbox.advanceClock(60_000);
+    const reconcile = await e.sync('reconcile');
+    expect(streamFailures(reconcile)).toEqual([]);
+    expectExit(reconcile, 0);
+    await expectEqualsTruth(e);
+  }, 180_000);
 
   it('A41: a server taking the invoice projects list\u2019s organization from organization_id alone gets it, tasks too', async () => {
     e = await startE2E(dialect, { scale: 20, variants: { invoiceOrgInQuery: true } }, { sync: { per_page: PER_PAGE } });
@@ -550,12 +620,14 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
   }, 120_000);
 
   it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
-    e = await startE2E(dialect, { scale: 20, preset: 'hostile' }, { sync: { per_page: PER_PAGE } });
+    e = await startE2E(dialect, { scale: 20, preset: 'hostile', ...SHORT_TOKENS }, { sync: { per_page: PER_PAGE } });
     const before = minimumRequests(e.sandbox, PER_PAGE);
     const first = await e.sync();
     expect(streamFailures(first)).toEqual([]);
     expectExit(first, 0);
     const log = e.sandbox.requestLog();
+    expectRefusedTokensAs57(e);
+    expect(log.token.refresh).toBeGreaterThan(2);
     const after = minimumRequests(e.sandbox, PER_PAGE);
     const refused = refusedAnswers(e);
     expect(log.variants.pagingMutations).toBeGreaterThan(0);
@@ -572,10 +644,11 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
   it('hostile: verify agrees after a full sync (exit 0), and finds a record deleted behind its back', async () => {
     e = await startE2E(
       dialect,
-      { scale: 12, preset: 'hostile', variants: { changeWhilePagingEvery: 0 } },
+      { scale: 12, preset: 'hostile', ...SHORT_TOKENS, variants: { changeWhilePagingEvery: 0 } },
       { sync: { per_page: PER_PAGE } },
     );
     expectExit(await e.sync(), 0);
+    expect(e.sandbox.requestLog().token.refresh).toBeGreaterThan(2);
     const env = e;
     const verify = (): ReturnType<typeof runVerify> =>
       runVerify({
@@ -601,11 +674,12 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
   it('hostile: modify, create and delete, then an incremental run and a reconcile', async () => {
     e = await startE2E(
       dialect,
-      { scale: 20, preset: 'hostile', variants: { changeWhilePagingEvery: 0 } },
+      { scale: 20, preset: 'hostile', ...SHORT_TOKENS, variants: { changeWhilePagingEvery: 0 } },
       { sync: { per_page: PER_PAGE } },
     );
     expectExit(await e.sync(), 0);
     await expectEqualsTruth(e);
+    expectRefusedTokensAs57(e);
     e.sandbox.advanceClock(10 * 60_000);
     e.sandbox.mutate({ modify: 3, create: 2, delete: 2 });
     e.sandbox.advanceClock(60_000);
@@ -616,14 +690,13 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     await expectEqualsTruth(e);
   }, 180_000);
 
-  it('hostile plus faults: 5% 5xx, cut-short bodies, extra 429s and 2% spurious 401s with 30-second tokens', async () => {
+  it('hostile plus faults: 5% 5xx, cut-short bodies, extra 429s and 2% spurious 401s answered 57 with 5-second tokens', async () => {
     e = await startE2E(
       dialect,
       {
         scale: 12,
         preset: 'hostile',
-        timeScale: 60,
-        tokenExpiresIn: 30,
+        ...SHORT_TOKENS,
         variants: { changeWhilePagingEvery: 0 },
         faults: { rate5xx: 0.05, rateTruncated: 0.03, rate429: 0.03 },
       },
@@ -636,7 +709,7 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     await expectEqualsTruth(e);
     const log = e.sandbox.requestLog();
     expect(log.faults['5xx'] + log.faults.truncated + log.faults['429']).toBeGreaterThan(0);
-    expect(log.variants.spurious401).toBeGreaterThan(0);
+    expectRefusedTokensAs57(e);
     expect(log.token.refresh).toBeGreaterThan(2);
     // Every request beyond the minimum repeats a refused or broken answer, or is rule 1's extra page.
     expect(apiRequests(e)).toBeLessThanOrEqual(minimum + exactMultiples + refusedAnswers(e));

@@ -77,6 +77,30 @@ describe('authorization', () => {
     expect(sb.requestLog().token.revoke).toBe(2);
   });
 
+  it('variant refusedTokenCode: unknown, expired and revoked tokens are answered 401 code 57, a missing scope as before', async () => {
+    sb = await startSandbox({
+      tokenExpiresIn: 60,
+      variants: { refusedTokenCode: 57 },
+      credentials: { scopes: ['SvcBooks.settings.READ'] },
+    });
+    const refused = { code: 57, message: 'invalid or expired OAuth token' };
+    const answer = async (res: Response): Promise<[number, unknown]> => [res.status, await res.json()];
+    const token = await tokenFor(sb);
+    expect((await usersOf(sb, token)).status).toBe(200);
+    expect(await answer(await usersOf(sb, 'not-a-token'))).toEqual([401, refused]);
+    // The same code as a missing scope, with the other message: only the message tells them apart.
+    const org = sb.organizations()[0]!.organization_id;
+    expect(await answer(await orgRequest(sb, 'inventory', '/contacts', org, token))).toEqual([
+      401,
+      { code: 57, message: 'You are not authorized to perform this operation' },
+    ]);
+    const revoked = await tokenFor(sb);
+    await post(sb, '/oauth/v2/token/revoke', { token: revoked });
+    expect(await answer(await usersOf(sb, revoked))).toEqual([401, refused]);
+    sb.advanceClock(61_000);
+    expect(await answer(await usersOf(sb, token))).toEqual([401, refused]);
+  });
+
   it('exchanges an authorization code once, for a new refresh token', async () => {
     sb = await startSandbox();
     const { client_id, client_secret, redirect_uri } = sb.credentials;

@@ -28,7 +28,7 @@ describe('fault knobs', () => {
     h = await harness({ scale: 10, unlimited: true });
     const results = await sample(h, 300);
     expect(results.every((r) => r.status === 200 && r.parses)).toBe(true);
-    expect(h.sb.requestLog().faults).toEqual({ '5xx': 0, '429': 0, truncated: 0, latency: 0 });
+    expect(h.sb.requestLog().faults).toEqual({ '5xx': 0, '429': 0, truncated: 0, latency: 0, revoked: 0 });
   });
 
   it('rate5xx answers about that share with 500 code 1000 or 503', async () => {
@@ -64,8 +64,32 @@ describe('fault knobs', () => {
     expect((await sample(h, 50)).every((r) => r.parses)).toBe(true);
   });
 
-  it('rejects rates outside 0..1', async () => {
+  it('revokeEverySeconds revokes the token in use once per interval of sandbox time; a refreshed token works again', async () => {
+    h = await harness({ scale: 10, unlimited: true, faults: { revokeEverySeconds: 60 } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 50; i++) {
+      // Ten requests a sandbox minute.
+      if (i > 0 && i % 10 === 0) h.sb.advanceClock(60_000);
+      const res = await h.get('inventory', '/salesorders?per_page=5');
+      await res.arrayBuffer();
+      statuses.push(res.status);
+      // A client that meets a refused token gets a new one, as svcsync does.
+      if (res.status === 401) await h.refresh();
+    }
+    // The clock starts at the first request: the first request of each later minute found its token revoked.
+    expect(statuses.map((s, i) => (s === 401 ? i : -1)).filter((i) => i >= 0)).toEqual([10, 20, 30, 40]);
+    expect(h.sb.requestLog().faults.revoked).toBe(4);
+    expect(statuses.filter((s) => s !== 401).every((s) => s === 200)).toBe(true);
+    h.sb.setFaults({});
+    h.sb.advanceClock(120_000);
+    const kept = await h.refresh();
+    for (let i = 0; i < 5; i++) expect((await h.get('inventory', '/salesorders?per_page=5')).status).toBe(200);
+    expect(h.token).toBe(kept);
+  });
+
+  it('rejects rates outside 0..1 and a negative revocation interval', async () => {
     h = await harness({ scale: 1 });
     expect(() => h!.sb.setFaults({ rate5xx: 1.5 })).toThrow(/rate5xx/);
+    expect(() => h!.sb.setFaults({ revokeEverySeconds: -1 })).toThrow(/revokeEverySeconds/);
   });
 });

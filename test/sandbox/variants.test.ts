@@ -94,6 +94,9 @@ describe('variant options', () => {
     expect(await bad({ variants: { ignoreSort: ['inventory.nothing'] } })).toContain('inventory.nothing');
     expect(await bad({ variants: { noOrganizationList: ['payroll'] } })).toContain('noOrganizationList');
     expect(await bad({ variants: { missingRecordCode: -1 } })).toContain('missingRecordCode');
+    expect(await bad({ variants: { refusedTokenCode: 0 } })).toContain('refusedTokenCode');
+    expect(await bad({ variants: { spurious401Run: 0 } })).toContain('spurious401Run');
+    expect(await bad({ variants: { refusedTokenCode: 5.7 } })).toContain('refusedTokenCode');
     expect(await bad({ variants: { numericIds: 'yes' as never } })).toContain('numericIds');
     expect(await bad({ preset: 'evil' as never })).toContain('preset');
   });
@@ -594,6 +597,64 @@ describe('changeWhilePagingEvery', () => {
   });
 });
 
+describe('spurious401Rate per request', () => {
+  it('refuses each request at the same arrivals whatever arrives beside it, with the refused-token answer', async () => {
+    const pattern = async (between: number): Promise<number[]> => {
+      const h = await start({
+        scale: 2,
+        organizations: 1,
+        seed: 3,
+        unlimited: true,
+        variants: { spurious401Rate: 0.3, refusedTokenCode: 57 },
+      });
+      const out: number[] = [];
+      for (let i = 0; i < 40; i++) {
+        const res = await h.get('books', '/users?per_page=1');
+        if (res.status === 401) expect(await res.json()).toEqual({ code: 57, message: 'invalid or expired OAuth token' });
+        else await res.arrayBuffer();
+        out.push(res.status);
+        // Other requests in between, and a refused token, move nothing for /users.
+        for (let j = 0; j < between; j++) await (await h.get('inventory', `/contacts?per_page=${j + 1}`)).arrayBuffer();
+        if (between > 0)
+          await (await h.get('books', '/users?per_page=1', undefined, { authorization: 'Svc-oauthtoken expired' })).arrayBuffer();
+      }
+      return out;
+    };
+    const alone = await pattern(0);
+    expect(alone.filter((s) => s === 401).length).toBeGreaterThan(4);
+    expect(alone.filter((s) => s === 200).length).toBeGreaterThan(20);
+    expect(await pattern(3)).toEqual(alone);
+  });
+
+  it('spurious401Run: a refusal lasts that many arrivals of the request, fresh tokens included; the next is let through', async () => {
+    for (const run of [1, 2, 3]) {
+      const h = await start({
+        scale: 2,
+        organizations: 1,
+        seed: 3,
+        unlimited: true,
+        variants: { spurious401Rate: 0.2, spurious401Run: run },
+      });
+      let refusedInARow = 0;
+      const runs: number[] = [];
+      for (let i = 0; i < 120; i++) {
+        const res = await h.get('books', '/users?per_page=1');
+        await res.arrayBuffer();
+        if (res.status === 401) {
+          refusedInARow++;
+          await h.refresh();
+        } else {
+          if (refusedInARow > 0) runs.push(refusedInARow);
+          refusedInARow = 0;
+        }
+      }
+      expect(runs.length, `run ${run}`).toBeGreaterThan(5);
+      expect(new Set(runs), `run ${run}`).toEqual(new Set([run]));
+      expect(h.sb.requestLog().variants.spurious401).toBe(runs.reduce((a, n) => a + n, 0) + refusedInARow);
+    }
+  });
+});
+
 describe('hostile preset', () => {
   it('turns everything on at once', async () => {
     const h = await start({ scale: 30, organizations: 2, unlimited: true, preset: 'hostile', variants: { spurious401Rate: 0 } });
@@ -634,7 +695,9 @@ describe('svcsync sandbox --preset / --variant', () => {
     v = parseVariant('changeWhilePagingEvery=3', v);
     v = parseVariant('spurious401Rate', v);
     v = parseVariant('noOrganizationList=billing,invoice', v);
+    v = parseVariant('refusedTokenCode', v);
     expect(v).toEqual({
+      refusedTokenCode: 57,
       noOrganizationList: ['billing', 'invoice'],
       numericIds: true,
       sparseFields: 0.25,
