@@ -1,4 +1,4 @@
-import type { Family } from '../config/plans.js';
+import type { Family } from '../catalog/families.js';
 import { AuthorizationError, FatalError, QuotaExhaustedError, RetriableError, type SvcsyncError } from '../core/errors.js';
 import { serverRetryAfterMs, type HeaderSource } from './backoff.js';
 import { SCOPE_PREFIXES, scopeFor } from './families.js';

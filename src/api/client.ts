@@ -1,4 +1,5 @@
-import { planLimits, type Family, type Limits, type Region } from '../config/plans.js';
+import { planLimits, type Limits, type Region } from '../config/plans.js';
+import { type Family } from '../catalog/families.js';
 import type { ConnectionConfig, SyncSettings } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import { RetriableError, SvcsyncError } from '../core/errors.js';

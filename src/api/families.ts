@@ -1,4 +1,4 @@
-import type { Family } from '../config/plans.js';
+import type { Family } from '../catalog/families.js';
 
 /** Spec 1 and 9: the version is part of each family's root path. */
 export const FAMILY_ROOTS: Record<Family, string> = {

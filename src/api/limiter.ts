@@ -1,114 +1,11 @@
 import pLimit, { type LimitFunction } from 'p-limit';
-import { dailyBudget, type Limits } from '../config/plans.js';
+import type { Limits } from '../config/plans.js';
 import type { Clock, Timer } from '../core/clock.js';
-import { QuotaExhaustedError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { assertTimeZone, nextQuotaReset, quotaDay } from './quota-day.js';
-
-/** One organization's request count for one quota day, and a server-imposed block. */
-export interface UsageRecord {
-  organizationId: string;
-  /** yyyy-mm-dd in the quota reset zone. */
-  day: string;
-  /**
-   * Requests of the day's budget taken so far by every svcsync process: sent, or reserved by a
-   * process that has not sent or returned them yet (raised to the server's count when higher).
-   */
-  count: number;
-  /** Epoch ms until which the server said the quota is spent (429 code 45), or null. */
-  blockedUntil: number | null;
-}
-
-/** What a reservation got: `granted` requests (0..n) and the day's count after it. */
-export interface Reservation {
-  granted: number;
-  used: number;
-}
-
-/**
- * Where the daily count lives. The warehouse's state tables implement it so that every process
- * writing to one warehouse shares one count (src/state/usage-store.ts); reserve is atomic there.
- */
-export interface UsageStore {
-  /** The organization's latest day: its count and any block. */
-  load(organizationId: string): Promise<UsageRecord | null>;
-  /**
-   * Takes up to n requests of the day's budget in one atomic step: min(n, budget - count),
-   * never below 0, so processes reserving side by side never together pass the budget.
-   */
-  reserve(organizationId: string, day: string, n: number, budget: number): Promise<Reservation>;
-  /** Gives back n reserved requests that were not sent (the count never goes below 0). */
-  release(organizationId: string, day: string, n: number): Promise<void>;
-  /** Raises the day's count to at least `count` (the server counts more than svcsync took). */
-  raise(organizationId: string, day: string, count: number): Promise<void>;
-  /** The server said the quota is spent until `until` (epoch ms). */
-  block(organizationId: string, day: string, until: number): Promise<void>;
-}
-
-/** The store for tests and single-process tools; the same arithmetic as the warehouse's. */
-export class MemoryUsageStore implements UsageStore {
-  private readonly records = new Map<string, UsageRecord>();
-  /** Calls received, for tests that check reservations come in chunks. */
-  reserves = 0;
-  releases = 0;
-
-  load(organizationId: string): Promise<UsageRecord | null> {
-    let latest: UsageRecord | null = null;
-    for (const r of this.records.values()) {
-      if (r.organizationId === organizationId && (latest === null || r.day > latest.day)) latest = r;
-    }
-    return Promise.resolve(latest ? { ...latest } : null);
-  }
-
-  reserve(organizationId: string, day: string, n: number, budget: number): Promise<Reservation> {
-    this.reserves++;
-    const r = this.row(organizationId, day);
-    const granted = Math.max(0, Math.min(n, budget - r.count));
-    r.count += granted;
-    return Promise.resolve({ granted, used: r.count });
-  }
-
-  release(organizationId: string, day: string, n: number): Promise<void> {
-    this.releases++;
-    const r = this.row(organizationId, day);
-    r.count = Math.max(0, r.count - n);
-    return Promise.resolve();
-  }
-
-  raise(organizationId: string, day: string, count: number): Promise<void> {
-    const r = this.row(organizationId, day);
-    r.count = Math.max(r.count, count);
-    return Promise.resolve();
-  }
-
-  block(organizationId: string, day: string, until: number): Promise<void> {
-    this.row(organizationId, day).blockedUntil = until;
-    return Promise.resolve();
-  }
-
-  private row(organizationId: string, day: string): UsageRecord {
-    const key = `${organizationId}\u0000${day}`;
-    let r = this.records.get(key);
-    if (!r) {
-      r = { organizationId, day, count: 0, blockedUntil: null };
-      this.records.set(key, r);
-    }
-    return r;
-  }
-}
-
-/**
- * The per-minute window as one owner hands it to the next (issue 12, on a clean lease release):
- * the instants, on the limiters' clock (epoch ms), at which each slot still held frees, and any
- * instant before which no request may start (a 429 code 44 pause). Plain JSON.
- */
-export interface WindowState {
-  freeAt: number[];
-  notBefore: number | null;
-}
-
-/** Requests a limiter reserves from the store at a time (LimiterRegistryOptions.budgetChunk). */
-export const DEFAULT_BUDGET_CHUNK = 10;
+import type { WindowState } from '../core/window-state.js';
+import { DailyBudget } from './daily-budget.js';
+import { assertTimeZone } from './quota-day.js';
+import type { UsageStore } from './usage-store.js';
 
 export interface OrgLimiterOptions {
   organizationId: string;
@@ -151,8 +48,9 @@ export class OrgLimiter {
   readonly limits: Limits;
   readonly timeZone: string;
   private readonly clock: Clock;
-  private readonly store: UsageStore;
   private readonly logger: Logger;
+  /** The day's budget, shared with other processes through the store. */
+  private readonly daily: DailyBudget;
   private readonly restoreAfter: number;
 
   private maxConcurrent: number;
@@ -164,22 +62,7 @@ export class OrgLimiter {
   private successStreak = 0;
   private readonly queue: Waiter[] = [];
 
-  private readonly chunk: number;
-  private day: string;
-  /** The day's count in the store as this process last saw it, its own reservations included. */
-  private total = 0;
-  /** Reserved from the store and not sent yet. */
-  private granted = 0;
   private readonly guards = new Set<() => void>();
-  /** The store granted nothing at the last reservation: the budget is taken (until flush or a new day). */
-  private exhausted = false;
-  private refilling = false;
-  private blocked: number | null = null;
-  /** A daily quota the server reported below the plan's (observeServerQuota). */
-  private serverPerDay: number | null = null;
-
-  /** Store calls, chained so that they reach the store in the order they were made. */
-  private ops: Promise<void> = Promise.resolve();
 
   constructor(opts: OrgLimiterOptions) {
     assertTimeZone(opts.timeZone);
@@ -187,55 +70,52 @@ export class OrgLimiter {
     this.limits = opts.limits;
     this.timeZone = opts.timeZone;
     this.clock = opts.clock;
-    this.store = opts.store;
     this.logger = opts.logger;
     this.restoreAfter = opts.restoreAfterSuccesses ?? 20;
     this.maxConcurrent = Math.max(1, opts.limits.concurrency);
-    this.chunk = Math.max(1, Math.floor(opts.budgetChunk ?? DEFAULT_BUDGET_CHUNK));
-    this.day = quotaDay(opts.clock.now(), opts.timeZone);
+    this.daily = new DailyBudget({
+      organizationId: opts.organizationId,
+      limits: opts.limits,
+      timeZone: opts.timeZone,
+      clock: opts.clock,
+      store: opts.store,
+      logger: opts.logger,
+      chunk: opts.budgetChunk,
+    });
   }
 
   /** Restores today's count and any block from the store. */
-  async load(): Promise<void> {
-    const rec = await this.store.load(this.organizationId);
-    if (!rec) return;
-    this.rollDay();
-    if (rec.day === this.day) this.total = Math.max(this.total, rec.count);
-    if (rec.blockedUntil !== null && rec.blockedUntil > this.clock.now()) this.blocked = rec.blockedUntil;
+  load(): Promise<void> {
+    return this.daily.load();
   }
 
   // ---- status, for `status`, progress and the daemon ----
 
   budget(): number {
-    return this.serverPerDay === null
-      ? dailyBudget(this.limits)
-      : dailyBudget({ ...this.limits, per_day: Math.min(this.limits.per_day, this.serverPerDay) });
+    return this.daily.budget();
   }
 
   /** The day's count less what this process holds unsent: requests sent, or held by other processes. */
   usedToday(): number {
-    this.rollDay();
-    return Math.max(0, this.total - this.granted);
+    return this.daily.usedToday();
   }
 
   /** Requests reserved from the store and not sent yet (returned by flush). */
   heldToday(): number {
-    this.rollDay();
-    return this.granted;
+    return this.daily.heldToday();
   }
 
   remainingToday(): number {
-    return Math.max(0, this.budget() - this.usedToday());
+    return this.daily.remainingToday();
   }
 
   blockedUntil(): Date | null {
-    if (this.blocked !== null && this.blocked <= this.clock.now()) this.blocked = null;
-    return this.blocked === null ? null : new Date(this.blocked);
+    return this.daily.blockedUntil();
   }
 
   /** The next midnight in the reset zone. */
   nextReset(): Date {
-    return new Date(nextQuotaReset(this.clock.now(), this.timeZone));
+    return this.daily.nextReset();
   }
 
   inFlight(): number {
@@ -367,52 +247,21 @@ export class OrgLimiter {
     if (i >= 0) this.slots.splice(i, 1);
   }
 
-  /**
-   * The daily quota as the server counts it (`X-Rate-Limit-Limit`/`-Remaining`, A17). When
-   * fewer requests are left than this process counted, another integration of the
-   * organization spent them: adopt the server's figure, so the reserve stays theirs (the store's
-   * count is raised to it plus what this process holds unsent). A limit
-   * below the configured plan's quota lowers the budget to it. A `Limit` no larger than the
-   * per-minute limit describes the minute window, not the day, and is not used.
-   */
+  /** The daily quota as the server counts it (A17): see `DailyBudget.observeServerQuota`. */
   observeServerQuota(q: { limit: number; remaining: number }): void {
-    if (q.limit <= this.limits.per_minute) return;
-    this.rollDay();
-    if (q.limit < this.limits.per_day && this.serverPerDay !== q.limit) {
-      this.serverPerDay = q.limit;
-      this.logger.warn(
-        { organization_id: this.organizationId, server_per_day: q.limit, plan_per_day: this.limits.per_day },
-        `the server reports a daily quota of ${q.limit} requests, less than the configured plan's ${this.limits.per_day}; ` +
-          "svcsync keeps to the server's figure (set the connection's plan to match)",
-      );
-    }
-    const used = q.limit - q.remaining;
-    if (used > this.usedToday()) {
-      this.logger.debug(
-        { organization_id: this.organizationId, counted: this.usedToday(), server_used: used },
-        'the server counts more requests today than svcsync sent; another integration spent them',
-      );
-      this.total = used + this.granted;
-      const { day, total } = this;
-      this.storeOp('could not save the daily request count', () => this.store.raise(this.organizationId, day, total));
-      this.pump();
-    }
+    if (this.daily.observeServerQuota(q)) this.pump();
   }
 
   /** 429 code 45: the server says the quota is spent; every request fails fast until `until`. */
   block(until: Date): void {
-    const blocked = Math.max(this.blocked ?? 0, until.getTime());
-    this.blocked = blocked;
-    this.rollDay();
-    const day = this.day;
-    this.storeOp('could not save the block on the daily quota', () => this.store.block(this.organizationId, day, blocked));
-    const err = this.quotaError();
+    this.daily.block(until);
+    const err = this.daily.quotaError();
     if (err) for (const w of this.queue.splice(0)) w.fail(err);
   }
 
   /** Throws QuotaExhaustedError when a request could not be sent today. */
   assertAvailable(): void {
-    const err = this.quotaError();
+    const err = this.daily.quotaError();
     if (err) throw err;
   }
 
@@ -433,7 +282,7 @@ export class OrgLimiter {
 
   schedule<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const early = this.quotaError();
+    const early = this.daily.quotaError();
     if (early) return Promise.reject(early);
     return new Promise<T>((resolve, reject) => {
       const onAbort = (): void => {
@@ -459,7 +308,7 @@ export class OrgLimiter {
           }
           this.running++;
           this.slots.push(Infinity);
-          this.granted--;
+          this.daily.spend();
           let settled: Promise<T>;
           try {
             settled = fn();
@@ -477,29 +326,10 @@ export class OrgLimiter {
 
   /**
    * Returns the requests reserved and not sent to the store (run end, shutdown), and resolves
-   * when every store call made so far has reached it. When nothing is running or waiting, it
-   * also reads the day's count again, so a limiter that found the budget taken sees what other
-   * processes returned since.
+   * when every store call made so far has reached it (`DailyBudget.flush`).
    */
   flush(): Promise<void> {
-    this.rollDay();
-    this.exhausted = false;
-    const idle = this.running === 0 && this.queue.length === 0;
-    if (this.granted > 0 && this.queue.length === 0) {
-      const n = this.granted;
-      const day = this.day;
-      this.granted = 0;
-      this.total = Math.max(0, this.total - n);
-      this.storeOp('could not return unused requests of the daily budget', () => this.store.release(this.organizationId, day, n));
-    }
-    if (idle) {
-      const day = this.day;
-      this.storeOp('could not read the daily request count', async () => {
-        const rec = await this.store.load(this.organizationId);
-        if (rec?.day === day && day === this.day && this.granted === 0) this.total = rec.count;
-      });
-    }
-    return this.ops;
+    return this.daily.flush({ idle: this.running === 0 && this.queue.length === 0, waiting: this.queue.length > 0 });
   }
 
   private finished(): void {
@@ -512,7 +342,7 @@ export class OrgLimiter {
 
   private pump(): void {
     while (this.queue.length > 0) {
-      const err = this.quotaError();
+      const err = this.daily.quotaError();
       if (err) {
         for (const w of this.queue.splice(0)) w.fail(err);
         return;
@@ -522,92 +352,17 @@ export class OrgLimiter {
         return;
       }
       if (this.running >= this.maxConcurrent || this.slots.length >= this.limits.per_minute) return;
-      if (this.granted === 0) {
-        this.refill();
+      if (!this.daily.inHand()) {
+        this.daily.refill(
+          () => this.pump(),
+          (err) => {
+            for (const w of this.queue.splice(0)) w.fail(err);
+          },
+        );
         return;
       }
       this.queue.shift()!.start();
     }
-  }
-
-  /** Reserves the next chunk of the day's budget from the store; pump goes on when it answers. */
-  private refill(): void {
-    if (this.refilling) return;
-    this.refilling = true;
-    const { day, chunk } = this;
-    const budget = this.budget();
-    this.ops = this.ops.then(async () => {
-      try {
-        const r = await this.store.reserve(this.organizationId, day, chunk, budget);
-        this.rollDay();
-        // A chunk of a day that ended meanwhile is of no use: that day's count no longer matters.
-        if (day === this.day) {
-          this.granted += r.granted;
-          this.total = Math.max(r.used, this.granted);
-          if (r.granted === 0) this.exhausted = true;
-        }
-      } catch (err) {
-        this.logger.warn({ organization_id: this.organizationId, err }, 'could not reserve requests of the daily budget');
-        for (const w of this.queue.splice(0)) w.fail(err);
-      } finally {
-        this.refilling = false;
-        this.pump();
-      }
-    });
-  }
-
-  private rollDay(): void {
-    const today = quotaDay(this.clock.now(), this.timeZone);
-    if (today !== this.day) {
-      this.day = today;
-      this.total = 0;
-      this.granted = 0;
-      this.exhausted = false;
-    }
-  }
-
-  private quotaError(): QuotaExhaustedError | null {
-    const now = this.clock.now();
-    this.rollDay();
-    const blocked = this.blockedUntil();
-    if (blocked) {
-      return new QuotaExhaustedError(
-        `organization ${this.organizationId}: the daily request quota is used up (the server answered 429 code 45); ` +
-          `svcsync can continue at ${blocked.toISOString()}`,
-        {
-          organizationId: this.organizationId,
-          code: 45,
-          resumeAt: blocked,
-          hint:
-            `the quota resets at midnight ${this.timeZone}; other integrations of this organization share it. ` +
-            'Run again after the reset.',
-        },
-      );
-    }
-    const budget = this.budget();
-    if (this.usedToday() >= budget || (this.granted === 0 && this.exhausted)) {
-      const resumeAt = new Date(nextQuotaReset(now, this.timeZone));
-      return new QuotaExhaustedError(
-        `organization ${this.organizationId}: svcsync's daily budget of ${budget} requests is used ` +
-          `(the ${this.limits.per_day}-request quota less the ${Math.round(this.limits.reserve * 100)}% reserve); ` +
-          `it can continue at ${resumeAt.toISOString()}`,
-        {
-          organizationId: this.organizationId,
-          resumeAt,
-          hint:
-            `the count resets at midnight ${this.timeZone}. The reserve is left for the organization's other integrations; ` +
-            'lower limits.reserve or set the right plan if this organization has more quota.',
-        },
-      );
-    }
-    return null;
-  }
-
-  /** A store call after those already made; a failure is logged, the count in memory stays. */
-  private storeOp(what: string, op: () => Promise<void>): void {
-    this.ops = this.ops.then(op).catch((err: unknown) => {
-      this.logger.warn({ organization_id: this.organizationId, err }, what);
-    });
   }
 }
 

@@ -1,5 +1,5 @@
 import type { StreamSpec } from '../catalog/types.js';
-import type { Family } from '../config/plans.js';
+import type { Family } from '../catalog/families.js';
 import { scopeFor } from './families.js';
 
 /**

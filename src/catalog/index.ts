@@ -1,4 +1,4 @@
-import type { Family } from '../config/plans.js';
+import type { Family } from './families.js';
 import { BILLING_STREAMS } from './streams/billing.js';
 import { BOOKS_STREAMS } from './streams/books.js';
 import { INVENTORY_STREAMS } from './streams/inventory.js';

@@ -1,4 +1,4 @@
-import type { Family } from '../config/plans.js';
+import type { Family } from './families.js';
 
 /**
  * The catalog declares every stream as data. Code reads these entries and never

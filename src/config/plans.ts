@@ -5,9 +5,6 @@ export type Plan = (typeof PLANS)[number];
 export const REGIONS = ['us', 'eu', 'in', 'au', 'jp', 'ca', 'cn', 'sa'] as const;
 export type Region = (typeof REGIONS)[number];
 
-export const FAMILIES = ['books', 'inventory', 'invoice', 'billing'] as const;
-export type Family = (typeof FAMILIES)[number];
-
 export interface Limits {
   /** Requests allowed in any window of window_ms (spec: 100 per minute per organization). */
   per_minute: number;

@@ -1,6 +1,7 @@
 import { CronTime } from 'cron';
 import { z } from 'zod';
-import { FAMILIES, PLANS, REGIONS } from './plans.js';
+import { FAMILIES } from '../catalog/families.js';
+import { PLANS, REGIONS } from './plans.js';
 
 /**
  * The configuration file's schema. Types are derived from it (z.infer); there is no

@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import type { Family } from '../config/plans.js';
+import type { Family } from '../catalog/families.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { isOrganizationList, qualifiedName } from '../catalog/types.js';
 import { childStreamsOf } from '../catalog/index.js';

@@ -4,7 +4,7 @@ import type { RecordBudget } from './record-budget.js';
 import { ApiClient, TokenCacheRegistry, type RequestEvent } from '../api/client.js';
 import { LimiterRegistry, type OrgLimiter } from '../api/limiter.js';
 import { isOrganizationList, type StreamSpec } from '../catalog/types.js';
-import type { Family } from '../config/plans.js';
+import type { Family } from '../catalog/families.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import {

@@ -3,7 +3,7 @@ import { ApiClient, TokenCacheRegistry, type ApiClientOptions, type GetRequest, 
 import { buildFamilyRequest } from '../api/families.js';
 import { LimiterRegistry } from '../api/limiter.js';
 import { isOrganizationList, qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
-import type { Family } from '../config/plans.js';
+import type { Family } from '../catalog/families.js';
 import type { Config, ConnectionConfig } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import { AuthorizationError, ConfigError, ExitCode, FatalError, QuotaExhaustedError, SvcsyncError, describeError } from '../core/errors.js';

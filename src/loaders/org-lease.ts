@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CompiledQuery, type QueryResult } from 'kysely';
 import pg from 'pg';
-import type { WindowState } from '../api/limiter.js';
+import type { WindowState } from '../core/window-state.js';
 import { FatalError } from '../core/errors.js';
 import type { AnyDb, AnyKysely } from './db.js';
 import type { SqlDialect } from './sql-dialect.js';

@@ -3,7 +3,7 @@ import { LimiterRegistry, type OrgLimiter } from '../api/limiter.js';
 import type { RequestEvent } from '../api/client.js';
 import { CATALOG } from '../catalog/index.js';
 import { qualifiedName, type StreamSpec } from '../catalog/types.js';
-import type { Family } from '../config/plans.js';
+import type { Family } from '../catalog/families.js';
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';

@@ -1,6 +1,7 @@
 import { connectionLimits } from '../api/client.js';
 import { nextQuotaReset, quotaDay } from '../api/quota-day.js';
-import { dailyBudget, type Family } from '../config/plans.js';
+import { dailyBudget } from '../config/plans.js';
+import { type Family } from '../catalog/families.js';
 import type { Config } from '../config/schema.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { stateDb } from '../state/tables.js';

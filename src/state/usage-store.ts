@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { AnyKysely } from '../loaders/db.js';
 import { stateDb } from './tables.js';
-import type { Reservation, UsageRecord, UsageStore } from '../api/limiter.js';
+import type { Reservation, UsageRecord, UsageStore } from '../api/usage-store.js';
 
 const COUNT = sql.ref('count');
 

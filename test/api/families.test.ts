@@ -1,6 +1,6 @@
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Family } from '../../src/config/plans.js';
+import type { Family } from '../../src/catalog/families.js';
 import { buildFamilyRequest, scopeFor } from '../../src/api/families.js';
 import { ACCOUNTS, API, harness, setupNock, teardownNock, tokenReply } from './helpers.js';
 

@@ -4,7 +4,8 @@ import { createLogger, CapturedLog } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
 import type { ConnectionConfig } from '../../src/config/schema.js';
 import { ApiClient, TokenCacheRegistry, type ApiClientOptions, type RequestEvent } from '../../src/api/client.js';
-import { LimiterRegistry, MemoryUsageStore } from '../../src/api/limiter.js';
+import { LimiterRegistry } from '../../src/api/limiter.js';
+import { MemoryUsageStore } from '../../src/api/usage-store.js';
 import type { TokenCache } from '../../src/api/token-cache.js';
 
 export const ACCOUNTS = 'https://accounts.example.test';

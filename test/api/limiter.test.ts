@@ -3,7 +3,8 @@ import type { Limits } from '../../src/config/plans.js';
 import { FakeClock, type Clock } from '../../src/core/clock.js';
 import { QuotaExhaustedError } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { LimiterRegistry, MemoryUsageStore, OrgLimiter, type UsageStore } from '../../src/api/limiter.js';
+import { LimiterRegistry, OrgLimiter } from '../../src/api/limiter.js';
+import { MemoryUsageStore, type UsageStore } from '../../src/api/usage-store.js';
 
 const limits = (over: Partial<Limits> = {}): Limits => ({
   per_minute: 100,

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApiClient, GetRequest } from '../../src/api/client.js';
-import { LimiterRegistry, MemoryUsageStore } from '../../src/api/limiter.js';
+import { LimiterRegistry } from '../../src/api/limiter.js';
+import { MemoryUsageStore } from '../../src/api/usage-store.js';
 import { CATALOG, findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { parseConfig } from '../../src/config/load.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/load.js';
-import type { Family } from '../../src/config/plans.js';
+import type { Family } from '../../src/catalog/families.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';

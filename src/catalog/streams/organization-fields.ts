@@ -1,4 +1,4 @@
-import type { Family } from '../../config/plans.js';
+import type { Family } from '../families.js';
 import { cols } from '../columns.js';
 import type { ColumnSpec, StreamSpec } from '../types.js';
 

@@ -5,7 +5,8 @@ import { exchangeGrantCode, resolveAccountsUrl, revokeToken } from '../../api/oa
 import { requiredScopes } from '../../api/scopes.js';
 import { CATALOG } from '../../catalog/index.js';
 import { DEFAULT_CONFIG_PATH, interpolateEnv } from '../../config/load.js';
-import { FAMILIES, REGIONS, type Family, type Region } from '../../config/plans.js';
+import { REGIONS, type Region } from '../../config/plans.js';
+import { FAMILIES, type Family } from '../../catalog/families.js';
 import type { ConnectionConfig } from '../../config/schema.js';
 import { systemClock } from '../../core/clock.js';
 import { ConfigError } from '../../core/errors.js';

@@ -4,7 +4,7 @@ import { scopeFor } from '../../api/families.js';
 import { LimiterRegistry } from '../../api/limiter.js';
 import { CATALOG } from '../../catalog/index.js';
 import { isOrganizationList, qualifiedName, type StreamSpec } from '../../catalog/types.js';
-import type { Family } from '../../config/plans.js';
+import type { Family } from '../../catalog/families.js';
 import { AuthorizationError, ExitCode, describeError } from '../../core/errors.js';
 import { hasNoOrganizationList, organizationsForUnlistedFamily } from '../../extractors/organization-reuse.js';
 import { listOrganizations } from '../../extractors/organization-list.js';
