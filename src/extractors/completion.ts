@@ -5,7 +5,7 @@ import { qualifiedName } from '../catalog/types.js';
 import { describeError, FatalError } from '../core/errors.js';
 import { itemFailureVerdict, SetAside } from './item-failure.js';
 import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
-import { commitChildren, commitDetail } from '../loaders/unit-of-work.js';
+import { commitChildren, commitDetail } from '../state/unit-of-work.js';
 import { deferPending, takePending, type PendingKind, type PendingReason } from '../state/pending.js';
 import type { StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';

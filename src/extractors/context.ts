@@ -5,7 +5,7 @@ import type { Config, ConnectionConfig } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import type { AuthorizationError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import type { Fence } from '../loaders/org-lease.js';
+import type { Fence } from '../loaders/lease/fence.js';
 import type { TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import type { RecordBudget } from './record-budget.js';

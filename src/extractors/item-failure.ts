@@ -1,5 +1,5 @@
 import { AuthorizationError, describeError, FatalError, QuotaExhaustedError, SvcsyncError } from '../core/errors.js';
-import { LeaseLost } from '../loaders/org-lease.js';
+import { LeaseLost } from '../loaders/lease/fence.js';
 import { endsTheRun } from './stop.js';
 
 /**

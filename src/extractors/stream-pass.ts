@@ -1,7 +1,7 @@
 import type { StreamSpec } from '../catalog/types.js';
 import { isOrganizationList, qualifiedName, tableName } from '../catalog/types.js';
 import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
-import { commitPage } from '../loaders/unit-of-work.js';
+import { commitPage } from '../state/unit-of-work.js';
 import { loadStreamState, type PassKind, type PassState, type StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';

@@ -1,6 +1,7 @@
 import type { RequestMeter } from '../api/client.js';
 import type { Logger } from '../core/logger.js';
 import type { JsonType, NormalizeWarning, UnknownField, WarningKind } from '../normalize/normalize.js';
+import type { DriftCount } from '../state/drift.js';
 
 /** One kind of data-shape surprise in one field of one table, counted over a run. */
 export interface WarningCount {
@@ -52,16 +53,6 @@ export class WarningTally {
       );
     }
   }
-}
-
-/** One field the catalog does not know, as one stream's run saw it. Never a value. */
-export interface DriftCount {
-  /** `x_new`, `billing_address.x_new`, `line_items[].x_new`: relative to the stream's record. */
-  field: string;
-  /** The JSON type of the first value seen. */
-  type: JsonType;
-  /** Records that carried it. */
-  occurrences: number;
 }
 
 /**

@@ -21,8 +21,9 @@ import {
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import { TableWriter } from '../loaders/table-writer.js';
-import { commitOrganizations } from '../loaders/unit-of-work.js';
-import { applyHandover, LeaseLost, processOwner, type Lease } from '../loaders/org-lease.js';
+import { commitOrganizations } from '../state/unit-of-work.js';
+import { applyHandover, processOwner, type Lease } from '../loaders/lease/lease.js';
+import { LeaseLost } from '../loaders/lease/fence.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { closeAbandonedRuns, finishRun, startRun, type RunStatus } from '../state/runs.js';
 import { stateDb } from '../state/tables.js';

@@ -2,7 +2,9 @@ import { CompiledQuery } from 'kysely';
 import { FatalError } from '../core/errors.js';
 import type { SqlValue } from '../normalize/normalize.js';
 import type { AnyKysely } from './db.js';
-import type { Dialect } from './warehouse.js';
+
+/** The warehouse kinds svcsync writes to. */
+export type Dialect = 'sqlite' | 'postgres';
 
 /**
  * Everything svcsync's hand-written SQL does differently per warehouse, in one object per

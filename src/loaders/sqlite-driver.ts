@@ -1,4 +1,4 @@
-import { noFence, type Fence } from './org-lease.js';
+import { noFence, type Fence } from './lease/fence.js';
 import type SQLite from 'better-sqlite3';
 import {
   CompiledQuery,

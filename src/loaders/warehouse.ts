@@ -10,11 +10,14 @@ import { FaultAwareDialect, withFaultRetry, type FaultPolicy } from './fault-awa
 import { classifyWarehouseError, displayWarehouseUrl } from './warehouse-errors.js';
 import { SqliteBatchDialect, SqliteBatchDriver, type SqlStat } from './sqlite-driver.js';
 import { FALLBACK_AUTOCHECKPOINT, SqliteCheckpointer } from './sqlite-checkpointer.js';
-import { POSTGRES, SQLITE, type SqlDialect } from './sql-dialect.js';
-import { checkFence, DEFAULT_LEASE_TIMINGS, noFence, PostgresOrgLeases, ProcessLeases, SqliteOrgLeases } from './org-lease.js';
-import type { Fence, LeaseTimings, OrgLeases } from './org-lease.js';
-
-export type Dialect = 'sqlite' | 'postgres';
+import { POSTGRES, SQLITE, type Dialect, type SqlDialect } from './sql-dialect.js';
+import { checkFence, noFence } from './lease/fence.js';
+import { DEFAULT_LEASE_TIMINGS } from './lease/lease.js';
+import { PostgresOrgLeases } from './lease/postgres.js';
+import { ProcessLeases } from './lease/process.js';
+import { SqliteOrgLeases } from './lease/sqlite.js';
+import type { Fence } from './lease/fence.js';
+import type { LeaseTimings, OrgLeases } from './lease/lease.js';
 
 export interface Warehouse {
   // Untyped (src/loaders/db.ts): the data tables are defined by the catalog at run time; the

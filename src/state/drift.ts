@@ -1,7 +1,17 @@
 import { sql } from 'kysely';
-import type { DriftCount } from '../extractors/stream-tally.js';
+import type { JsonType } from '../normalize/drift.js';
 import type { AnyDb } from '../loaders/db.js';
 import { stateDb, type DriftRow } from './tables.js';
+
+/** One field the catalog does not know, as one stream's run saw it. Never a value. */
+export interface DriftCount {
+  /** `x_new`, `billing_address.x_new`, `line_items[].x_new`: relative to the stream's record. */
+  field: string;
+  /** The JSON type of the first value seen. */
+  type: JsonType;
+  /** Records that carried it. */
+  occurrences: number;
+}
 
 /**
  * `_svcsync_drift`: the fields the API sent that the catalog does not know, per connection,

@@ -1,5 +1,5 @@
 import type { AnyDb } from '../loaders/db.js';
-import { localProcessGone, processOwner } from '../loaders/org-lease.js';
+import { localProcessGone, processOwner } from '../loaders/lease/lease.js';
 import { stateDb, type RunRow, type RunStreamRow } from './tables.js';
 
 export type RunStatus = 'running' | 'ok' | 'partial' | 'failed' | 'stopped' | 'abandoned';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SyncSummary } from '../../src/extractors/sync-run.js';
-import type { Dialect } from '../../src/loaders/warehouse.js';
+import type { Dialect } from '../../src/loaders/sql-dialect.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { ID_FIELDS, expectExit, instant, startE2E, stored, type E2E, type Family } from '../helpers/e2e.js';
 

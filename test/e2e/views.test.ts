@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG, qualifiedName, type StreamSpec } from '../../src/catalog/index.js';
 import { allChildLayouts, streamLayout, type ChildLayout } from '../../src/catalog/layout.js';
 import { liveViewName } from '../../src/catalog/views.js';
-import type { Dialect } from '../../src/loaders/warehouse.js';
+import type { Dialect } from '../../src/loaders/sql-dialect.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectExit, startE2E, type E2E } from '../helpers/e2e.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AuthorizationError, ConfigError, FatalError, QuotaExhaustedError, RetriableError } from '../../src/core/errors.js';
 import { itemFailureVerdict, SetAside } from '../../src/extractors/item-failure.js';
 import { StopRequested } from '../../src/extractors/stop.js';
-import { LeaseLost } from '../../src/loaders/org-lease.js';
+import { LeaseLost } from '../../src/loaders/lease/fence.js';
 
 describe('itemFailureVerdict', () => {
   const live = new AbortController().signal;

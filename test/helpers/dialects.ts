@@ -3,7 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { openWarehouse, type Dialect, type Warehouse } from '../../src/loaders/warehouse.js';
+import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
+import { type Dialect } from '../../src/loaders/sql-dialect.js';
 
 export const PG_BASE_URL = process.env['SVCSYNC_TEST_PG'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../src/core/errors.js';
-import { LeaseLost } from '../../src/loaders/org-lease.js';
+import { LeaseLost } from '../../src/loaders/lease/fence.js';
 import { retryWaitMs, withFaultRetry, type FaultPolicy } from '../../src/loaders/fault-aware-driver.js';
 
 /** A policy on a fake clock: sleeping moves it, and every retry is recorded. */

@@ -5,19 +5,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
-import {
-  advisoryKey,
-  applyHandover,
-  LeaseLost,
-  localProcessGone,
-  PostgresOrgLeases,
-  processOwner,
-  ProcessLeases,
-  type Lease,
-  type LeaseTimings,
-} from '../../src/loaders/org-lease.js';
+import { advisoryKey, PostgresOrgLeases } from '../../src/loaders/lease/postgres.js';
+import { applyHandover, localProcessGone, processOwner, type Lease, type LeaseTimings } from '../../src/loaders/lease/lease.js';
+import { LeaseLost } from '../../src/loaders/lease/fence.js';
+import { ProcessLeases } from '../../src/loaders/lease/process.js';
 import { TableWriter } from '../../src/loaders/table-writer.js';
-import { commitDetail, commitPage, type Loader } from '../../src/loaders/unit-of-work.js';
+import { commitDetail, commitPage, type Loader } from '../../src/state/unit-of-work.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { normalizeRecord } from '../../src/normalize/normalize.js';
 import { DIALECTS, freshWarehouse, PG_BASE_URL } from '../helpers/dialects.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { POSTGRES, SQL_DIALECTS, SQLITE, ident, type SqlDialect } from '../../src/loaders/sql-dialect.js';
-import type { Dialect } from '../../src/loaders/warehouse.js';
+import type { Dialect } from '../../src/loaders/sql-dialect.js';
 import type { SqlValue } from '../../src/normalize/normalize.js';
 
 // Pure: the texts and values each dialect object produces, without a database. That these

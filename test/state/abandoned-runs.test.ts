@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
-import { processOwner } from '../../src/loaders/org-lease.js';
+import { processOwner } from '../../src/loaders/lease/lease.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { closeAbandonedRuns, finishRun, startRun } from '../../src/state/runs.js';
 import { stateDb } from '../../src/state/tables.js';

@@ -1,13 +1,13 @@
 import { childStreamsOf } from '../catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
 import type { NormalizedRecord } from '../normalize/normalize.js';
-import { completePending, enqueuePending, enqueuePendingQueries, type PendingReason } from '../state/pending.js';
-import { passColumns, saveStreamState, saveStreamStateQuery, type PassState, type StreamKey } from '../state/stream-state.js';
-import { stateDb } from '../state/tables.js';
-import type { AnyDb } from './db.js';
-import type { Fence } from './org-lease.js';
-import type { TableWriter } from './table-writer.js';
-import type { Warehouse } from './warehouse.js';
+import { completePending, enqueuePending, enqueuePendingQueries, type PendingReason } from './pending.js';
+import { passColumns, saveStreamState, saveStreamStateQuery, type PassState, type StreamKey } from './stream-state.js';
+import { stateDb } from './tables.js';
+import type { AnyDb } from '../loaders/db.js';
+import type { Fence } from '../loaders/lease/fence.js';
+import type { TableWriter } from '../loaders/table-writer.js';
+import type { Warehouse } from '../loaders/warehouse.js';
 
 /** What the unit of work writes through: the warehouse and the writer chosen for its dialect. */
 export interface Loader {

@@ -3,7 +3,7 @@ import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { TableWriter } from '../../src/loaders/table-writer.js';
-import { commitPage, type Loader } from '../../src/loaders/unit-of-work.js';
+import { commitPage, type Loader } from '../../src/state/unit-of-work.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { normalizeRecord, type NormalizedRecord } from '../../src/normalize/normalize.js';
 import { loadStreamState, type PassState } from '../../src/state/stream-state.js';
