@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { TokenCacheRegistry } from '../api/client.js';
+import { ApiClient, TokenCacheRegistry, type ApiClientOptions, type RequestEvent } from '../api/client.js';
 import { LimiterRegistry } from '../api/limiter.js';
 import { CATALOG } from '../catalog/index.js';
 import type { StreamSpec } from '../catalog/types.js';
@@ -30,6 +30,9 @@ export interface RunInputs {
   tokens?: TokenCacheRegistry;
   /** The process's cap on records in flight, when it outlives a run (the daemon's, a worker's). */
   records?: RecordBudget;
+  /** Test seams: a random source, request events. */
+  random?: () => number;
+  onRequest?: (e: RequestEvent) => void;
 }
 
 /** A run's shared parts: the organizations' limiters and the connections' tokens outlive a branch. */
@@ -72,6 +75,31 @@ export async function setUpRun(options: RunInputs): Promise<RunSetup> {
     records: options.records ?? new RecordBudget(config.sync.max_records_in_flight),
     connections: selectConnections(config, options.connection),
   };
+}
+
+/**
+ * The API client of one connection in a run: the run's limiters and token caches (shared
+ * across the run's connections, and with the daemon's when it outlives the run), the run's
+ * test seams. `make` builds a subclass (verify's client that keeps to `--max-requests`).
+ */
+export function clientFor<C extends ApiClient = ApiClient>(
+  setup: Pick<RunSetup, 'limiters' | 'tokens'>,
+  inputs: Pick<RunInputs, 'config' | 'clock' | 'logger' | 'secrets' | 'fetch' | 'random' | 'onRequest'>,
+  connection: ConnectionConfig,
+  make: (options: ApiClientOptions) => C = (options) => new ApiClient(options) as C,
+): C {
+  return make({
+    connection,
+    settings: inputs.config.sync,
+    clock: inputs.clock,
+    logger: inputs.logger,
+    secrets: inputs.secrets,
+    limiters: setup.limiters,
+    fetch: inputs.fetch,
+    random: inputs.random,
+    onRequest: inputs.onRequest,
+    tokens: setup.tokens.for(connection, inputs.config.connections.indexOf(connection)),
+  });
 }
 
 /** The configured connections, or the one `--connection` names. */

@@ -249,7 +249,7 @@ export function detailIsEnabled(ctx: SyncContext, stream: StreamSpec): boolean {
  * comes. Fields the catalog does not know go to the tally's `drift` (without one, nowhere).
  */
 export function normalizePage(
-  ctx: SyncContext,
+  ctx: Pick<SyncContext, 'runId' | 'logger'>,
   stream: StreamSpec,
   organizationId: string,
   records: RawRecord[],

@@ -1,6 +1,6 @@
 import type { RequestMeter } from '../api/client.js';
 import type { Logger } from '../core/logger.js';
-import type { JsonType, NormalizeWarning, UnknownField, WarningKind } from '../normalize/normalize.js';
+import type { NormalizeWarning, UnknownField, WarningKind } from '../normalize/normalize.js';
 import type { DriftCount } from '../state/drift.js';
 
 /** One kind of data-shape surprise in one field of one table, counted over a run. */

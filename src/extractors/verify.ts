@@ -1,25 +1,24 @@
 import pLimit from 'p-limit';
-import { ApiClient, TokenCacheRegistry, type ApiClientOptions, type GetRequest, type RequestEvent } from '../api/client.js';
-import { buildFamilyRequest } from '../api/families.js';
-import { LimiterRegistry } from '../api/limiter.js';
-import { isOrganizationList, qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
+import type { RequestEvent, TokenCacheRegistry } from '../api/client.js';
+import type { LimiterRegistry } from '../api/limiter.js';
+import { BoundedApiClient, RequestBound, RequestBoundReached } from '../api/request-cap.js';
 import type { Family } from '../catalog/families.js';
+import { isOrganizationList, qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
 import type { Config, ConnectionConfig } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import { AuthorizationError, ConfigError, ExitCode, FatalError, QuotaExhaustedError, SvcsyncError, describeError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
-import { TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { toId } from '../normalize/values.js';
 import { recordVerification, type VerifyStatus } from '../state/verify.js';
-import { Stamp, silentProgress, type SyncContext } from './context.js';
+import type { Stamp } from './context.js';
+import { discoverOrganizations } from './discovery.js';
 import { selectStreams } from './organization-sync.js';
 import { pages } from './pager.js';
+import { clientFor, setUpRun } from './run-setup.js';
 import { runAll } from './settle.js';
 import { endsTheRun, neverStop, type StopRequest } from './stop.js';
-import { setUpRun } from './run-setup.js';
-import { discoverOrganizations } from './sync-run.js';
 import { compareIds } from './verify-compare.js';
 
 export type { VerifyStatus } from '../state/verify.js';
@@ -117,76 +116,6 @@ export interface VerifyContext {
   signal: AbortSignal;
   stop: StopRequest;
   runId: string;
-}
-
-/** Thrown instead of sending a request past `--max-requests`. */
-export class RequestBoundReached extends Error {
-  constructor(readonly max: number) {
-    super(`--max-requests ${max} reached`);
-    this.name = 'RequestBoundReached';
-  }
-}
-
-/**
- * The run's bound on requests, shared by every connection's client. A call is let through
- * while the requests sent (retries included, as the clients count them) and the calls
- * started are both under the bound; so the bound is exact unless a call in flight retries.
- */
-export class RequestBound {
-  private started = 0;
-  private readonly clients: ApiClient[] = [];
-  constructor(readonly max: number | null) {}
-
-  attach(client: ApiClient): void {
-    this.clients.push(client);
-  }
-
-  sent(): number {
-    return this.clients.reduce((a, c) => a + c.stats().requests, 0);
-  }
-
-  /** Reserves one call; false when the bound is reached. */
-  take(): boolean {
-    if (this.max !== null && Math.max(this.started, this.sent()) >= this.max) return false;
-    this.started++;
-    return true;
-  }
-}
-
-/**
- * The normal ApiClient (token, limiter, daily budget, retries), refusing calls past the
- * run's request bound and counting the requests sent per organization and endpoint.
- */
-export class BoundedApiClient extends ApiClient {
-  private readonly sent: Map<string, number>;
-  constructor(
-    options: ApiClientOptions,
-    readonly bound: RequestBound,
-  ) {
-    const counts = new Map<string, number>();
-    const forward = options.onRequest;
-    super({
-      ...options,
-      // One event per HTTP attempt sent (retries included; none for a call the limiter refused).
-      onRequest: (e) => {
-        const key = `${e.organizationId ?? ''}\u0000${e.endpoint}`;
-        counts.set(key, (counts.get(key) ?? 0) + 1);
-        forward?.(e);
-      },
-    });
-    this.sent = counts;
-    bound.attach(this);
-  }
-
-  override async get(req: GetRequest): Promise<Record<string, unknown>> {
-    if (!this.bound.take()) throw new RequestBoundReached(this.bound.max ?? 0);
-    return super.get(req);
-  }
-
-  /** Requests sent to one list of one organization, retries included. */
-  requestsTo(organizationId: string, family: Family, path: string): number {
-    return this.sent.get(`${organizationId}\u0000${buildFamilyRequest('', { family, path }).display}`) ?? 0;
-  }
 }
 
 /** A list read page by page needs nothing but the organization: no `{parent}` in its path. */
@@ -417,7 +346,8 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       hint: 'For example --max-requests 500.',
     });
   }
-  const { runId, stamp, catalog, limiters, tokens, connections } = await setUpRun(options);
+  const setup = await setUpRun(options);
+  const { runId, stamp, catalog, limiters, connections } = setup;
   const startedAt = stamp.next();
   const bound = new RequestBound(options.maxRequests ?? null);
   const streams: StreamVerification[] = [];
@@ -426,22 +356,7 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
 
   try {
     for (const connection of connections) {
-      const index = config.connections.indexOf(connection);
-      const client = new BoundedApiClient(
-        {
-          connection,
-          settings: config.sync,
-          clock,
-          logger,
-          secrets: options.secrets,
-          limiters,
-          fetch: options.fetch,
-          random: options.random,
-          onRequest: options.onRequest,
-          tokens: tokens.for(connection, index),
-        },
-        bound,
-      );
+      const client = clientFor(setup, options, connection, (o) => new BoundedApiClient(o, bound));
       const ctx: VerifyContext = {
         config,
         connection,
@@ -457,7 +372,8 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       };
       let found: Map<string, Family[]>;
       try {
-        const discovery = await discoverOrganizations(discoveryContext(ctx, limiters), options.organization, false);
+        // No record: verify writes no data rows.
+        const discovery = await discoverOrganizations({ ...ctx, perPage: config.sync.per_page }, options.organization);
         found = discovery.organizations;
         for (const { family, error } of discovery.skipped) {
           connectionFailures.push({
@@ -526,26 +442,5 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
     requests: bound.sent(),
     maxRequests: bound.max,
     exitCode: verifyExitCode(streams, connectionFailures),
-  };
-}
-
-/** The sync context discovery takes; with `record` false it writes nothing. */
-function discoveryContext(ctx: VerifyContext, limiters: LimiterRegistry): SyncContext {
-  return {
-    config: ctx.config,
-    connection: ctx.connection,
-    warehouse: ctx.warehouse,
-    writer: new TableWriter(ctx.warehouse.sql),
-    client: ctx.client,
-    limiters,
-    catalog: ctx.catalog,
-    logger: ctx.logger,
-    clock: ctx.clock,
-    stamp: ctx.stamp,
-    signal: ctx.signal,
-    progress: silentProgress,
-    runId: ctx.runId,
-    stop: ctx.stop,
-    halt: { authorization: null },
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { organizationsForUnlistedFamily } from '../../src/extractors/organization-reuse.js';
+import { organizationsForUnlistedFamily } from '../../src/extractors/discovery.js';
 
 describe('organizationsForUnlistedFamily (A13: a family whose organization list answers 404)', () => {
   const cases: Array<{ name: string; listed: string[]; active: string[]; wanted?: string[]; expected: string[] }> = [
