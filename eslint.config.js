@@ -5,6 +5,28 @@ import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+/** A folder of src/ that may not import the folders named (`no-restricted-imports`: a border the lint holds, not a comment). */
+function layer(folder, above) {
+  return [
+    {
+      files: [`${folder}/**/*.ts`],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            patterns: [
+              {
+                regex: `(^|/)(${above.join('|')})/`,
+                message: `${folder}/ sits below src/{${above.join(',')}}/: move the shared piece down, or the importing code up (docs/design.md, "Layout").`,
+              },
+            ],
+          },
+        ],
+      },
+    },
+  ];
+}
+
 export default tseslint.config(
   // What .gitignore lists as build output. CI's Node binaries are cached outside the tree (~/.cache/svcsync-ci).
   { ignores: ['dist/', 'coverage/', 'bench/results/'] },
@@ -44,6 +66,15 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: globals.node },
   },
+  // The layers of src/, lowest first: core; catalog; config; api and normalize; loaders; state;
+  // extractors; scheduler; cli. An import runs down the list, never up (docs/design.md, "Layout").
+  ...layer('src/catalog', ['config', 'api', 'normalize', 'loaders', 'state', 'extractors', 'scheduler', 'cli']),
+  ...layer('src/config', ['api', 'normalize', 'loaders', 'state', 'extractors', 'scheduler', 'cli']),
+  ...layer('src/api', ['loaders', 'state', 'extractors', 'scheduler', 'cli']),
+  ...layer('src/normalize', ['api', 'loaders', 'state', 'extractors', 'scheduler', 'cli']),
+  ...layer('src/loaders', ['api', 'state', 'extractors', 'scheduler', 'cli']),
+  ...layer('src/state', ['extractors', 'scheduler', 'cli']),
+  ...layer('src/extractors', ['scheduler', 'cli']),
   {
     rules: {
       'no-nested-ternary': 'error',
