@@ -17,7 +17,9 @@ function layer(folder, above) {
             patterns: [
               {
                 regex: `(^|/)(${above.join('|')})/`,
-                message: `${folder}/ sits below src/{${above.join(',')}}/: move the shared piece down, or the importing code up (docs/design.md, "Layout").`,
+                message:
+                  `${folder}/ sits below src/{${above.join(',')}}/: ` +
+                  'move the shared piece down, or the importing code up (docs/design.md, "Layout").',
               },
             ],
           },
