@@ -77,6 +77,7 @@ export default tseslint.config(
   ...layer('src/loaders', ['api', 'state', 'extractors', 'scheduler', 'cli']),
   ...layer('src/state', ['extractors', 'scheduler', 'cli']),
   ...layer('src/extractors', ['scheduler', 'cli']),
+  ...layer('src/scheduler', ['cli']),
   {
     rules: {
       'no-nested-ternary': 'error',

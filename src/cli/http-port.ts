@@ -1,12 +1,11 @@
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import type { Warehouse } from '../loaders/warehouse.js';
-import type { LiveStatus } from '../scheduler/daemon.js';
-import type { HookTarget } from '../scheduler/hooks.js';
-import { serveHttp, type HookResult, type HttpServer } from '../scheduler/http-server.js';
+import type { HookResult, HookTarget } from '../scheduler/hooks.js';
+import { serveHttp, type HttpServer } from '../scheduler/http-server.js';
 import type { DaemonMetrics } from '../scheduler/metrics.js';
+import { collectStatusDocument, type LiveStatus, type StatusDocument } from '../scheduler/status-document.js';
 import { renderStatusPage } from '../scheduler/status-page.js';
-import { collectStatusDocument, type StatusDocument } from './commands/status.js';
 
 /** `--http-port`/`--http-host`, their older names `--metrics-port`/`--metrics-host`, then the config's keys. */
 export function httpAddress(

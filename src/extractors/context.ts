@@ -84,7 +84,7 @@ export interface SyncContext {
    */
   driftWarned?: Set<string>;
   /**
-   * The organization's lease check, run first in each page's transaction (src/loaders/org-lease.ts):
+   * The organization's lease check, run first in each page's transaction (src/loaders/lease/):
    * set by runSync for the organization it holds. Absent (no check) where no lease applies.
    */
   fence?: Fence;

@@ -61,7 +61,7 @@ export interface SyncRunOptions {
   heapWatched?: boolean;
   onRequest?: (e: RequestEvent) => void;
   /**
-   * When another process owns an organization (its lease, src/loaders/org-lease.ts): wait for
+   * When another process owns an organization (its lease, src/loaders/lease/): wait for
    * it to let go (`svcsync sync --wait`), else skip the organization, reported as `busy`.
    */
   waitForLease?: boolean;

@@ -30,7 +30,7 @@ export interface Warehouse {
    */
   sql: SqlDialect;
   /**
-   * Who owns which organization across processes (src/loaders/org-lease.ts), chosen here once
+   * Who owns which organization across processes (src/loaders/lease/), chosen here once
    * like `sql`: advisory locks on Postgres, a lock row with a heartbeat on SQLite.
    */
   leases: OrgLeases;

@@ -1,9 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { qualifiedName, type StreamSpec } from '../catalog/types.js';
 import type { Clock, Timer } from '../core/clock.js';
+import type { JobSpec, KnownOrganization } from './jobs.js';
 
 /**
  * Webhook-triggered syncs (docs/daemon.md, "Webhooks"): the decisions are pure functions and
- * small clock-driven objects here; the HTTP server and the daemon only apply them.
+ * small clock-driven objects here; the HTTP server, the daemon and the worker only apply them.
  */
 
 export interface HookSettings {
@@ -37,6 +39,80 @@ export interface HookTarget {
   organizationId: string;
   /** Stream names within the family (`invoices`) or qualified (`books.invoices`); empty: every incremental stream. */
   streams: string[];
+}
+
+/** What a hook with a valid secret led to. */
+export type HookResult =
+  | { kind: 'accepted'; runAt: number; coalesced: boolean }
+  | { kind: 'fallback'; reason: string }
+  | { kind: 'unknown'; message: string }
+  | { kind: 'invalid'; message: string };
+
+/** A hook checked against what is scheduled: the organization, its incremental jobs to run and their trees. */
+export type HookResolution =
+  { kind: 'ok'; key: string; trees: string[]; jobs: JobSpec[] } | Exclude<HookResult, { kind: 'accepted' | 'fallback' }>;
+
+/** The connection's webhook secret, if hooks are on for it. */
+export function hookSecret(
+  connections: ReadonlyArray<{ name: string; webhook_secret?: string | undefined }>,
+  connection: string,
+): string | undefined {
+  return connections.find((c) => c.name === connection)?.webhook_secret;
+}
+
+/**
+ * What a hook names, checked against what is scheduled: the organization's incremental jobs
+ * and the trees (top-level streams) of the family to run, or why not (unknown, invalid). `key`
+ * is the organization's (connection and id), under which hooks coalesce.
+ */
+export function resolveHook(
+  target: HookTarget,
+  organizations: readonly KnownOrganization[],
+  scheduled: readonly JobSpec[],
+  catalog: readonly StreamSpec[],
+): HookResolution {
+  const org = organizations.find(
+    (o) => o.connection === target.connection && o.organizationId === target.organizationId && o.families.some((f) => f === target.family),
+  );
+  if (!org)
+    return {
+      kind: 'unknown',
+      message:
+        `organization ${target.organizationId} is not known to connection ${target.connection} for family ${target.family}: ` +
+        'svcsync syncs the organizations its discovery found (svcsync status lists them)',
+    };
+  const jobs = scheduled.filter(
+    (j) => j.connection === org.connection && j.organizationId === org.organizationId && j.jobClass === 'incremental',
+  );
+  const familyTrees = jobs.flatMap((j) => j.trees).filter((t) => t.startsWith(`${target.family}.`));
+  const trees = new Set<string>();
+  for (const name of target.streams) {
+    const qualified = name.includes('.') ? name : `${target.family}.${name}`;
+    let spec = catalog.find((s) => qualifiedName(s) === qualified);
+    // A child stream is synced with its parent's tree.
+    while (spec?.parent) {
+      const parent = spec.parent.stream;
+      spec = catalog.find((s) => s.family === spec!.family && s.name === parent);
+    }
+    const tree = spec ? qualifiedName(spec) : qualified;
+    if (!familyTrees.includes(tree))
+      return {
+        kind: 'invalid',
+        message:
+          `stream "${name}" is not an incremental stream of ${target.family} for this organization; ` +
+          `name one of: ${familyTrees.join(', ')}`,
+      };
+    trees.add(tree);
+  }
+  if (familyTrees.length === 0)
+    return { kind: 'invalid', message: `no incremental stream of ${target.family} is scheduled for this organization` };
+  const wanted = trees.size ? [...trees] : familyTrees;
+  return {
+    kind: 'ok',
+    key: `${org.connection}\u0000${org.organizationId}`,
+    trees: wanted,
+    jobs: jobs.filter((j) => j.trees.some((t) => wanted.includes(t))),
+  };
 }
 
 /** Parses a hook path and query, or returns null when the path is not a hook path. */

@@ -1,18 +1,19 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../core/clock.js';
-import { AddressRateLimit, parseHookUrl, presentedSecret, secretMatches, type HookSettings, type HookTarget } from './hooks.js';
+import {
+  AddressRateLimit,
+  parseHookUrl,
+  presentedSecret,
+  secretMatches,
+  type HookResult,
+  type HookSettings,
+  type HookTarget,
+} from './hooks.js';
 import type { DaemonMetrics } from './metrics.js';
 
 /** The methods a webhook may use (spec 2.10). */
 const HOOK_METHODS = ['POST', 'PUT', 'DELETE'];
-
-/** What a hook with a valid secret led to. */
-export type HookResult =
-  | { kind: 'accepted'; runAt: number; coalesced: boolean }
-  | { kind: 'fallback'; reason: string }
-  | { kind: 'unknown'; message: string }
-  | { kind: 'invalid'; message: string };
 
 /** The daemon (or a worker) seen from the HTTP port. */
 export interface HttpTarget {

@@ -2,14 +2,14 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../api/client.js';
 import { svcsyncVersion } from '../api/user-agent.js';
 import type { LimiterRegistry } from '../api/limiter.js';
-import { systemClock, type Clock } from '../core/clock.js';
+import type { Clock } from '../core/clock.js';
 import type { RecordBudget } from '../extractors/record-budget.js';
-import { serveHttp, type HttpServer } from './http-server.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { listDrift } from '../state/drift.js';
 import { listStreamStates } from '../state/stream-state.js';
-import type { JobOutcome } from './scheduler.js';
+import type { JobOutcome } from './job-run.js';
 import type { JobSpec } from './jobs.js';
+import type { QueueDepth } from './queue-depth.js';
 
 export interface QuotaSource {
   /** Organizations the daemon knows, with the limits of the connection reaching them. */
@@ -17,8 +17,8 @@ export interface QuotaSource {
 }
 
 /**
- * The daemon's Prometheus metrics, in a registry of its own (never prom-client's global one,
- * so two daemons in one process, as in tests, do not share counters).
+ * The Prometheus metrics of a daemon or a worker (its job runner's), in a registry of its own
+ * (never prom-client's global one, so two in one process, as in tests, do not share counters).
  */
 export class DaemonMetrics {
   readonly registry = new Registry();
@@ -226,12 +226,42 @@ export class DaemonMetrics {
   jobSkipped(job: JobSpec, reason: string): void {
     this.skipped.inc({ connection: job.connection, job_class: job.jobClass, reason });
   }
-}
 
-/** /healthz (200 while the process runs, 503 once it is stopping) and /metrics, without the status page or hooks. */
-export function serveMetrics(
-  metrics: DaemonMetrics,
-  options: { port: number; host?: string; healthy: () => boolean },
-): Promise<HttpServer> {
-  return serveHttp({ metrics, healthy: options.healthy }, { port: options.port, host: options.host, clock: systemClock });
+  /** An accepted hook (valid secret, known organization); `coalesced` when it joined a run already pending. */
+  hookReceived(connection: string, coalesced: boolean): void {
+    this.hooksReceived.inc({ connection });
+    if (coalesced) this.hooksCoalesced.inc({ connection });
+  }
+
+  /** A debounced hook run: started, or left to the schedule because the budget is low. */
+  hookRun(connection: string, result: 'started' | 'fallback'): void {
+    this.hookRuns.inc({ connection, result });
+  }
+
+  /** The worker queue's depth on /metrics (the same for every worker: the queue is shared), read at each scrape. */
+  watchQueue(read: () => Promise<QueueDepth | null>): void {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'svcsync_queue_jobs',
+      help: 'Sync jobs in the worker queue (all workers), by state: waiting, running, retrying',
+      labelNames: ['state'],
+      registers,
+      async collect(this: Gauge<'state'>) {
+        const q = await read();
+        this.reset();
+        if (!q) return;
+        this.set({ state: 'waiting' }, q.waiting);
+        this.set({ state: 'running' }, q.running);
+        this.set({ state: 'retrying' }, q.retrying);
+      },
+    });
+    new Gauge({
+      name: 'svcsync_queue_oldest_waiting_seconds',
+      help: 'How long the oldest sync job that may start now has waited in the worker queue (0 when none waits)',
+      registers,
+      async collect(this: Gauge) {
+        this.set((await read())?.oldestWaitingSeconds ?? 0);
+      },
+    });
+  }
 }

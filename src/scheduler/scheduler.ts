@@ -1,35 +1,8 @@
 import type { Clock, Timer } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
+import { Holds } from './holds.js';
+import type { Admission, JobOutcome, JobRun } from './job-run.js';
 import { narrowJob, type JobSpec } from './jobs.js';
-
-/** `busy`: another process (a hand-run sync, a worker) held the organization, so nothing ran. */
-export type JobStatus = 'ok' | 'partial' | 'failed' | 'quota' | 'stopped' | 'busy';
-
-/** What a finished job tells the scheduler. */
-export interface JobOutcome {
-  status: JobStatus;
-  /** Organizations (or the connection, as `null`) that failed and should back off. */
-  failed?: Array<string | null>;
-  /** The daily quota is gone until this instant (epoch ms): the organization pauses. */
-  quotaUntil?: number | undefined;
-  requests?: number;
-  error?: string | undefined;
-  /** A backfill that ran to the end (nothing left to read). */
-  complete?: boolean;
-}
-
-/** Handed to a running job: `soft` asks it to stop after the page in flight, `hard` abandons that page. */
-export interface JobRun {
-  soft: AbortSignal;
-  hard: AbortSignal;
-  /** Requests of the organization's day to leave untouched (held for higher priorities). */
-  floor: number;
-  estimate: number;
-  /** Called for each request the run sends (the worker's slice waits for the first one). */
-  onRequest?: () => void;
-}
-
-export type Admission = { run: false; reason: string } | { run: true; job: JobSpec; floor: number; estimate: number };
 
 export type SchedulerEvent =
   | { type: 'started'; job: JobSpec; at: number; estimate: number; floor: number }
@@ -46,8 +19,8 @@ export interface SchedulerOptions {
   /** Budget and ownership check before a job starts; the default admits everything. */
   admit?: (job: JobSpec, now: number) => Promise<Admission>;
   maxConcurrent?: number;
-  retryBackoffMs?: number;
-  retryBackoffMaxMs?: number;
+  /** Backoffs and quota pauses, shared with the job runner's admission; by default the scheduler's own. */
+  holds?: Holds;
   /** A job that found its organization held by another process fires again this soon (default 30 s). */
   busyRetryMs?: number;
   onEvent?: (e: SchedulerEvent) => void;
@@ -61,35 +34,18 @@ interface Running {
   done: Promise<void>;
 }
 
-interface Backoff {
-  failures: number;
-  until: number;
-  reason: string;
-}
-
-/** Where failures are counted: an organization, or a whole connection. */
-function scopeOf(connection: string, organizationId: string | null): string {
-  return organizationId === null ? connection : `${connection}/${organizationId}`;
-}
-
-/** How long a scope is held after its `failures`-th failure in a row: doubling from `base`, at most `max`. */
-export function backoffMs(failures: number, base = 60_000, max = 3_600_000): number {
-  return Math.min(max, base * 2 ** Math.max(0, failures - 1));
-}
-
 /**
  * Fires jobs on their cron schedules, on an injected clock. A job never runs twice at once:
  * a fire that finds it running is skipped and logged. Jobs whose streams another job is
- * syncing, or that find every slot taken, wait for the next job to finish instead. A failed
- * organization (or connection) backs off, doubling, while the others carry on; one whose
- * quota is gone pauses until the reset.
+ * syncing, or that find every slot taken, wait for the next job to finish instead. Each
+ * outcome goes to the holds (`holds.ts`): a failed organization (or connection) backs off,
+ * doubling, while the others carry on; one whose quota is gone pauses until the reset.
  */
 export class Scheduler {
   private readonly running = new Map<string, Running>();
   private readonly waiting = new Map<string, JobSpec>();
   private readonly nextFire = new Map<string, number>();
-  private readonly backoff = new Map<string, Backoff>();
-  private readonly pausedUntil = new Map<string, number>();
+  private readonly holds: Holds;
   /**
    * Early fires asked for by webhooks: the trees to run (null: the whole job) and the job's own
    * next cron fire, which an early fire does not consume.
@@ -102,7 +58,9 @@ export class Scheduler {
   private started = false;
   private ticking: Promise<void> = Promise.resolve();
 
-  constructor(private readonly opts: SchedulerOptions) {}
+  constructor(private readonly opts: SchedulerOptions) {
+    this.holds = opts.holds ?? new Holds({ clock: opts.clock });
+  }
 
   /** Arms the timer for the first fires (from now on; missed fires are not replayed). */
   start(): void {
@@ -212,25 +170,6 @@ export class Scheduler {
     return [...new Set([...this.soon.keys(), ...this.followUp.keys()])];
   }
 
-  /** When an organization's (or connection's) jobs may run again, and why, if not now. */
-  heldUntil(connection: string, organizationId: string | null): { until: number; reason: string } | null {
-    const now = this.opts.clock.now();
-    const candidates: Array<{ until: number; reason: string }> = [];
-    for (const scope of [scopeOf(connection, null), scopeOf(connection, organizationId)]) {
-      const b = this.backoff.get(scope);
-      if (b && b.until > now) candidates.push({ until: b.until, reason: `backing off after ${b.failures} failure(s): ${b.reason}` });
-      const p = this.pausedUntil.get(scope);
-      if (p && p > now) candidates.push({ until: p, reason: 'daily quota spent' });
-    }
-    return candidates.sort((a, b) => b.until - a.until)[0] ?? null;
-  }
-
-  /** Pauses an organization's jobs until `until` (the quota is gone; status and metrics show it). */
-  pause(connection: string, organizationId: string, until: number): void {
-    const scope = scopeOf(connection, organizationId);
-    this.pausedUntil.set(scope, Math.max(this.pausedUntil.get(scope) ?? 0, until));
-  }
-
   /** Picks up added or removed jobs (after discovery); new jobs fire from now on. */
   refresh(): void {
     const now = this.opts.clock.now();
@@ -325,13 +264,9 @@ export class Scheduler {
   }
 
   private async tryStart(job: JobSpec, now: number): Promise<void> {
-    const held = this.heldUntil(job.connection, job.organizationId);
+    const held = this.holds.heldUntil(job.connection, job.organizationId);
     if (held) {
-      this.skip(
-        job,
-        held.reason === 'daily quota spent' ? 'paused' : 'backoff',
-        `${held.reason}; resumes at ${new Date(held.until).toISOString()}`,
-      );
+      this.skip(job, held.kind, `${held.reason}; resumes at ${new Date(held.until).toISOString()}`);
       return;
     }
     const busy = this.busyTrees(job);
@@ -394,28 +329,12 @@ export class Scheduler {
   }
 
   private settle(job: JobSpec, outcome: JobOutcome): void {
-    const now = this.opts.clock.now();
-    if (outcome.quotaUntil !== undefined && job.organizationId !== null) this.pause(job.connection, job.organizationId, outcome.quotaUntil);
+    this.holds.settle(job, outcome);
     if (outcome.status === 'busy') {
       // Nothing ran, and nothing failed: try again soon rather than wait for the next cron fire.
-      const retry = now + (this.opts.busyRetryMs ?? 30_000);
+      const retry = this.opts.clock.now() + (this.opts.busyRetryMs ?? 30_000);
       this.nextFire.set(job.id, Math.min(this.nextFire.get(job.id) ?? retry, retry));
       if (this.started && !this.stopping) this.arm();
-      return;
-    }
-    const failedScopes = new Set((outcome.failed ?? []).map((org) => scopeOf(job.connection, org)));
-    if (outcome.status === 'ok' || outcome.status === 'partial') {
-      // The scopes that worked this time start over.
-      this.backoff.delete(scopeOf(job.connection, job.organizationId));
-      if (job.organizationId === null) {
-        for (const k of [...this.backoff.keys()]) if (k.startsWith(`${job.connection}/`) && !failedScopes.has(k)) this.backoff.delete(k);
-      }
-    }
-    for (const scope of failedScopes) {
-      const prev = this.backoff.get(scope);
-      const failures = (prev?.failures ?? 0) + 1;
-      const wait = backoffMs(failures, this.opts.retryBackoffMs, this.opts.retryBackoffMaxMs);
-      this.backoff.set(scope, { failures, until: now + wait, reason: outcome.error ?? outcome.status });
     }
   }
 

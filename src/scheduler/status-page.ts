@@ -1,5 +1,4 @@
-import type { StatusDocument, StatusOrganization, StatusStream } from '../cli/commands/status.js';
-import type { LiveStatus } from './daemon.js';
+import type { LiveStatus, StatusDocument, StatusOrganization, StatusStream } from './status-document.js';
 
 /**
  * The daemon's status page (`GET /`): rendered on the server from the same document as

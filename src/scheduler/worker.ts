@@ -1,17 +1,15 @@
 import PgBoss from 'pg-boss';
-import { Gauge } from 'prom-client';
-import { queueDepth, SYNC_QUEUE, type QueueDepth } from './queue-depth.js';
 import pg from 'pg';
 import { PLAIN_SCHEMA_NAME } from '../config/schema.js';
-import { ConfigError } from '../core/errors.js';
 import type { Timer } from '../core/clock.js';
-import { migrateToLatest } from '../loaders/migrate.js';
-import { Daemon, type DaemonContext } from './daemon.js';
-import type { JobSpec } from './jobs.js';
+import { ConfigError } from '../core/errors.js';
 import type { OrgSnapshot } from './estimate.js';
-import type { HookTarget } from './hooks.js';
-import type { HookResult } from './http-server.js';
-import { backoffMs, type JobOutcome } from './scheduler.js';
+import type { HookResult, HookTarget } from './hooks.js';
+import { backoffMs } from './holds.js';
+import type { JobOutcome } from './job-run.js';
+import { JobRunner, type RunnerContext } from './job-runner.js';
+import type { JobSpec } from './jobs.js';
+import { queueDepth, SYNC_QUEUE } from './queue-depth.js';
 
 /** The schedule tick: one a minute, fired by whichever worker's pg-boss wins its cron lock. */
 export const TICK_QUEUE = 'svcsync-tick';
@@ -31,7 +29,7 @@ export interface SyncJobData {
   hook?: boolean;
 }
 
-export interface WorkerContext extends DaemonContext {
+export interface WorkerContext extends RunnerContext {
   /** Register the pg-boss cron schedule of the tick (default true; tests drive `tick()` themselves). */
   schedule?: boolean;
   /** How often idle pg-boss workers poll for jobs (default 2 s). */
@@ -74,15 +72,15 @@ function quoteSchema(schema: string): string {
 }
 
 /**
- * `svcsync worker`: one of N equal processes against one Postgres warehouse. Each registers the
- * minute tick with pg-boss (its schedule lock makes one fire); the tick queues a job per due
- * (connection, organization, class) with the daemon's schedules; any worker takes such a job,
- * admits it with the daemon's budget rules and runs it as the daemon would, for at most
- * `worker.slice_minutes`, then queues its continuation if it was stopped there.
+ * `svcsync worker`: the job runner driven by pg-boss, one of N equal processes against one
+ * Postgres warehouse. Each registers the minute tick with pg-boss (its schedule lock makes one
+ * fire); the tick queues a job per due (connection, organization, class) with the daemon's
+ * schedules; any worker takes such a job, admits it with the runner's budget rules and runs it,
+ * for at most `worker.slice_minutes`, then queues its continuation if it was stopped there.
  */
 export class Worker {
-  /** The daemon's job list, estimates, admission and run, used without its timer-driven scheduler. */
-  readonly daemon: Daemon;
+  /** The job list, estimates, admission and run, as the daemon has them. */
+  readonly runner: JobRunner;
   readonly name: string;
   private boss: PgBoss | null = null;
   private readonly running = new Map<string, RunningJob>();
@@ -95,36 +93,8 @@ export class Worker {
     assertWorkerWarehouse(ctx.config.warehouse.url, ctx.warehouse.dialect);
     this.schema = ctx.config.worker.schema;
     this.name = ctx.name ?? `${process.env['HOSTNAME'] ?? 'worker'}/${process.pid}`;
-    this.daemon = new Daemon(ctx);
-    this.registerQueueMetrics();
-  }
-
-  /** The queue's depth on /metrics, read from pg-boss's job table at each scrape. */
-  private registerQueueMetrics(): void {
-    const registers = [this.daemon.metrics.registry];
-    const read = (): Promise<QueueDepth | null> => queueDepth(this.ctx.warehouse.db, this.schema, SYNC_QUEUE).catch(() => null);
-    new Gauge({
-      name: 'svcsync_queue_jobs',
-      help: 'Sync jobs in the worker queue (all workers), by state: waiting, running, retrying',
-      labelNames: ['state'],
-      registers,
-      async collect(this: Gauge<'state'>) {
-        const q = await read();
-        this.reset();
-        if (!q) return;
-        this.set({ state: 'waiting' }, q.waiting);
-        this.set({ state: 'running' }, q.running);
-        this.set({ state: 'retrying' }, q.retrying);
-      },
-    });
-    new Gauge({
-      name: 'svcsync_queue_oldest_waiting_seconds',
-      help: 'How long the oldest sync job that may start now has waited in the worker queue (0 when none waits)',
-      registers,
-      async collect(this: Gauge) {
-        this.set((await read())?.oldestWaitingSeconds ?? 0);
-      },
-    });
+    this.runner = new JobRunner(ctx);
+    this.runner.metrics.watchQueue(() => queueDepth(ctx.warehouse.db, this.schema, SYNC_QUEUE).catch(() => null));
   }
 
   private get log() {
@@ -137,8 +107,7 @@ export class Worker {
 
   /** Installs pg-boss (once, whichever worker comes first), its queues, and starts taking jobs. */
   async start(): Promise<void> {
-    this.daemon.startHeapWatch();
-    await migrateToLatest(this.ctx.warehouse);
+    await this.runner.start();
     const boss = new PgBoss({
       connectionString: this.ctx.config.warehouse.url,
       schema: this.schema,
@@ -161,7 +130,7 @@ export class Worker {
       );
     });
     this.boss = boss;
-    await this.daemon.reloadOrganizations();
+    await this.runner.reloadOrganizations();
     const polling = { pollingIntervalSeconds: this.ctx.pollingIntervalSeconds ?? 2, batchSize: 1 };
     for (let i = 0; i < this.ctx.config.worker.concurrency; i++) {
       let slot = '';
@@ -181,8 +150,8 @@ export class Worker {
     if (this.ctx.schedule ?? true) await boss.schedule(TICK_QUEUE, '* * * * *', {}, { tz: 'UTC' });
     // Discovery for connections no run has discovered yet, on whichever worker takes it.
     for (const c of this.ctx.config.connections) {
-      if (this.daemon.knownOrganizations().some((o) => o.connection === c.name)) continue;
-      const job = this.daemon.jobs().find((j) => j.connection === c.name && j.jobClass === 'organizations');
+      if (this.runner.knownOrganizations().some((o) => o.connection === c.name)) continue;
+      const job = this.runner.jobs().find((j) => j.connection === c.name && j.jobClass === 'organizations');
       if (job) await this.send(job);
     }
     this.log.info({ worker: this.name, schema: this.schema, concurrency: this.ctx.config.worker.concurrency }, 'worker started');
@@ -228,14 +197,12 @@ export class Worker {
    * name other streams of the same job join it).
    */
   async receiveHook(target: HookTarget): Promise<HookResult> {
-    const resolved = this.daemon.resolveHook(target);
+    const resolved = this.runner.resolveHook(target);
     if (resolved.kind !== 'ok') return resolved;
-    const metrics = this.daemon.metrics;
-    metrics.hooksReceived.inc({ connection: target.connection });
     const delay = Math.ceil(this.ctx.config.daemon.hooks.debounce_ms / 1000);
     let coalesced = true;
     for (const job of resolved.jobs) if ((await this.sendHook(job, delay)) !== null) coalesced = false;
-    if (coalesced) metrics.hooksCoalesced.inc({ connection: target.connection });
+    this.runner.metrics.hookReceived(target.connection, coalesced);
     return { kind: 'accepted', runAt: this.ctx.clock.now() + delay * 1000, coalesced };
   }
 
@@ -265,8 +232,8 @@ export class Worker {
     const prev = rows[0] as { prev: string | number } | undefined;
     if (!prev) return [];
     const from = Math.max(Number(prev.prev), now - TICK_LOOKBACK_MS);
-    await this.daemon.reloadOrganizations();
-    const due = this.daemon
+    await this.runner.reloadOrganizations();
+    const due = this.runner
       .jobs()
       .filter((j) => j.cron.next(from) <= now)
       .sort((a, b) => a.priority - b.priority || a.id.localeCompare(b.id));
@@ -296,10 +263,10 @@ export class Worker {
   }
 
   private async findJob(id: string): Promise<JobSpec | undefined> {
-    let spec = this.daemon.jobs().find((j) => j.id === id);
+    let spec = this.runner.jobs().find((j) => j.id === id);
     if (!spec) {
-      await this.daemon.reloadOrganizations();
-      spec = this.daemon.jobs().find((j) => j.id === id);
+      await this.runner.reloadOrganizations();
+      spec = this.runner.jobs().find((j) => j.id === id);
     }
     return spec;
   }
@@ -322,17 +289,17 @@ export class Worker {
       await this.sendHook(spec, BUSY_RETRY_SECONDS);
       return this.skipped(spec.id, 'busy: a run of this job is going here; the hook run is queued again');
     }
-    const held = this.daemon.scheduler.heldUntil(spec.connection, spec.organizationId);
+    const held = this.runner.holds.heldUntil(spec.connection, spec.organizationId);
     if (held) return this.skipped(spec.id, `${held.reason}; resumes at ${new Date(held.until).toISOString()}`);
     let snapshot: OrgSnapshot | undefined;
     if (data.hook) {
       // An extra run: only above what the scheduled incremental fires until the reset need.
-      const verdict = await this.daemon.hookAllowed(spec, this.ctx.clock.now());
-      this.daemon.metrics.hookRuns.inc({ connection: spec.connection, result: verdict.run ? 'started' : 'fallback' });
+      const verdict = await this.runner.admitHook(spec, this.ctx.clock.now());
+      this.runner.metrics.hookRun(spec.connection, verdict.run ? 'started' : 'fallback');
       if (!verdict.run) return this.skipped(spec.id, `fallback: ${verdict.reason}`);
       snapshot = verdict.snapshot;
     }
-    const admission = await this.daemon.admit(spec, this.ctx.clock.now(), snapshot);
+    const admission = await this.runner.admit(spec, this.ctx.clock.now(), snapshot);
     if (!admission.run) return this.skipped(spec.id, admission.reason);
     if (this.stopping) {
       // Admitted while the stop began: a peer takes it.
@@ -362,11 +329,11 @@ export class Worker {
       soft.abort(new Error('slice over'));
     };
     timer = this.ctx.clock.setTimeout(endSlice, this.sliceMs());
-    const knownBefore = new Set(this.daemon.knownOrganizations().map((o) => `${o.connection}\u0000${o.organizationId}`));
+    const knownBefore = new Set(this.runner.knownOrganizations().map((o) => `${o.connection}\u0000${o.organizationId}`));
     const entry: RunningJob = { soft, hard, done: Promise.resolve(), org: orgKey(spec) };
     this.running.set(spec.id, entry);
     this.log.info({ job: spec.id, worker: this.name, estimate: admission.estimate, floor: admission.floor }, 'job started');
-    const run = this.daemon.runJob(
+    const run = this.runner.runJob(
       { ...admission.job, id: spec.id },
       {
         soft: soft.signal,
@@ -386,7 +353,7 @@ export class Worker {
       timer.cancel();
       this.running.delete(spec.id);
     }
-    this.daemon.scheduler.report(spec, outcome);
+    this.runner.holds.settle(spec, outcome);
     // Stopped between pages at its slice or at a graceful shutdown: the rest goes on in a new job,
     // on whichever worker is free. A run abandoned at the bound or stopped for the budget is not continued.
     const cut = (sliced || this.stopping) && outcome.status === 'stopped' && !hard.signal.aborted;
@@ -408,7 +375,7 @@ export class Worker {
    * A failed job's backoff, shared by every worker: its retry waits in the queue until the first
    * fire of its schedule after the backoff, carrying the count of failures in a row. While it
    * waits, the tick cannot queue the same job (one waiting job per id), so no other worker runs
-   * it sooner; a success ends the chain. Each worker's own hold (the daemon's backoff) would
+   * it sooner; a success ends the chain. Each worker's own holds (the runner's backoff) would
    * only stop that worker.
    */
   private async queueRetry(spec: JobSpec, failuresBefore: number): Promise<boolean> {
@@ -428,7 +395,7 @@ export class Worker {
    * cron fire: onboarding a few hundred client organizations should not wait a quarter of an hour.
    */
   private async queueFirstSyncs(knownBefore: ReadonlySet<string>): Promise<void> {
-    const fresh = this.daemon
+    const fresh = this.runner
       .jobs()
       .filter(
         (j) =>
@@ -474,8 +441,7 @@ export class Worker {
     } finally {
       clearTimeout(hardTimer);
     }
-    await this.daemon.limiters.flush();
-    this.daemon.stopHeapWatch();
+    await this.runner.stop();
     await boss?.stop({ graceful: true, timeout: 1_000, wait: true });
     this.boss = null;
     this.log.info({ worker: this.name }, 'worker stopped');

@@ -14,7 +14,7 @@ export interface Loader {
   warehouse: Warehouse;
   writer: TableWriter;
   /**
-   * The organization's lease check (src/loaders/org-lease.ts), run first in every transaction
+   * The organization's lease check (src/loaders/lease/), run first in every transaction
    * of synced data here; absent where no lease applies (verify, tests).
    */
   fence?: Fence;

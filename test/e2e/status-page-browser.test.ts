@@ -52,7 +52,7 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
     });
     await daemon.start();
     await daemon.scheduler.idle();
-    for (const job of daemon.jobs().filter((j) => j.jobClass === 'incremental')) await daemon.runNow(job);
+    for (const job of daemon.runner.jobs().filter((j) => j.jobClass === 'incremental')) await daemon.runNow(job);
     http = await serveDaemonHttp(daemon, config, e.warehouse, e.sandbox.clock, { port: 0 });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
   }, 120_000);

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { serveDaemonHttp } from '../../src/cli/commands/daemon.js';
-import type { StatusDocument } from '../../src/cli/commands/status.js';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger } from '../../src/core/logger.js';
 import { Daemon } from '../../src/scheduler/daemon.js';
 import type { HttpServer } from '../../src/scheduler/http-server.js';
 import type { SchedulerEvent } from '../../src/scheduler/scheduler.js';
+import type { StatusDocument } from '../../src/scheduler/status-document.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { instant, startE2E, type E2E } from '../helpers/e2e.js';
 
@@ -193,7 +193,7 @@ for (const dialect of DIALECTS) {
       // The day is all but spent (by other integrations, say): one request left of svcsync's budget.
       const p = e.warehouse.sql.param;
       await e.query(`UPDATE _svcsync_usage SET count = ${p(1)} WHERE organization_id = ${p(2)}`, [899, org]);
-      const limiter = (await daemon.limiterFor('e2e', org))!;
+      const limiter = (await daemon.runner.limiterFor('e2e', org))!;
       expect(limiter.remainingToday()).toBe(1);
       e.sandbox.resetRequestLog();
       const res = await fetch(`${http.url}/hooks/e2e/inventory/${org}?secret=${SECRET}`, { method: 'POST' });

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger, CapturedLog } from '../../src/core/logger.js';
+import { serveDaemonHttp } from '../../src/cli/commands/daemon.js';
+import { renderStatus } from '../../src/cli/commands/status.js';
 import { Daemon } from '../../src/scheduler/daemon.js';
-import { collectStatus, renderStatus } from '../../src/cli/commands/status.js';
-import { serveMetrics } from '../../src/scheduler/metrics.js';
 import { planNextDay, renderPlan } from '../../src/scheduler/plan.js';
 import type { SchedulerEvent } from '../../src/scheduler/scheduler.js';
+import { collectStatus } from '../../src/scheduler/status-document.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { startE2E, truthIds, type E2E } from '../helpers/e2e.js';
 
@@ -68,13 +69,13 @@ for (const dialect of DIALECTS) {
           schedules: { incremental: '0 6 * * *', settings: '0 7 * * *', reconcile: 'off', backfill: '0 */2 * * *' },
         });
         const { daemon, events } = newDaemon(e, config);
-        await daemon.reloadOrganizations();
-        expect(daemon.knownOrganizations()).toHaveLength(2);
+        await daemon.runner.reloadOrganizations();
+        expect(daemon.runner.knownOrganizations()).toHaveLength(2);
         const startDay = Math.floor(e.sandbox.now() / DAY);
         let finishedAt = -1;
         for (let i = 0; i < 200 && finishedAt < 0; i++) {
           await step(e, daemon);
-          if (!daemon.jobs().some((j) => j.jobClass === 'backfill')) finishedAt = e.sandbox.now();
+          if (!daemon.runner.jobs().some((j) => j.jobClass === 'backfill')) finishedAt = e.sandbox.now();
         }
         expect(finishedAt).toBeGreaterThan(0);
         const days = Math.floor(finishedAt / DAY) - startDay + 1;
@@ -175,10 +176,10 @@ for (const dialect of DIALECTS) {
         const config: Config = { ...base, connections: [good, { ...good, name: 'broken', refresh_token: 'not-a-valid-token' }] };
         const { daemon, events } = newDaemon(e, config);
         await daemon.start();
-        const metrics = await serveMetrics(daemon.metrics, { port: 0, healthy: () => !daemon.isStopping() });
+        const metrics = await serveDaemonHttp(daemon, config, e.warehouse, e.sandbox.clock, { port: 0 });
         try {
           for (let i = 0; i < 4; i++) await step(e, daemon);
-          const broken = daemon.scheduler.heldUntil('broken', null);
+          const broken = daemon.runner.holds.heldUntil('broken', null);
           expect(broken?.reason).toMatch(/backing off/);
           expect(events.some((ev) => ev.type === 'skipped' && ev.reason === 'backoff' && ev.job.connection === 'broken')).toBe(true);
           const okRuns = events.filter(

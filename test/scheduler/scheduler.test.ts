@@ -7,8 +7,9 @@ import { SecretRegistry } from '../../src/core/secrets.js';
 import { decide, heldForHigher } from '../../src/scheduler/budget.js';
 import { Cron } from '../../src/scheduler/cron.js';
 import { DEFAULT_SCHEDULES, resolveJobs, type JobSpec } from '../../src/scheduler/jobs.js';
-import { Scheduler, type JobOutcome, type JobRun, type SchedulerEvent } from '../../src/scheduler/scheduler.js';
-import { outcomeOf } from '../../src/scheduler/daemon.js';
+import { Holds } from '../../src/scheduler/holds.js';
+import { outcomeOf, type JobOutcome, type JobRun } from '../../src/scheduler/job-run.js';
+import { Scheduler, type SchedulerEvent } from '../../src/scheduler/scheduler.js';
 import type { OrganizationOutcome } from '../../src/extractors/organization-sync.js';
 import type { SyncSummary } from '../../src/extractors/sync-run.js';
 
@@ -35,16 +36,16 @@ function setup(jobs: JobSpec[], runJob: (job: JobSpec, run: JobRun) => Promise<J
   const log = new CapturedLog();
   const logger = createLogger({ level: 'info', secrets: new SecretRegistry(), destination: log });
   const events: SchedulerEvent[] = [];
+  const holds = new Holds({ clock, retryBackoffMs: 10 * MIN, retryBackoffMaxMs: 2 * HOUR });
   const scheduler = new Scheduler({
     clock,
     logger,
     jobs: () => jobs,
     runJob,
     onEvent: (e) => events.push(e),
-    retryBackoffMs: 10 * MIN,
-    retryBackoffMaxMs: 2 * HOUR,
+    holds,
   });
-  return { clock, log, events, scheduler };
+  return { clock, log, events, scheduler, holds };
 }
 
 /** A job runner whose runs end when the test says so. */
@@ -177,7 +178,7 @@ describe('failures', () => {
     expect(good).toHaveLength(8);
     // Fails at 00:15 (wait 10 min -> 00:30 runs), fails (20 min -> 01:00), fails (40 min -> 01:45).
     expect(bad).toEqual(['00:15 bad', '00:30 bad', '01:00 bad', '01:45 bad']);
-    const held = t.scheduler.heldUntil('c', 'o-bad');
+    const held = t.holds.heldUntil('c', 'o-bad');
     expect(held?.reason).toContain('401 invalid token');
     expect(t.events.some((e) => e.type === 'skipped' && e.reason === 'backoff' && e.job.id === 'bad')).toBe(true);
     await t.scheduler.stop(1000);
@@ -195,7 +196,7 @@ describe('failures', () => {
     await t.clock.advance(2 * HOUR);
     expect(calls).toEqual(['01:00:00', '01:00:30', '01:01:00', '02:00:00']);
     // No backoff and no pause: the organization did not fail.
-    expect(t.scheduler.heldUntil('c', 'o1')).toBeNull();
+    expect(t.holds.heldUntil('c', 'o1')).toBeNull();
     const finished = t.events.filter((e) => e.type === 'finished').map((e) => (e as { outcome: JobOutcome }).outcome.status);
     expect(finished).toEqual(['busy', 'busy', 'ok', 'ok']);
     await t.scheduler.stop(1000);

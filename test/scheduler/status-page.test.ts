@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { StatusDocument, StatusOrganization, StatusStream } from '../../src/cli/commands/status.js';
+import type { StatusDocument, StatusOrganization, StatusStream } from '../../src/scheduler/status-document.js';
 import { age, freshness, health, renderStatusPage, sortForPage } from '../../src/scheduler/status-page.js';
 
 const NOW = Date.parse('2026-11-23T12:00:00Z');

@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { collectStatusDocument } from '../../src/cli/commands/status.js';
 import { main } from '../../src/cli/main.js';
 import type { Config } from '../../src/config/schema.js';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { ExitCode } from '../../src/core/errors.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
-import type { JobOutcome } from '../../src/scheduler/scheduler.js';
+import type { JobOutcome } from '../../src/scheduler/job-run.js';
 import { queueDepth, queueLine } from '../../src/scheduler/queue-depth.js';
+import { collectStatusDocument } from '../../src/scheduler/status-document.js';
 import { SYNC_QUEUE, Worker, type WorkerContext } from '../../src/scheduler/worker.js';
 import { PG_BASE_URL } from '../helpers/dialects.js';
 import { expectEqualsTruth, instant, startE2E, type E2E } from '../helpers/e2e.js';
@@ -126,18 +126,18 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     // Both at once: pg-boss's install is serialized, and each queues the first discovery (once).
     await Promise.all([w1.start(), w2.start()]);
     await drained(schema, workers, 90_000);
-    await w1.daemon.reloadOrganizations();
-    expect(new Set(w1.daemon.knownOrganizations().map((o) => o.organizationId)).size).toBeGreaterThanOrEqual(6);
+    await w1.runner.reloadOrganizations();
+    expect(new Set(w1.runner.knownOrganizations().map((o) => o.organizationId)).size).toBeGreaterThanOrEqual(6);
 
     // 06:00: incremental, settings and discovery are all due.
     e.sandbox.advanceClock(((((6 * HOUR - (e.sandbox.now() % DAY)) % DAY) + DAY) % DAY) + 1_000);
     const at = e.sandbox.now();
-    const due = w1.daemon
+    const due = w1.runner
       .jobs()
       .filter((j) => j.cron.next(at - 60_000) <= at)
       .map((j) => j.id)
       .sort();
-    expect(due.filter((id) => id.endsWith('/incremental'))).toHaveLength(w1.daemon.knownOrganizations().length);
+    expect(due.filter((id) => id.endsWith('/incremental'))).toHaveLength(w1.runner.knownOrganizations().length);
     const [a, b] = await Promise.all([w1.tick(at), w2.tick(at)]);
     // Each due job once, by whichever worker claimed the span; the other found it covered.
     expect([...a, ...b].sort()).toEqual(due);
@@ -211,7 +211,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     expect(depth.waiting + depth.running + depth.retrying).toBe(left);
     expect(depth.running).toBe(0);
     expect(queueLine(schema, depth)).toMatch(new RegExp(`^worker queue \\(pg-boss schema ${schema}\\): ${depth.waiting} waiting`));
-    const metrics = await worker.daemon.metrics.registry.metrics();
+    const metrics = await worker.runner.metrics.registry.metrics();
     expect(metrics).toContain(`svcsync_queue_jobs{state="waiting"} ${depth.waiting}`);
     expect(metrics).toMatch(/svcsync_queue_oldest_waiting_seconds \d+/);
     // No queue under a schema no worker used.
@@ -237,7 +237,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     const until = Date.now() + 20_000;
     while (Date.now() < until && finished.length === 0) await new Promise((r) => setTimeout(r, 100));
     expect(finished[0]?.outcome.status).toBe('failed');
-    const spec = worker.daemon.jobs().find((j) => j.jobClass === 'organizations')!;
+    const spec = worker.runner.jobs().find((j) => j.jobClass === 'organizations')!;
     const now = e.sandbox.clock.now();
     const c = new pg.Client({ connectionString: PG_BASE_URL });
     await c.connect();
@@ -298,7 +298,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     expect(new Map(rows.map((r) => [String(r.id), instant(r.m)]))).toEqual(
       new Map(truth.map((r) => [String(r['salesorder_id']), instant(r['last_modified_time'])])),
     );
-    const metrics = await worker.daemon.metrics.registry.metrics();
+    const metrics = await worker.runner.metrics.registry.metrics();
     expect(metrics).toContain('svcsync_hooks_coalesced_total{connection="e2e"} 49');
     expect(metrics).toContain('svcsync_hook_runs_total{connection="e2e",result="started"} 1');
   }, 90_000);

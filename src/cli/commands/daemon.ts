@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
 import { Daemon } from '../../scheduler/daemon.js';
+import { hookSecret } from '../../scheduler/hooks.js';
 import type { HttpServer } from '../../scheduler/http-server.js';
 import { httpAddress, serveSyncHttp } from '../http-port.js';
 import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';
@@ -85,7 +86,7 @@ export function daemonCommand(cli: Cli): Command {
           rt.logger.info({ url: http.url }, 'status page, webhooks and metrics listening');
         }
         await daemon.start();
-        rt.logger.info({ jobs: daemon.jobs().length, organizations: daemon.knownOrganizations().length }, 'daemon started');
+        rt.logger.info({ jobs: daemon.runner.jobs().length, organizations: daemon.runner.knownOrganizations().length }, 'daemon started');
         await done;
         await daemon.stop(graceMs);
         rt.logger.info('daemon stopped');
@@ -109,10 +110,10 @@ export function serveDaemonHttp(
 ): Promise<HttpServer> {
   return serveSyncHttp(
     {
-      metrics: daemon.metrics,
+      metrics: daemon.runner.metrics,
       healthy: () => !daemon.isStopping(),
       live: () => daemon.liveStatus(),
-      hookSecret: (connection) => daemon.hookSecret(connection),
+      hookSecret: (connection) => hookSecret(config.connections, connection),
       receiveHook: (target) => daemon.receiveHook(target),
     },
     config,

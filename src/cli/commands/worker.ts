@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
+import { hookSecret } from '../../scheduler/hooks.js';
 import type { HttpServer } from '../../scheduler/http-server.js';
 import { httpAddress, serveSyncHttp } from '../http-port.js';
 import { assertWorkerWarehouse, Worker } from '../../scheduler/worker.js';
@@ -76,9 +77,9 @@ export function workerCommand(cli: Cli): Command {
         if (port !== undefined) {
           metrics = await serveSyncHttp(
             {
-              metrics: worker.daemon.metrics,
+              metrics: worker.runner.metrics,
               healthy: () => !worker.isStopping(),
-              hookSecret: (connection) => worker.daemon.hookSecret(connection),
+              hookSecret: (connection) => hookSecret(config.connections, connection),
               receiveHook: (target) => worker.receiveHook(target),
             },
             config,

@@ -1,0 +1,334 @@
+import { connectionLimits, TokenCacheRegistry, type RequestEvent } from '../api/client.js';
+import { LimiterRegistry, type OrgLimiter } from '../api/limiter.js';
+import { CATALOG } from '../catalog/index.js';
+import type { StreamSpec } from '../catalog/types.js';
+import type { Family } from '../catalog/families.js';
+import type { Config } from '../config/schema.js';
+import type { Clock } from '../core/clock.js';
+import { watchHeap } from '../core/heap-budget.js';
+import type { Logger } from '../core/logger.js';
+import type { SecretRegistry } from '../core/secrets.js';
+import { RecordBudget } from '../extractors/record-budget.js';
+import { StopRequested, type StopRequest } from '../extractors/stop.js';
+import { runSync, type SyncSummary } from '../extractors/sync-run.js';
+import { migrateToLatest } from '../loaders/migrate.js';
+import type { Warehouse } from '../loaders/warehouse.js';
+import { stateDb } from '../state/tables.js';
+import { WarehouseUsageStore } from '../state/usage-store.js';
+import { decide, heldForHigher } from './budget.js';
+import { backfillPhase, daemonCommand, estimateJob, loadSnapshot, rowsNeeded, treesInBackfill, type OrgSnapshot } from './estimate.js';
+import { hookBudget, resolveHook, type HookResolution, type HookTarget } from './hooks.js';
+import { Holds } from './holds.js';
+import { outcomeOf, type Admission, type JobOutcome, type JobRun } from './job-run.js';
+import { narrowJob, resolveJobs, type JobSpec, type KnownOrganization } from './jobs.js';
+import { DaemonMetrics } from './metrics.js';
+
+/** Everything a job runner needs, passed in; nothing global. */
+export interface RunnerContext {
+  config: Config;
+  warehouse: Warehouse;
+  clock: Clock;
+  logger: Logger;
+  secrets: SecretRegistry;
+  /** One registry for every run, so per-organization windows and daily counts are global. */
+  limiters?: LimiterRegistry;
+  /** Spread a backfill of every stream across days (`daemon --backfill`, or `daemon.backfill`). */
+  backfill?: boolean;
+  catalog?: readonly StreamSpec[];
+  /** Test seams. */
+  fetch?: typeof fetch;
+  random?: () => number;
+}
+
+/**
+ * The jobs of one process and how they run, whatever drives them: `svcsync daemon` drives it
+ * from its cron `Scheduler`, `svcsync worker` from pg-boss. It knows the job list (from the
+ * organizations discovered so far), admits a job with the budget rules of docs/daemon.md
+ * against its estimate, runs it as one `runSync`, and turns the summary into an outcome. It
+ * holds what every run of the process shares: the limiters, the token caches, the cap on
+ * records in flight, the heap watch, the metrics and the holds (backoffs, quota pauses).
+ */
+export class JobRunner {
+  readonly limiters: LimiterRegistry;
+  readonly metrics: DaemonMetrics;
+  /** Backoffs and quota pauses: admission pauses an organization whose quota it finds spent; drivers settle outcomes. */
+  readonly holds: Holds;
+  private readonly tokens: TokenCacheRegistry;
+  /** One cap on records in flight for all the jobs this process runs at once. */
+  private readonly records: RecordBudget;
+  private readonly catalog: readonly StreamSpec[];
+  private readonly backfill: boolean;
+  private jobList: JobSpec[] = [];
+  private organizations: KnownOrganization[] = [];
+  private readonly finishedBackfills = new Set<string>();
+  /** Actual requests of each job's last complete run: the best estimate of its next. */
+  private readonly history = new Map<string, number>();
+  /** Stops watching the heap (src/core/heap-budget.ts), which the process does while it runs jobs. */
+  private unwatchHeap: () => void = () => undefined;
+
+  constructor(
+    private readonly ctx: RunnerContext,
+    /** The job list changed (discovery found organizations, a backfill finished): a cron scheduler re-reads it. */
+    private readonly onJobsChanged: () => void = () => undefined,
+  ) {
+    this.catalog = ctx.catalog ?? CATALOG;
+    this.backfill = ctx.backfill ?? ctx.config.daemon.backfill;
+    this.limiters =
+      ctx.limiters ??
+      new LimiterRegistry({
+        clock: ctx.clock,
+        store: new WarehouseUsageStore(ctx.warehouse.db, () => ctx.clock.now()),
+        logger: ctx.logger,
+      });
+    this.records = new RecordBudget(ctx.config.sync.max_records_in_flight);
+    // One token serves every job.
+    this.tokens = new TokenCacheRegistry({
+      clock: ctx.clock,
+      secrets: ctx.secrets,
+      logger: ctx.logger,
+      regions: ctx.config.regions,
+      timeoutMs: ctx.config.sync.request_timeout_ms,
+      fetch: ctx.fetch,
+    });
+    this.metrics = new DaemonMetrics({
+      clock: ctx.clock,
+      limiters: this.limiters,
+      warehouse: ctx.warehouse,
+      quota: { organizations: () => this.organizations },
+      records: this.records,
+    });
+    const settings = ctx.config.daemon;
+    this.holds = new Holds({
+      clock: ctx.clock,
+      retryBackoffMs: settings.retry_backoff_ms,
+      retryBackoffMaxMs: settings.retry_backoff_max_ms,
+    });
+  }
+
+  /**
+   * Before the first job: watches the heap near `sync.heap_budget_mb` (the process's jobs share
+   * it) and brings the warehouse to the latest migration.
+   */
+  async start(): Promise<void> {
+    this.unwatchHeap();
+    this.unwatchHeap = watchHeap(this.ctx.config.sync.heap_budget_mb).stop;
+    await migrateToLatest(this.ctx.warehouse);
+  }
+
+  /** After the last job returned (runSync returns only after each branch committed its last page). */
+  async stop(): Promise<void> {
+    await this.limiters.flush();
+    this.unwatchHeap();
+    this.unwatchHeap = () => undefined;
+  }
+
+  /** Jobs as scheduled now. */
+  jobs(): readonly JobSpec[] {
+    return this.jobList;
+  }
+
+  knownOrganizations(): readonly KnownOrganization[] {
+    return this.organizations;
+  }
+
+  /** Reads the organizations discovered so far (by any run) and rebuilds the job list. */
+  async reloadOrganizations(): Promise<void> {
+    const rows = await stateDb(this.ctx.warehouse.db).selectFrom('_svcsync_organizations').selectAll().execute();
+    const byKey = new Map<string, KnownOrganization>();
+    for (const r of rows) {
+      if (Number(r.is_active ?? 1) === 0) continue;
+      const connection = this.ctx.config.connections.find((c) => c.name === r.connection);
+      if (!connection || !connection.families.includes(r.family as Family)) continue;
+      const k = `${r.connection}|${r.organization_id}`;
+      const o = byKey.get(k) ?? { connection: r.connection, organizationId: r.organization_id, families: [] };
+      o.families.push(r.family as Family);
+      byKey.set(k, o);
+    }
+    this.organizations = [...byKey.values()].sort(
+      (a, b) => a.connection.localeCompare(b.connection) || a.organizationId.localeCompare(b.organizationId),
+    );
+    this.jobList = resolveJobs(this.ctx.config, this.organizations, { backfill: this.backfill, catalog: this.catalog }).filter(
+      (j) => !this.finishedBackfills.has(j.id),
+    );
+    this.onJobsChanged();
+  }
+
+  private finishBackfill(job: JobSpec): void {
+    this.finishedBackfills.add(job.id);
+    this.jobList = this.jobList.filter((j) => j.id !== job.id);
+    this.ctx.logger.info({ job: job.id }, 'backfill complete for this organization');
+    this.onJobsChanged();
+  }
+
+  /** The organization's limiter, created with its connection's limits if no run made it yet. */
+  async limiterFor(connectionName: string, organizationId: string): Promise<OrgLimiter | null> {
+    const connection = this.ctx.config.connections.find((c) => c.name === connectionName);
+    if (!connection) return null;
+    return this.limiters.get(organizationId, { limits: connectionLimits(connection), timeZone: connection.quota_reset_time_zone });
+  }
+
+  /** The organization's jobs and one snapshot of its state that every one of their estimates can read. */
+  private async orgSnapshot(
+    connection: string,
+    organizationId: string,
+    read?: OrgSnapshot,
+  ): Promise<{ orgJobs: JobSpec[]; snap: OrgSnapshot }> {
+    const orgJobs = this.jobList.filter((j) => j.connection === connection && j.organizationId === organizationId);
+    if (read) return { orgJobs, snap: read };
+    const snap = await loadSnapshot(this.ctx.warehouse, connection, organizationId, { rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))] });
+    return { orgJobs, snap };
+  }
+
+  /** Estimated requests of a job (0 for discovery, which no organization is charged for). */
+  async estimate(job: JobSpec, snap?: OrgSnapshot): Promise<number> {
+    if (job.organizationId === null) return 0;
+    const s = snap ?? (await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, { rowsFor: rowsNeeded(job) }));
+    const fromDb = estimateJob(job, s, this.ctx.config.sync.per_page, this.catalog);
+    const last = this.history.get(job.id);
+    if (last === undefined || job.mode !== 'incremental') return fromDb;
+    const queued = job.streams.reduce((a, n) => a + (s.streams.get(n)?.pending.detail ?? 0) + (s.streams.get(n)?.pending.children ?? 0), 0);
+    return Math.max(1, last) + queued;
+  }
+
+  /**
+   * Whether a job may start now, and on which streams with what floor: the budget rules of
+   * docs/daemon.md. The daemon's scheduler asks it before each start; a worker before each job
+   * it takes (passing the snapshot `admitHook` read, if it asked that first).
+   */
+  async admit(job: JobSpec, now: number, snapshot?: OrgSnapshot): Promise<Admission> {
+    if (job.organizationId === null) return { run: true, job, floor: 0, estimate: 0 };
+    const limiter = await this.limiterFor(job.connection, job.organizationId);
+    if (!limiter) return { run: false, reason: 'busy: connection no longer configured' };
+    const blocked = limiter.blockedUntil();
+    if (blocked) {
+      this.holds.pause(job.connection, job.organizationId, blocked.getTime());
+      return { run: false, reason: `paused: the daily quota is spent (429 code 45); resumes at ${blocked.toISOString()}` };
+    }
+    const { orgJobs, snap } = await this.orgSnapshot(job.connection, job.organizationId, snapshot);
+    let effective = job;
+    if (job.jobClass === 'backfill') {
+      const phases = job.trees.map((t) => ({ t, phase: backfillPhase(t, job, snap) }));
+      const lists = phases.filter((p) => p.phase === 'list').map((p) => p.t);
+      const children = phases.filter((p) => p.phase === 'children').map((p) => p.t);
+      if (lists.length === 0 && children.length === 0) {
+        this.finishBackfill(job);
+        return { run: false, reason: 'busy: backfill complete' };
+      }
+      // Lists first; then the queued child work, drained by an incremental run of those trees.
+      effective = lists.length ? narrowJob(job, lists, this.catalog) : { ...narrowJob(job, children, this.catalog), mode: 'incremental' };
+    } else {
+      // Trees a backfill has started on are the backfill's until it finishes them.
+      const owned = new Set(this.backfill ? treesInBackfill(job.trees, snap, this.catalog) : []);
+      const trees = job.trees.filter((t) => !owned.has(t));
+      if (job.trees.length > 0 && trees.length === 0) return { run: false, reason: 'busy: a backfill in progress owns these streams' };
+      effective = narrowJob(job, trees, this.catalog);
+    }
+    const estimate = await this.estimate(effective, snap);
+    const withEstimates = await Promise.all(
+      orgJobs.filter((j) => j.priority < job.priority).map(async (j) => ({ job: j, estimate: await this.estimate(j, snap) })),
+    );
+    const reset = limiter.nextReset().getTime();
+    const floor = job.priority === 0 ? 0 : heldForHigher(job.priority, withEstimates, now, reset, this.ctx.config.daemon.budget_safety);
+    const d = decide(effective, estimate, { remaining: limiter.remainingToday(), nextReset: reset }, floor);
+    if (!d.run) return { run: false, reason: d.reason };
+    return { run: true, job: effective, floor: d.floor, estimate };
+  }
+
+  /** A webhook checked against the job list: the organization's incremental jobs and trees to run, or why not. */
+  resolveHook(target: HookTarget): HookResolution {
+    return resolveHook(target, this.organizations, this.jobList, this.catalog);
+  }
+
+  /**
+   * Whether a hook may start an extra incremental run: only above what the scheduled incremental
+   * fires until the reset need. Also returns the organization's snapshot it read, so that a
+   * worker admitting the run right after passes it to `admit` instead of reading the same state twice.
+   */
+  async admitHook(job: JobSpec, now: number): Promise<{ run: boolean; reason: string; snapshot?: OrgSnapshot }> {
+    const limiter = await this.limiterFor(job.connection, job.organizationId!);
+    if (!limiter) return { run: false, reason: 'connection no longer configured' };
+    if (limiter.blockedUntil()) return { run: false, reason: 'the daily quota is spent (429 code 45)' };
+    const { orgJobs, snap } = await this.orgSnapshot(job.connection, job.organizationId!);
+    const estimate = await this.estimate(job, snap);
+    const scheduled = await Promise.all(
+      orgJobs.filter((j) => j.priority === 0).map(async (j) => ({ job: j, estimate: await this.estimate(j, snap) })),
+    );
+    const held = heldForHigher(1, scheduled, now, limiter.nextReset().getTime(), this.ctx.config.daemon.budget_safety);
+    return { ...hookBudget(estimate, limiter.remainingToday(), held), snapshot: snap };
+  }
+
+  /** One runSync of the job, stopped by `run.soft` between pages and abandoned by `run.hard`; never throws. */
+  async runJob(job: JobSpec, run: JobRun): Promise<JobOutcome> {
+    const started = this.ctx.clock.now();
+    this.metrics.jobStarted(job);
+    const controller = new AbortController();
+    const onHard = (): void => controller.abort(run.hard.reason);
+    run.hard.addEventListener('abort', onHard, { once: true });
+    const limiter = job.organizationId === null ? null : await this.limiterFor(job.connection, job.organizationId);
+    const stop: StopRequest = {
+      reason: () => {
+        if (run.soft.aborted) return 'shutdown';
+        // Jobs after the incremental class stop at the share held for higher priorities; asked
+        // before a request is sent, so the floor stays untouched.
+        if (limiter && job.priority > 0 && limiter.remainingToday() <= run.floor) return 'budget';
+        return null;
+      },
+    };
+    const onRequest = (e: RequestEvent): void => {
+      this.metrics.onRequest(e);
+      run.onRequest?.();
+    };
+    let summary: SyncSummary | undefined;
+    let outcome: JobOutcome;
+    try {
+      summary = await runSync({
+        config: this.ctx.config,
+        warehouse: this.ctx.warehouse,
+        clock: this.ctx.clock,
+        logger: this.ctx.logger.child({ job: job.id }),
+        secrets: this.ctx.secrets,
+        signal: controller.signal,
+        stop,
+        command: daemonCommand(job),
+        mode: job.mode,
+        connection: job.connection,
+        organization: job.organizationId ?? undefined,
+        streams: job.streams,
+        catalog: this.catalog,
+        fetch: this.ctx.fetch,
+        random: this.ctx.random,
+        limiters: this.limiters,
+        tokens: this.tokens,
+        records: this.records,
+        heapWatched: true,
+        onRequest,
+      });
+      outcome = outcomeOf(job, summary);
+      if (outcome.status === 'ok' && (job.jobClass === 'incremental' || job.jobClass === 'settings'))
+        this.history.set(job.id, outcome.requests ?? 0);
+    } catch (err) {
+      outcome = failedOutcome(job, err, controller.signal.aborted);
+    } finally {
+      run.hard.removeEventListener('abort', onHard);
+    }
+    const written = summary
+      ? summary.organizations.flatMap((o) =>
+          o.streams.map((s) => ({ organizationId: o.organizationId, stream: s.stream, written: s.written })),
+        )
+      : [];
+    this.metrics.jobFinished(job, outcome, (this.ctx.clock.now() - started) / 1000, written);
+    if (job.jobClass === 'organizations' && (outcome.status === 'ok' || outcome.status === 'partial')) await this.reloadOrganizations();
+    return outcome;
+  }
+}
+
+/** A run that threw: abandoned at the shutdown bound, stopped between pages (shutdown, budget), or failed. */
+function failedOutcome(job: JobSpec, err: unknown, abandoned: boolean): JobOutcome {
+  if (abandoned) return { status: 'stopped', error: 'stopped (abandoned at the shutdown bound)' };
+  if (err instanceof StopRequested)
+    return {
+      status: 'stopped',
+      error: err.reason === 'budget' ? 'stopped at its share of the daily budget; continues on a later tick' : `stopped (${err.reason})`,
+    };
+  return { status: 'failed', failed: [job.organizationId], error: err instanceof Error ? err.message : String(err) };
+}
