@@ -5,28 +5,30 @@ import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
-/** A folder of src/ that may not import the folders named (`no-restricted-imports`: a border the lint holds, not a comment). */
+/** The commands that start the sandbox (`svcsync demo`, `svcsync sandbox`): the only code of src/ that may import it. */
+const SANDBOX_STARTERS = ['src/cli/commands/demo.ts', 'src/cli/sandbox-command.ts'];
+
+/**
+ * A folder of src/ that may not import the folders named, nor the sandbox
+ * (`no-restricted-imports`: a border the lint holds, not a comment). One block per folder:
+ * a later block setting the same rule would replace this one's patterns.
+ */
 function layer(folder, above) {
-  return [
+  const patterns = [
     {
-      files: [`${folder}/**/*.ts`],
-      rules: {
-        'no-restricted-imports': [
-          'error',
-          {
-            patterns: [
-              {
-                regex: `(^|/)(${above.join('|')})/`,
-                message:
-                  `${folder}/ sits below src/{${above.join(',')}}/: ` +
-                  'move the shared piece down, or the importing code up (docs/design.md, "Layout").',
-              },
-            ],
-          },
-        ],
-      },
+      regex: '(^|/)sandbox/',
+      message: 'only `svcsync demo` and `svcsync sandbox` start the sandbox (through its entry point, sandbox/index.ts).',
     },
   ];
+  if (above.length > 0) {
+    patterns.push({
+      regex: `(^|/)(${above.join('|')})/`,
+      message:
+        `${folder}/ sits below src/{${above.join(',')}}/: ` +
+        'move the shared piece down, or the importing code up (docs/design.md, "Layout").',
+    });
+  }
+  return { files: [`${folder}/**/*.ts`], rules: { 'no-restricted-imports': ['error', { patterns }] } };
 }
 
 export default tseslint.config(
@@ -70,14 +72,42 @@ export default tseslint.config(
   },
   // The layers of src/, lowest first: core; catalog; config; api and normalize; loaders; state;
   // extractors; scheduler; cli. An import runs down the list, never up (docs/design.md, "Layout").
-  ...layer('src/catalog', ['config', 'api', 'normalize', 'loaders', 'state', 'extractors', 'scheduler', 'cli']),
-  ...layer('src/config', ['api', 'normalize', 'loaders', 'state', 'extractors', 'scheduler', 'cli']),
-  ...layer('src/api', ['loaders', 'state', 'extractors', 'scheduler', 'cli']),
-  ...layer('src/normalize', ['api', 'loaders', 'state', 'extractors', 'scheduler', 'cli']),
-  ...layer('src/loaders', ['api', 'state', 'extractors', 'scheduler', 'cli']),
-  ...layer('src/state', ['extractors', 'scheduler', 'cli']),
-  ...layer('src/extractors', ['scheduler', 'cli']),
-  ...layer('src/scheduler', ['cli']),
+  // No folder of src/ reaches into the sandbox but the two commands that start it.
+  layer('src/core', ['catalog', 'config', 'api', 'normalize', 'loaders', 'state', 'extractors', 'scheduler', 'cli']),
+  layer('src/catalog', ['config', 'api', 'normalize', 'loaders', 'state', 'extractors', 'scheduler', 'cli']),
+  layer('src/config', ['api', 'normalize', 'loaders', 'state', 'extractors', 'scheduler', 'cli']),
+  layer('src/api', ['loaders', 'state', 'extractors', 'scheduler', 'cli']),
+  layer('src/normalize', ['api', 'loaders', 'state', 'extractors', 'scheduler', 'cli']),
+  layer('src/loaders', ['api', 'state', 'extractors', 'scheduler', 'cli']),
+  layer('src/state', ['extractors', 'scheduler', 'cli']),
+  layer('src/extractors', ['scheduler', 'cli']),
+  layer('src/scheduler', ['cli']),
+  { ...layer('src/cli', []), ignores: SANDBOX_STARTERS },
+  {
+    files: SANDBOX_STARTERS,
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '(^|/)sandbox/(?!index\\.js$)', message: 'use the sandbox through its entry point, sandbox/index.ts.' }] },
+      ],
+    },
+  },
+  // The sandbox is the API's stand-in, written from the spec on its own: a bug shared with the
+  // client would hide itself. It imports only Node's built-ins and its own files.
+  {
+    files: ['sandbox/**/*.ts'],
+    ignores: ['sandbox/test/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: '^(?!node:|\\./)', message: 'the sandbox imports only Node built-ins (node:...) and its own files (./...).' },
+          ],
+        },
+      ],
+    },
+  },
   {
     rules: {
       'no-nested-ternary': 'error',

@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { startSandbox, type Sandbox } from '../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../sandbox/index.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const BIN = resolve(here, '..', '..', 'bin', 'svcsync.js');

@@ -3,7 +3,7 @@
  * the sandbox (bench/sandbox-child.ts) and the svcsync process (bench/sync-child.ts).
  * Each runs in its own process so the API stand-in and svcsync never share an event loop.
  */
-import type { RequestLog } from '../src/sandbox/index.js';
+import type { RequestLog } from '../sandbox/index.js';
 
 export interface StreamRef {
   family: 'books' | 'inventory' | 'invoice' | 'billing';

@@ -55,7 +55,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { CATALOG, childStreamsOf } from '../src/catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../src/catalog/types.js';
-import type { RequestLog } from '../src/sandbox/index.js';
+import type { RequestLog } from '../sandbox/index.js';
 import { summarizeProfile, type CpuProfile, type ProfileSummary } from './profile.js';
 import type { BareResult, BareSpec, SandboxMessage, SandboxSpec, SqlStat, StreamRef, SyncResult, SyncSpec } from './protocol.js';
 

@@ -3,7 +3,7 @@
  * sandbox on 127.0.0.1 that answers the driver's questions (record counts, request log) over IPC.
  * Usage: node dist/bench/sandbox-child.js '<SandboxSpec JSON>'
  */
-import { startSandbox } from '../src/sandbox/index.js';
+import { startSandbox } from '../sandbox/index.js';
 import type { SandboxCommand, SandboxMessage, SandboxSpec } from './protocol.js';
 
 async function main(): Promise<void> {

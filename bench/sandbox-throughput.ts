@@ -8,7 +8,7 @@
 import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { startSandbox } from '../src/sandbox/index.js';
+import { startSandbox } from '../sandbox/index.js';
 
 export interface SandboxBenchmarkResult {
   seconds: number;

@@ -14,7 +14,7 @@ import {
   type Preset,
   type SandboxOptions,
   type Variants,
-} from '../sandbox/index.js';
+} from '../../sandbox/index.js';
 
 function integer(name: string, min: number, max: number) {
   return (raw: string): number => {

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CATALOG } from '../../src/catalog/index.js';
-import { ROUTES } from '../../src/sandbox/routes.js';
-import { STREAMS } from '../../src/sandbox/stream-catalog.js';
+import { ROUTES } from '../../sandbox/routes.js';
+import { STREAMS } from '../../sandbox/stream-catalog.js';
 import { TOP } from '../helpers/minimum.js';
 import { ID_FIELDS } from '../helpers/stream-ids.js';
 import { RECORDS_BY_STREAM } from '../normalize/fixtures.js';
@@ -35,13 +35,13 @@ const CATALOG_PER_ORGANIZATION: NameSet = {
 };
 
 const SANDBOX_ROUTES: NameSet = {
-  where: 'the sandbox routes (src/sandbox/routes.ts, SPECS)',
+  where: 'the sandbox routes (sandbox/routes.ts, SPECS)',
   add: 'its list route (and its single-record route, if it has one)',
   names: new Set(ROUTES.map((r) => `${r.family}.${r.stream}`)),
 };
 const SANDBOX_STREAMS: NameSet = {
-  where: 'the sandbox streams (src/sandbox/stream-catalog.ts, STREAMS)',
-  add: 'a StreamDef written from the spec, listed in STREAMS, with its generator in src/sandbox/generators.ts',
+  where: 'the sandbox streams (sandbox/stream-catalog.ts, STREAMS)',
+  add: 'a StreamDef written from the spec, listed in STREAMS, with its generator in sandbox/generators.ts',
   names: new Set(STREAMS.map((d) => `${d.family}.${d.stream}`)),
 };
 const NORMALIZER_FIXTURES: NameSet = {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../sandbox/index.js';
 
 const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
 

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWarehouse } from '../../src/loaders/warehouse.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 import { writeProcessConfig } from '../helpers/process-config.js';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../sandbox/index.js';
 
 // Runs the built CLI (dist/, `npm run build`), as test/cli/cli.test.ts does.
 const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 import { ID_FIELDS, truthIds, type Family } from '../helpers/e2e.js';
 

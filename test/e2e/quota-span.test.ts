@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { SandboxOptions } from '../../src/sandbox/index.js';
+import type { SandboxOptions } from '../../sandbox/index.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectEqualsTruth, expectExit, startE2E, type E2E } from '../helpers/e2e.js';
 

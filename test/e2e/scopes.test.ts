@@ -3,7 +3,7 @@ import { requiredScopes } from '../../src/api/scopes.js';
 import { CATALOG } from '../../src/catalog/index.js';
 import { renderSummary } from '../../src/cli/summary.js';
 import { FAMILIES } from '../../src/catalog/families.js';
-import type { Variants } from '../../src/sandbox/index.js';
+import type { Variants } from '../../sandbox/index.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectEqualsTruth, expectExit, startE2E, type E2E } from '../helpers/e2e.js';
 

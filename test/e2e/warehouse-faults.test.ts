@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG } from '../../src/catalog/index.js';
 import { tableDefinitions } from '../../src/catalog/tables.js';
 import { openWarehouse } from '../../src/loaders/warehouse.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { runCli, startCli, STACK_FRAME, type CliResult } from '../helpers/cli-process.js';
 import { freshWarehouse, PG_BASE_URL } from '../helpers/dialects.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';

@@ -8,7 +8,7 @@ import PgBoss from 'pg-boss';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { TICK_QUEUE } from '../../src/scheduler/worker.js';
 import { freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 import { ID_FIELDS, truthIds, type Family } from '../helpers/e2e.js';

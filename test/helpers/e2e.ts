@@ -9,7 +9,7 @@ import { runSync, type SyncSummary } from '../../src/extractors/sync-run.js';
 import type { SyncMode } from '../../src/extractors/stream-pass.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import type { Dialect } from '../../src/loaders/sql-dialect.js';
-import { startSandbox, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox, type SandboxOptions } from '../../sandbox/index.js';
 import { renderSummary } from '../../src/cli/summary.js';
 import { freshWarehouse, type TestWarehouse } from './dialects.js';
 import { ID_FIELDS, type Family } from './stream-ids.js';

@@ -1,4 +1,4 @@
-import type { Sandbox } from '../../src/sandbox/index.js';
+import type { Sandbox } from '../../sandbox/index.js';
 import type { Family } from './stream-ids.js';
 
 /**

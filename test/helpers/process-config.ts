@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Sandbox } from '../../src/sandbox/index.js';
+import type { Sandbox } from '../../sandbox/index.js';
 
 /**
  * Writes a configuration file for a svcsync process run against the sandbox: one connection

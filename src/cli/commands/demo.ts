@@ -8,7 +8,7 @@ import { SecretRegistry } from '../../core/secrets.js';
 import { runSync } from '../../extractors/sync-run.js';
 import type { Warehouse } from '../../loaders/warehouse.js';
 import type { SqlValue } from '../../normalize/values.js';
-import { startSandbox } from '../../sandbox/index.js';
+import { startSandbox } from '../../../sandbox/index.js';
 import { createProgress } from '../progress.js';
 import { stopOnSignals, logLevelFor, openConfiguredWarehouse, type Cli } from '../runtime.js';
 import { renderSummary } from '../summary.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSandbox, type Family, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Family, type Sandbox } from '../index.js';
 import { harness, instant, orgRequest, tokenFor, type Harness } from './sandbox-client.js';
 
 const started: Array<{ sb: Sandbox }> = [];

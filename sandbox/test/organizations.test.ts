@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Family } from '../../src/sandbox/index.js';
+import type { Family } from '../index.js';
 import { harness, ROOT, type Harness } from './sandbox-client.js';
 
 let h: Harness;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../../src/sandbox/index.js';
+import { startSandbox, type Sandbox } from '../index.js';
 import { orgRequest, tokenFor } from './sandbox-client.js';
 
 let sb: Sandbox | undefined;

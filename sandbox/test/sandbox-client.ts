@@ -1,5 +1,5 @@
 /** Test helper: a started sandbox with a fresh access token and small fetch wrappers. */
-import { startSandbox, type Family, type Sandbox, type SandboxOptions } from '../../src/sandbox/index.js';
+import { startSandbox, type Family, type Sandbox, type SandboxOptions } from '../index.js';
 
 export interface Harness {
   sb: Sandbox;

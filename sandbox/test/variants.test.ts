@@ -8,7 +8,7 @@ import {
   type Family,
   type Sandbox,
   type SandboxOptions,
-} from '../../src/sandbox/index.js';
+} from '../index.js';
 import { harness, orgRequest, tokenFor, type Harness } from './sandbox-client.js';
 
 type Rec = Record<string, unknown>;
