@@ -1,71 +1,20 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { SyncSummary } from '../../src/extractors/sync-run.js';
-import { CapturedLog, createLogger } from '../../src/core/logger.js';
-import { runVerify } from '../../src/extractors/verify.js';
 import { enqueuePending } from '../../src/state/pending.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectEqualsTruth, expectExit, instant, startE2E, stored, truthIds, type E2E } from '../helpers/e2e.js';
 import { minimumRequests } from '../helpers/minimum.js';
+import { apiRequests, streamFailures } from '../helpers/hostile.js';
 
 /**
  * The end-to-end scenarios against a sandbox that takes the other reading wherever the spec
  * leaves a choice open (docs/sandbox.md, "Variants"), one variant at a time for the rule it
- * exposes, and all at once (the hostile preset). A small scale with a small page keeps every
+ * exposes (all at once, the hostile preset, in hostile-preset.test.ts). A small scale with a small page keeps every
  * list several pages long.
  */
 const PER_PAGE = 10;
 
 function warningLines(e: E2E): Array<Record<string, unknown>> {
   return e.log.records.filter((r) => r['level'] === 'warn');
-}
-
-/** API requests the sandbox answered: every request but the token endpoint's. */
-function apiRequests(e: E2E): number {
-  const log = e.sandbox.requestLog();
-  return Object.entries(log.byEndpoint).reduce((a, [endpoint, n]) => (endpoint.startsWith('POST /oauth') ? a : a + n), 0);
-}
-
-/** Answers that are not a success: each makes svcsync send the request again. */
-function refusedAnswers(e: E2E): number {
-  const log = e.sandbox.requestLog();
-  const errors = Object.entries(log.byStatus).reduce((a, [status, n]) => (status === '200' ? a : a + n), 0);
-  return errors + log.faults.truncated;
-}
-
-/**
- * The hostile preset's runs use tokens of a few sandbox seconds, so that each run outlives
- * several and meets refused tokens answered 401 code 57 (A26), at a time scale that still leaves
- * a request a quarter of a real second between taking its token and reaching the server (as
- * rule 5's 30-second tokens at 60).
- */
-const SHORT_TOKENS = { tokenExpiresIn: 5, timeScale: 10 } as const;
-
-/** The 401s svcsync met and refreshed its token for: the code and how many in a row, per warning. */
-function refusedTokens(e: E2E): Array<{ code: unknown; inARow: number }> {
-  return e.log.records
-    .filter((r) => r['msg'] === 'access token refused; refreshing it and retrying')
-    .map((r) => ({ code: r['code'], inARow: Number(r['in_a_row']) }));
-}
-
-/**
- * What the preset's spurious refusals must have done in a run: valid tokens refused with code 57
- * (variant refusedTokenCode), freshly refreshed ones too (spurious401Run), and never past the
- * bound. The old reading of 57 (a missing scope after one fresh token) failed a stream at the
- * second of these.
- */
-function expectRefusedTokensAs57(e: E2E): void {
-  const refused = refusedTokens(e);
-  expect(e.sandbox.requestLog().variants.spurious401).toBeGreaterThan(0);
-  expect(refused.length).toBeGreaterThan(0);
-  expect(new Set(refused.map((r) => r.code))).toEqual(new Set([57]));
-  expect(refused.some((r) => r.inARow >= 2)).toBe(true);
-  expect(Math.max(...refused.map((r) => r.inARow))).toBeLessThanOrEqual(3);
-}
-
-function streamFailures(summary: SyncSummary): string[] {
-  return summary.organizations.flatMap((o) =>
-    o.streams.filter((s) => s.status !== 'ok').map((s) => `${o.organizationId} ${s.stream}: ${s.status} ${s.error ?? ''}`),
-  );
 }
 
 describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s', (dialect) => {
@@ -268,46 +217,6 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(log.token.refresh).toBeGreaterThan(2);
     expect(log.byStatus['401'] ?? 0).toBe(0);
   }, 120_000);
-
-  it('A26: 3-second tokens, revoked now and then and refused twice in a row, answered 401 code 57: nothing is lost', async () => {
-    // A server that answers an expired or revoked token with 401 code 57, the code this
-    // sandbox gives a missing scope. Read as a missing scope after one fresh token, every first
-    // run ended partial (exit 4) and even a reconcile did not converge.
-    const lifetimeS = 3;
-    e = await startE2E(
-      dialect,
-      {
-        preset: 'hostile',
-        tokenExpiresIn: lifetimeS,
-        timeScale: 10,
-        variants: { changeWhilePagingEvery: 0, spurious401Rate: 0.05 },
-        faults: { revokeEverySeconds: 10 },
-      },
-      { sync: { per_page: PER_PAGE } },
-    );
-    expect(e.sandbox.variants).toMatchObject({ refusedTokenCode: 57, spurious401Run: 2 });
-    const started = e.sandbox.now();
-    const first = await e.sync();
-    expect(streamFailures(first)).toEqual([]);
-    expectExit(first, 0);
-    await expectEqualsTruth(e);
-    const log = e.sandbox.requestLog();
-    // The run outlived several tokens; tokens were revoked under it; every refusal was answered 57,
-    // fresh tokens refused too, none past the bound.
-    expect((e.sandbox.now() - started) / 1000).toBeGreaterThan(5 * lifetimeS);
-    expect(log.token.refresh).toBeGreaterThan(5);
-    expect(log.faults.revoked).toBeGreaterThan(0);
-    expectRefusedTokensAs57(e);
-    expect(log.byStatus['401']).toBe(refusedTokens(e).length);
-    // Changes, then a reconcile under the same server: it converges.
-    e.sandbox.advanceClock(10 * 60_000);
-    e.sandbox.mutate({ modify: 3, create: 2, delete: 2 });
-    e.sandbox.advanceClock(60_000);
-    const reconcile = await e.sync('reconcile');
-    expect(streamFailures(reconcile)).toEqual([]);
-    expectExit(reconcile, 0);
-    await expectEqualsTruth(e);
-  }, 180_000);
 
   it('A41: a server taking the invoice projects list\u2019s organization from organization_id alone gets it, tasks too', async () => {
     e = await startE2E(dialect, { scale: 20, variants: { invoiceOrgInQuery: true } }, { sync: { per_page: PER_PAGE } });
@@ -618,101 +527,4 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     expect(refused).toBeGreaterThan(0);
     expect(refused).toBeLessThanOrEqual(4 * 10 * 2);
   }, 120_000);
-
-  it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
-    e = await startE2E(dialect, { scale: 20, preset: 'hostile', ...SHORT_TOKENS }, { sync: { per_page: PER_PAGE } });
-    const before = minimumRequests(e.sandbox, PER_PAGE);
-    const first = await e.sync();
-    expect(streamFailures(first)).toEqual([]);
-    expectExit(first, 0);
-    const log = e.sandbox.requestLog();
-    expectRefusedTokensAs57(e);
-    expect(log.token.refresh).toBeGreaterThan(2);
-    const after = minimumRequests(e.sandbox, PER_PAGE);
-    const refused = refusedAnswers(e);
-    expect(log.variants.pagingMutations).toBeGreaterThan(0);
-    expect(apiRequests(e)).toBeGreaterThanOrEqual(before.minimum + refused);
-    expect(apiRequests(e)).toBeLessThanOrEqual(after.minimum + after.exactMultiples + refused);
-    // Records that changed while this run paged are the next run's to read; that run's own
-    // changes would be the run after's, so the server stops changing them now.
-    e.sandbox.setRequestVariants({ changeWhilePagingEvery: 0 });
-    e.sandbox.advanceClock(60_000);
-    expectExit(await e.sync(), 0);
-    await expectEqualsTruth(e);
-  }, 180_000);
-
-  it('hostile: verify agrees after a full sync (exit 0), and finds a record deleted behind its back', async () => {
-    e = await startE2E(
-      dialect,
-      { scale: 12, preset: 'hostile', ...SHORT_TOKENS, variants: { changeWhilePagingEvery: 0 } },
-      { sync: { per_page: PER_PAGE } },
-    );
-    expectExit(await e.sync(), 0);
-    expect(e.sandbox.requestLog().token.refresh).toBeGreaterThan(2);
-    const env = e;
-    const verify = (): ReturnType<typeof runVerify> =>
-      runVerify({
-        config: env.config,
-        warehouse: env.warehouse,
-        clock: env.sandbox.clock,
-        logger: createLogger({ level: 'warn', secrets: env.secrets, destination: new CapturedLog() }),
-        secrets: env.secrets,
-        signal: new AbortController().signal,
-      });
-    const agreed = await verify();
-    expect(agreed.streams.filter((x) => x.status !== 'agree').map((x) => `${x.organizationId} ${x.stream}: ${x.status}`)).toEqual([]);
-    expect(agreed.exitCode).toBe(0);
-    expect(agreed.streams.length).toBeGreaterThan(0);
-    // A deletion the warehouse has not seen yet: verify reports the row as extra (exit 4).
-    e.sandbox.advanceClock(60_000);
-    e.sandbox.mutate({ modify: 0, create: 0, delete: 1 });
-    const found = await verify();
-    expect(found.exitCode).toBe(4);
-    expect(found.streams.reduce((a, x) => a + (x.extraCount ?? 0), 0)).toBeGreaterThan(0);
-  }, 180_000);
-
-  it('hostile: modify, create and delete, then an incremental run and a reconcile', async () => {
-    e = await startE2E(
-      dialect,
-      { scale: 20, preset: 'hostile', ...SHORT_TOKENS, variants: { changeWhilePagingEvery: 0 } },
-      { sync: { per_page: PER_PAGE } },
-    );
-    expectExit(await e.sync(), 0);
-    await expectEqualsTruth(e);
-    expectRefusedTokensAs57(e);
-    e.sandbox.advanceClock(10 * 60_000);
-    e.sandbox.mutate({ modify: 3, create: 2, delete: 2 });
-    e.sandbox.advanceClock(60_000);
-    const incremental = await e.sync();
-    expectExit(incremental, 0);
-    await expectEqualsTruth(e, { ignoreDeletes: true });
-    expectExit(await e.sync('reconcile'), 0);
-    await expectEqualsTruth(e);
-  }, 180_000);
-
-  it('hostile plus faults: 5% 5xx, cut-short bodies, extra 429s and 2% spurious 401s answered 57 with 5-second tokens', async () => {
-    e = await startE2E(
-      dialect,
-      {
-        scale: 12,
-        preset: 'hostile',
-        ...SHORT_TOKENS,
-        variants: { changeWhilePagingEvery: 0 },
-        faults: { rate5xx: 0.05, rateTruncated: 0.03, rate429: 0.03 },
-      },
-      { sync: { per_page: PER_PAGE, max_retries: 8 } },
-    );
-    const { minimum, exactMultiples } = minimumRequests(e.sandbox, PER_PAGE);
-    const summary = await e.sync();
-    expect(streamFailures(summary)).toEqual([]);
-    expectExit(summary, 0);
-    await expectEqualsTruth(e);
-    const log = e.sandbox.requestLog();
-    expect(log.faults['5xx'] + log.faults.truncated + log.faults['429']).toBeGreaterThan(0);
-    expectRefusedTokensAs57(e);
-    expect(log.token.refresh).toBeGreaterThan(2);
-    // Every request beyond the minimum repeats a refused or broken answer, or is rule 1's extra page.
-    expect(apiRequests(e)).toBeLessThanOrEqual(minimum + exactMultiples + refusedAnswers(e));
-    expect(apiRequests(e)).toBeGreaterThanOrEqual(minimum);
-  }, 180_000);
 });
