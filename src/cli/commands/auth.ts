@@ -71,6 +71,41 @@ function exchangeCredentials(
   };
 }
 
+/** Spec 5 and 8: refresh tokens a user may hold at once; past it the service deletes the oldest, in use or not. */
+export const REFRESH_TOKENS_PER_USER = 20;
+
+/** What `auth exchange` prints: the token, where it goes, and how not to lose it. */
+export function exchangeMessage(
+  result: { refresh_token: string; api_domain: string; scope?: string | undefined },
+  connection: string,
+): string {
+  return [
+    'Refresh token obtained. It does not expire until revoked; keep it out of the config file and out of version control.',
+    'Put it in the environment where svcsync runs:',
+    '',
+    `  export SVC_REFRESH_TOKEN='${result.refresh_token}'`,
+    '',
+    'and reference it from svcsync.yaml:',
+    '',
+    '  connections:',
+    `    - name: ${connection}`,
+    `      client_id: \${SVC_CLIENT_ID}`,
+    `      client_secret: \${SVC_CLIENT_SECRET}`,
+    `      refresh_token: \${SVC_REFRESH_TOKEN}`,
+    '',
+    `Keep this token: the service keeps at most ${REFRESH_TOKENS_PER_USER} refresh tokens per user, and each exchange or`,
+    're-consent (by svcsync or any other integration of the same user) makes a new one; beyond that it',
+    'deletes the oldest, even one in use, and whatever used it is refused at its next token refresh (exit 3).',
+    'Use one refresh token per user per integration: give this one to every svcsync process and',
+    'connection of this user instead of exchanging again, run `svcsync auth exchange` again only if it is',
+    'lost or revoked, and revoke one you no longer use (`svcsync auth revoke`).',
+    '',
+    `API domain: ${result.api_domain}${result.scope ? `; scopes granted: ${result.scope}` : ''}`,
+    'Then run `svcsync check`.',
+    '',
+  ].join('\n');
+}
+
 export function authCommand(cli: Cli): Command {
   const auth = new Command('auth').description('obtain or revoke the refresh token svcsync uses');
   auth
@@ -99,26 +134,7 @@ export function authCommand(cli: Cli): Command {
         clock: systemClock,
         timeoutMs: 30_000,
       });
-      process.stdout.write(
-        [
-          'Refresh token obtained. It does not expire until revoked; keep it out of the config file and out of version control.',
-          'Put it in the environment where svcsync runs:',
-          '',
-          `  export SVC_REFRESH_TOKEN='${result.refresh_token}'`,
-          '',
-          'and reference it from svcsync.yaml:',
-          '',
-          '  connections:',
-          `    - name: ${creds.connection.name}`,
-          `      client_id: \${SVC_CLIENT_ID}`,
-          `      client_secret: \${SVC_CLIENT_SECRET}`,
-          `      refresh_token: \${SVC_REFRESH_TOKEN}`,
-          '',
-          `API domain: ${result.api_domain}${result.scope ? `; scopes granted: ${result.scope}` : ''}`,
-          'Then run `svcsync check`.',
-          '',
-        ].join('\n'),
-      );
+      process.stdout.write(exchangeMessage(result, creds.connection.name));
     });
   auth
     .command('scopes')
