@@ -5,10 +5,17 @@ import { sqlType, type Dialect, type TableDef } from './tables.js';
  * The data dictionary: what `svcsync schema [--json]` prints and what docs/warehouse.md
  * lists. Generated from the table definitions, so it cannot drift from the warehouse.
  */
-export function renderDictionary(defs: readonly TableDef[], dialect: Dialect, format: 'text' | 'json'): string {
+export function renderDictionary(
+  defs: readonly TableDef[],
+  dialect: Dialect,
+  format: 'text' | 'json',
+  /** Fields the JSON form starts with (the command adds svcsync's version). */
+  head: Readonly<Record<string, unknown>> = {},
+): string {
   if (format === 'json') {
     return `${JSON.stringify(
       {
+        ...head,
         dialect,
         tables: defs.map((t) => ({
           name: t.name,

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { ExitCode, SvcsyncError, exitCodeFor } from '../core/errors.js';
+import { svcsyncVersion } from '../core/version.js';
 import { authCommand } from './commands/auth.js';
 import { checkCommand } from './commands/check.js';
 import { daemonCommand } from './commands/daemon.js';
@@ -18,6 +19,7 @@ export function buildProgram(cli: { exit: (code: number) => void }): Command {
     .description('Keep a SQLite or Postgres warehouse current with the books, inventory, invoice and billing API families.')
     .option('-c, --config <path>', 'configuration file (YAML or JSON)', './svcsync.yaml')
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (default: info; warn on a terminal)')
+    .version(svcsyncVersion(), '-V, --version', "print svcsync's version and exit")
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   const shared: Cli = { global: () => program.opts<GlobalOptions>(), exit: cli.exit };

@@ -5,6 +5,7 @@ import { CATALOG } from '../catalog/index.js';
 import { qualifiedName, tableName } from '../catalog/types.js';
 import type { Family } from '../catalog/families.js';
 import { dailyBudget } from '../config/plans.js';
+import { svcsyncVersion } from '../core/version.js';
 import type { Config } from '../config/schema.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import type { Warehouse } from '../loaders/warehouse.js';
@@ -171,6 +172,8 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
 
 /** `svcsync status --json`: one object, so fields can be added without breaking a reader. */
 export interface StatusDocument {
+  /** svcsync's version (package.json), as in every `--json` output. */
+  version: string;
   /** When it was read (ISO 8601, UTC). */
   generatedAt: string;
   organizations: StatusOrganization[];
@@ -190,6 +193,7 @@ export async function collectStatusDocument(
   const organizations = await collectStatus(config, warehouse, now);
   const depth = warehouse.dialect === 'postgres' ? await queueDepth(warehouse.db, config.worker.schema, SYNC_QUEUE) : null;
   return {
+    version: svcsyncVersion(),
     generatedAt: new Date(now).toISOString(),
     organizations,
     queue: depth ? { schema: config.worker.schema, ...depth } : null,

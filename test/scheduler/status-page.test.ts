@@ -69,6 +69,7 @@ describe('health and order', () => {
 
 describe('renderStatusPage', () => {
   const doc: StatusDocument = {
+    version: '1.2.3',
     generatedAt: new Date(NOW).toISOString(),
     queue: null,
     daemon: {

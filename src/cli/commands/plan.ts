@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { migrateToLatest } from '../../loaders/migrate.js';
 import { planNextDay, renderPlan } from '../../scheduler/plan.js';
 import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
+import { jsonOutput } from '../json-output.js';
 
 export function planCommand(cli: Cli): Command {
   return new Command('plan')
@@ -14,6 +15,6 @@ export function planCommand(cli: Cli): Command {
         await migrateToLatest(w);
         return planNextDay(rt.config, w, rt.clock.now(), { backfill: flags.backfill });
       });
-      process.stdout.write(flags.json ? `${JSON.stringify(plans, null, 2)}\n` : renderPlan(plans));
+      process.stdout.write(flags.json ? jsonOutput({ organizations: plans }) : renderPlan(plans));
     });
 }

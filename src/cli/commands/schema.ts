@@ -2,6 +2,8 @@ import { Command, Option } from 'commander';
 import { CATALOG, renderDictionary, tableDefinitions, type Dialect } from '../../catalog/index.js';
 import { migrateToLatest, migrationStatus } from '../../loaders/migrate.js';
 import { createReadonlyRole, readonlyRoleHint, sqliteHasNoRoles, validateRoleName } from '../../loaders/readonly-role.js';
+import { svcsyncVersion } from '../../core/version.js';
+import { jsonOutput } from '../json-output.js';
 import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
 import { collectDrift, renderDrift } from './drift.js';
 
@@ -15,10 +17,12 @@ export function schemaCommand(cli: Cli): Command {
       if (flags.drift) {
         const rt = loadRuntime(cli.global());
         const fields = await withWarehouse(rt, collectDrift);
-        process.stdout.write(flags.json ? `${JSON.stringify(fields, null, 2)}\n` : renderDrift(fields));
+        process.stdout.write(flags.json ? jsonOutput({ fields }) : renderDrift(fields));
         return;
       }
-      process.stdout.write(renderDictionary(tableDefinitions(CATALOG), flags.dialect, flags.json ? 'json' : 'text'));
+      process.stdout.write(
+        renderDictionary(tableDefinitions(CATALOG), flags.dialect, flags.json ? 'json' : 'text', { version: svcsyncVersion() }),
+      );
       if (!flags.json) process.stdout.write('\n');
     });
 }

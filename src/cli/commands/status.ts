@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { queueLine } from '../../scheduler/queue-depth.js';
 import { collectStatusDocument, type StatusOrganization } from '../../scheduler/status-document.js';
 import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
+import { jsonOutput } from '../json-output.js';
 
 export function renderStatus(orgs: readonly StatusOrganization[]): string {
   if (orgs.length === 0) return 'Nothing synced yet: run `svcsync sync` (or `svcsync check` to see what the connections reach).\n';
@@ -44,7 +45,7 @@ export function statusCommand(cli: Cli): Command {
     .action(async (flags: { json?: boolean }) => {
       const rt = loadRuntime(cli.global());
       const doc = await withWarehouse(rt, (w) => collectStatusDocument(rt.config, w, rt.clock.now()));
-      if (flags.json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
+      if (flags.json) process.stdout.write(jsonOutput(doc));
       else process.stdout.write(renderStatus(doc.organizations) + (doc.queue ? `${queueLine(doc.queue.schema, doc.queue)}\n` : ''));
     });
 }

@@ -7,6 +7,7 @@ import { parseInstant } from '../../normalize/values.js';
 import { createProgress } from '../progress.js';
 import { stopOnSignals, loadRuntime, withWarehouse, type Cli, type GlobalOptions } from '../runtime.js';
 import { renderSummary } from '../summary.js';
+import { jsonOutput } from '../json-output.js';
 
 interface SyncFlags {
   connection?: string;
@@ -78,7 +79,7 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
     progress.stop();
     dispose();
   }
-  process.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : renderSummary(summary));
+  process.stdout.write(flags.json ? jsonOutput(summary) : renderSummary(summary));
   return summary.exitCode;
 }
 

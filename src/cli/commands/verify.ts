@@ -3,6 +3,7 @@ import { ExitCode } from '../../core/errors.js';
 import { runVerify, type StreamVerification, type VerifySummary } from '../../extractors/verify.js';
 import { stopOnSignals, loadRuntime, withWarehouse, type Cli } from '../runtime.js';
 import { checkStreamNames } from './sync.js';
+import { jsonOutput } from '../json-output.js';
 
 interface VerifyFlags {
   connection?: string;
@@ -141,7 +142,7 @@ export function verifyCommand(cli: Cli): Command {
       } finally {
         dispose();
       }
-      process.stdout.write(flags.json ? `${JSON.stringify(summary, null, 2)}\n` : renderVerify(summary));
+      process.stdout.write(flags.json ? jsonOutput(summary) : renderVerify(summary));
       cli.exit(summary.exitCode);
     });
 }
