@@ -46,12 +46,28 @@ export class OrgLimiter {
   private dayCount = 0;
   inFlight = 0;
 
-  constructor(private readonly limits: Limits) {}
+  /**
+   * `dayOffsetMs`: where the quota day starts, east of UTC midnight (variant localQuotaDay: the
+   * organization's offset, so its day resets at its local midnight).
+   */
+  constructor(
+    private readonly limits: Limits,
+    private readonly dayOffsetMs = 0,
+  ) {}
+
+  private dayOf(now: number): number {
+    return Math.floor((now + this.dayOffsetMs) / DAY_MS);
+  }
+
+  /** When the quota day of `now` ends (sandbox ms). */
+  resetsAt(now: number): number {
+    return (this.dayOf(now) + 1) * DAY_MS - this.dayOffsetMs;
+  }
 
   /** Accepts (counting the request) or says which limit refuses it. Rejections count nowhere. */
   admit(now: number): Rejection | undefined {
     const l = this.limits;
-    const today = Math.floor(now / DAY_MS);
+    const today = this.dayOf(now);
     if (today !== this.day) {
       this.day = today;
       this.dayCount = 0;
@@ -60,7 +76,7 @@ export class OrgLimiter {
       return {
         code: 45,
         message: `You have reached the maximum of ${l.per_day} API requests allowed per day for your plan. Try again tomorrow.`,
-        retryAfterMs: (today + 1) * DAY_MS - now,
+        retryAfterMs: this.resetsAt(now) - now,
         limit: l.per_day,
         remaining: 0,
       };
@@ -104,6 +120,6 @@ export class OrgLimiter {
     const cutoff = now - this.limits.window_ms;
     let n = 0;
     for (let i = this.head; i < this.arrivals.length; i++) if ((this.arrivals[i] as number) > cutoff) n++;
-    return { window: n, day: Math.floor(now / DAY_MS) === this.day ? this.dayCount : 0, inFlight: this.inFlight };
+    return { window: n, day: this.dayOf(now) === this.day ? this.dayCount : 0, inFlight: this.inFlight };
   }
 }

@@ -123,7 +123,8 @@ export class SandboxServer {
     this.faults = { ...deps.faults };
     this.v = deps.variants;
     this.faultRng = new Rng(hash4(deps.seed, 0xfa, 0x17, 0));
-    for (const org of deps.orgs) this.limiters.set(org.organization_id, new OrgLimiter(deps.limits));
+    for (const org of deps.orgs)
+      this.limiters.set(org.organization_id, new OrgLimiter(deps.limits, this.v.localQuotaDay ? org.profile.offsetMinutes * 60_000 : 0));
     for (const data of deps.data.values()) for (const family of FAMILY_LIST) this.byFamilyId.set(`${family}|${data.org.ids[family]}`, data);
     this.server = http.createServer({ keepAlive: true, keepAliveTimeout: 30_000 }, (req, res) => this.onRequest(req, res));
   }
@@ -173,23 +174,29 @@ export class SandboxServer {
       'content-length': body.length,
       ...answer.headers,
     };
-    if (api && this.v.rateLimitHeaders) Object.assign(headers, this.quotaHeaders(api.limiterKey));
+    if (api && (this.v.rateLimitHeaders || this.v.localQuotaDay)) Object.assign(headers, this.quotaHeaders(api.limiterKey));
     if (this.v.noRetryAfter) delete headers['retry-after'];
     res.writeHead(answer.status, headers);
     res.end(body);
   }
 
-  /** Variant rateLimitHeaders: the daily quota of the organization (the whole quota when none is known). */
+  /**
+   * Variant rateLimitHeaders: the daily quota of the organization (the whole quota when none is
+   * known) and when it resets. Variant localQuotaDay: when the organization's day resets, on
+   * its answers (an answer that names no organization has no day to tell).
+   */
   private quotaHeaders(limiterKey: string | undefined): Record<string, string> {
     const now = this.deps.clock.now();
     const perDay = this.deps.limits.per_day;
     const limiter = limiterKey === undefined ? undefined : this.limiters.get(limiterKey);
     const used = limiter ? limiter.usage(now).day : 0;
-    const untilMidnight = (Math.floor(now / DAY_MS) + 1) * DAY_MS - now;
+    const resetsAt = limiter ? limiter.resetsAt(now) : (Math.floor(now / DAY_MS) + 1) * DAY_MS;
+    const reset = { 'x-rate-limit-reset': String(Math.max(1, Math.ceil((resetsAt - now) / 1000))) };
+    if (!this.v.rateLimitHeaders) return limiter ? reset : {};
     return {
       'x-rate-limit-limit': String(perDay),
       'x-rate-limit-remaining': String(Math.max(0, perDay - used)),
-      'x-rate-limit-reset': String(Math.max(1, Math.ceil(untilMidnight / this.deps.timeScale / 1000))),
+      ...(limiter || !this.v.localQuotaDay ? reset : {}),
     };
   }
 
@@ -398,12 +405,14 @@ export class SandboxServer {
   }
 
   private tooMany(r: Rejection): Answer {
+    // Retry-After is a wait, in real seconds; X-Rate-Limit-Reset counts to the refusing limit's
+    // reset on the sandbox's clock, as the quota day does (docs/sandbox.md).
     const realS = Math.max(1, Math.ceil(r.retryAfterMs / this.deps.timeScale / 1000));
     return err(429, r.code, r.message, {
       'retry-after': String(realS),
       'x-rate-limit-limit': String(r.limit),
       'x-rate-limit-remaining': String(r.remaining),
-      'x-rate-limit-reset': String(realS),
+      'x-rate-limit-reset': String(Math.max(1, Math.ceil(r.retryAfterMs / 1000))),
     });
   }
 

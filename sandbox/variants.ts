@@ -21,10 +21,16 @@ export interface Variants {
   omitPageContext: boolean;
   /**
    * `X-Rate-Limit-Limit` (per-day quota), `X-Rate-Limit-Remaining` (left today) and `X-Rate-Limit-Reset`
-   * (REAL seconds until the daily quota resets at UTC midnight of sandbox time) on EVERY API response,
-   * errors and 5xx included (today only 429s carry them).
+   * (seconds of sandbox time until the daily quota resets: UTC midnight, or the organization's with
+   * localQuotaDay) on EVERY API response, errors and 5xx included (today only 429s carry them).
    */
   rateLimitHeaders: boolean;
+  /**
+   * Each organization's daily quota resets at its local midnight (its `time_zone`, at the fixed
+   * offset its timestamps carry) instead of UTC midnight (A15), and every API answer naming the
+   * organization carries `X-Rate-Limit-Reset`: the seconds of sandbox time until then.
+   */
+  localQuotaDay: boolean;
   /**
    * Probability (0..1) that an API request carrying a perfectly valid token is refused anyway,
    * answered as a refused token (401, code `refusedTokenCode`), for `spurious401Run` arrivals.
@@ -204,6 +210,7 @@ export const PRESETS: readonly Preset[] = ['default', 'hostile'];
 export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   omitPageContext: false,
   rateLimitHeaders: false,
+  localQuotaDay: false,
   spurious401Rate: 0,
   spurious401Run: 1,
   refusedTokenCode: 14,
@@ -241,6 +248,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   omitPageContext: true,
   rateLimitHeaders: true,
+  localQuotaDay: true,
   spurious401Rate: 0.02,
   spurious401Run: 2,
   refusedTokenCode: 57,

@@ -141,9 +141,9 @@ describe('rateLimitHeaders', () => {
     const [limit, remaining, reset] = quota(ok);
     expect(limit).toBe('1000');
     expect(remaining).toBe('999');
-    // Start 08:00Z: 16 sandbox hours to UTC midnight, at 60× that is 960 real seconds.
-    expect(Number(reset)).toBeGreaterThan(950);
-    expect(Number(reset)).toBeLessThanOrEqual(960);
+    // Start 08:00Z: 16 hours to UTC midnight, counted on the sandbox's clock whatever its time scale.
+    expect(Number(reset)).toBeGreaterThan(57_000);
+    expect(Number(reset)).toBeLessThanOrEqual(57_600);
     expect(quota(await h.get('books', '/users'))[1]).toBe('998');
 
     h.sb.setFaults({ rate5xx: 1 });
@@ -177,6 +177,55 @@ describe('rateLimitHeaders', () => {
     const h = await start({ scale: 1, organizations: 1 });
     const ok = await h.get('books', '/users');
     expect(ok.headers.get('x-rate-limit-limit')).toBeNull();
+  });
+});
+
+describe('localQuotaDay', () => {
+  // 16:00Z: 21:30 in Kolkata (the first organization, +05:30), whose day ends at 18:30Z.
+  const startTime = '2026-11-20T16:00:00Z';
+  const sandboxSeconds = (res: Response): number => Number(res.headers.get('x-rate-limit-reset'));
+
+  it("resets each organization's quota at its local midnight and says when in X-Rate-Limit-Reset", async () => {
+    const h = await start({ scale: 1, organizations: 2, startTime, limits: { per_day: 2 }, variants: { localQuotaDay: true } });
+    expect(h.orgs.map((o) => o.time_zone)).toEqual(['Asia/Kolkata', 'America/Los_Angeles']);
+    const first = await h.get('books', '/users');
+    expect(first.status).toBe(200);
+    expect(sandboxSeconds(first)).toBeGreaterThan(2.5 * 3600 - 60);
+    expect(sandboxSeconds(first)).toBeLessThanOrEqual(2.5 * 3600);
+    // Only the reset: the quota figures are rateLimitHeaders'.
+    expect(first.headers.get('x-rate-limit-limit')).toBeNull();
+    // Los Angeles (-08:00): its day ends at 08:00Z the next morning.
+    const la = await h.get('books', '/users', h.orgs[1]!.organization_id);
+    expect(sandboxSeconds(la)).toBeGreaterThan(16 * 3600 - 60);
+    expect(sandboxSeconds(la)).toBeLessThanOrEqual(16 * 3600);
+    expect((await h.get('books', '/users')).status).toBe(200);
+    const spent = await h.get('books', '/users');
+    expect(spent.status).toBe(429);
+    expect(((await spent.json()) as { code: number }).code).toBe(45);
+    expect(sandboxSeconds(spent)).toBeLessThanOrEqual(2.5 * 3600);
+    expect(sandboxSeconds(spent)).toBeGreaterThan(2.5 * 3600 - 60);
+    // An answer that names no organization has no quota day to tell.
+    expect((await h.get('books', '/organizations', null)).headers.get('x-rate-limit-reset')).toBeNull();
+    h.sb.advanceClock(Date.parse('2026-11-20T18:30:01Z') - h.sb.now());
+    await h.refresh();
+    // Still the 20th in UTC, but Kolkata's new day has begun.
+    const next = await h.get('books', '/users');
+    expect(next.status).toBe(200);
+    expect(sandboxSeconds(next)).toBeGreaterThan(24 * 3600 - 60);
+  });
+
+  it('without it, the quota resets at UTC midnight and answers carry no reset', async () => {
+    const h = await start({ scale: 1, organizations: 1, startTime, limits: { per_day: 2 } });
+    const first = await h.get('books', '/users');
+    expect(first.headers.get('x-rate-limit-reset')).toBeNull();
+    await h.get('books', '/users');
+    expect((await h.get('books', '/users')).status).toBe(429);
+    h.sb.advanceClock(Date.parse('2026-11-20T18:30:01Z') - h.sb.now());
+    await h.refresh();
+    expect((await h.get('books', '/users')).status).toBe(429);
+    h.sb.advanceClock(Date.parse('2026-11-21T00:00:01Z') - h.sb.now());
+    await h.refresh();
+    expect((await h.get('books', '/users')).status).toBe(200);
   });
 });
 

@@ -2,7 +2,7 @@ import type { Family } from '../catalog/families.js';
 import { AuthorizationError, FatalError, QuotaExhaustedError, RetriableError, type SvcsyncError } from '../core/errors.js';
 import { serverRetryAfterMs, type HeaderSource } from './backoff.js';
 import { SCOPE_PREFIXES, scopeFor } from './families.js';
-import { nextQuotaReset } from './quota-day.js';
+import { describeReset, nextQuotaReset, serverQuotaReset, type QuotaDay } from './quota-day.js';
 
 /**
  * 401 codes that may name a missing scope rather than a refused token (A26: the sandbox's 57;
@@ -38,6 +38,8 @@ export interface ClassifyInput {
   family?: Family | undefined;
   /** Zone whose midnight resets the daily quota (A15); default UTC. */
   quotaResetTimeZone?: string | undefined;
+  /** The organization's quota day as its limiter counts it (its end may be the server's), when known. */
+  quotaDay?: QuotaDay | undefined;
   /** The per-minute window, used as the wait when a 429 code 44 names none. */
   windowMs?: number | undefined;
   /** Removes secrets from server-supplied text before it reaches a message. */
@@ -128,15 +130,19 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
   }
   if (code === CODES.quotaExhausted) {
     const zone = input.quotaResetTimeZone ?? 'UTC';
-    const resumeAt = new Date(nextQuotaReset(now, zone));
+    // On a code 45 the reset header counts to the end of the day, however short the wait (A17).
+    const told = serverQuotaReset(input.headers, now, { perMinute: 0, windowMs: 0 });
+    const day: Pick<QuotaDay, 'fromServer' | 'resetsAt'> =
+      told !== null ? { fromServer: true, resetsAt: told } : (input.quotaDay ?? { fromServer: false, resetsAt: nextQuotaReset(now, zone) });
+    const resumeAt = new Date(day.resetsAt);
     return new QuotaExhaustedError(
       `${what}. The organization's daily request quota is used up; svcsync can continue at ${resumeAt.toISOString()}.`,
       {
         ...details,
         resumeAt,
         hint:
-          `the quota resets at midnight ${zone}; other integrations of this organization share it. ` +
-          'Run again after the reset (or set quota_reset_time_zone if the reset is at another hour).',
+          `the quota resets ${describeReset(day, zone)}; other integrations of this organization share it. Run again after the reset` +
+          (day.fromServer ? '.' : ' (or set quota_reset_time_zone if the reset is at another hour).'),
       },
     );
   }

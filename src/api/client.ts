@@ -6,6 +6,7 @@ import { RetriableError, SvcsyncError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import { serverQuota, type ServerQuota } from './backoff.js';
+import { serverQuotaReset } from './quota-day.js';
 import { classify } from './classify.js';
 import { decideRetry, NO_RETRIES, type RetryPolicy as DecisionPolicy } from './retry-decision.js';
 import { buildFamilyRequest, scopeFor, type Query } from './families.js';
@@ -102,6 +103,8 @@ interface Attempt {
   token?: string;
   sent: boolean;
   quota?: ServerQuota | null;
+  /** The daily reset the answer tells (`X-Rate-Limit-Reset`), or null. */
+  reset?: number | null;
   status?: number;
   code?: number;
   durationMs: number;
@@ -201,6 +204,8 @@ export class ApiClient {
       try {
         const body = limiter ? await limiter.schedule(run, req.signal) : await run();
         limiter?.recordSuccess();
+        // The reset first: the quota figures count in the day it names.
+        if (attempt.reset) limiter?.observeServerReset(attempt.reset);
         if (attempt.quota) limiter?.observeServerQuota(attempt.quota);
         if (scope !== undefined) this.tokens.scopeWorked(scope);
         emit('ok');
@@ -208,6 +213,7 @@ export class ApiClient {
       } catch (err) {
         if (req.signal?.aborted) throw req.signal.reason;
         // Quota headers of a per-minute or concurrency refusal may describe that window instead.
+        if (attempt.reset && attempt.status !== 429) limiter?.observeServerReset(attempt.reset);
         if (attempt.quota && attempt.status !== 429) limiter?.observeServerQuota(attempt.quota);
         const { decision, counters: next } = decideRetry(err, counters, this.retryPolicy, this.random, {
           tokenSent: attempt.token !== undefined && attempt.sent,
@@ -291,6 +297,7 @@ export class ApiClient {
       organizationId: req.organizationId,
       family: req.family,
       quotaResetTimeZone: this.connection.quota_reset_time_zone,
+      quotaDay: req.organizationId === undefined ? undefined : this.limiters.peek(req.organizationId)?.quotaDay(),
       windowMs: this.limits.window_ms,
       scrub: (s: string) => this.secrets.scrub(s),
     };
@@ -335,6 +342,7 @@ export class ApiClient {
     attempt.durationMs = this.clock.now() - started;
     attempt.status = status;
     attempt.quota = serverQuota(headers);
+    attempt.reset = serverQuotaReset(headers, this.clock.now(), { perMinute: this.limits.per_minute, windowMs: this.limits.window_ms });
 
     let body: unknown;
     let parseError: unknown;

@@ -2,8 +2,10 @@ import { dailyBudget, type Limits } from '../config/plans.js';
 import type { Clock } from '../core/clock.js';
 import { QuotaExhaustedError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { nextQuotaReset, quotaDay } from './quota-day.js';
+import { describeReset, quotaDayAt, sameReset, type QuotaDay } from './quota-day.js';
 import type { UsageStore } from './usage-store.js';
+
+const DAY_MS = 86_400_000;
 
 /** Requests a limiter reserves from the store at a time (LimiterRegistryOptions.budgetChunk). */
 export const DEFAULT_BUDGET_CHUNK = 10;
@@ -11,7 +13,7 @@ export const DEFAULT_BUDGET_CHUNK = 10;
 export interface DailyBudgetOptions {
   organizationId: string;
   limits: Limits;
-  /** Zone whose midnight resets the daily quota (A15). */
+  /** Zone whose midnight resets the daily quota (A15), and whose dates key the days. */
   timeZone: string;
   clock: Clock;
   store: UsageStore;
@@ -21,8 +23,11 @@ export interface DailyBudgetOptions {
 }
 
 /**
- * One organization's daily budget (the plan's quota less the reserve), counted per day in the
- * reset zone in the `UsageStore`, which every process on one warehouse shares. Requests are
+ * One organization's daily budget (the plan's quota less the reserve), counted per quota day in
+ * the `UsageStore`, which every process on one warehouse shares. The day ends at midnight in the
+ * reset zone, or at the instant the server tells in `X-Rate-Limit-Reset` once it told one
+ * (`quotaDayAt`; kept in the store, so processes that have not heard the header yet count in
+ * the same day). Requests are
  * reserved from the store in chunks with one atomic step each, so any number of processes never
  * together pass the budget, and what this process did not send goes back on `flush`. A 429 code
  * 45 blocks the organization until the reset. `OrgLimiter` asks it before letting each request
@@ -37,7 +42,13 @@ export class DailyBudget {
   private readonly logger: Logger;
   private readonly chunk: number;
 
-  private day: string;
+  private day: QuotaDay;
+  /** The reset instant of any day the server told (`X-Rate-Limit-Reset`), or null: midnight in the zone. */
+  private serverReset: number | null = null;
+  /** The reset instant last written to the store for the current day. */
+  private storedReset: number | null = null;
+  /** Requests this process sent in the current day. */
+  private sent = 0;
   /** The day's count in the store as this process last saw it, its own reservations included. */
   private total = 0;
   /** Reserved from the store and not sent yet. */
@@ -59,15 +70,19 @@ export class DailyBudget {
     this.store = opts.store;
     this.logger = opts.logger;
     this.chunk = Math.max(1, Math.floor(opts.chunk ?? DEFAULT_BUDGET_CHUNK));
-    this.day = quotaDay(opts.clock.now(), opts.timeZone);
+    this.day = quotaDayAt(opts.clock.now(), opts.timeZone, null);
   }
 
-  /** Restores today's count and any block from the store. */
+  /** Restores today's count, the server's reset and any block from the store. */
   async load(): Promise<void> {
     const rec = await this.store.load(this.organizationId);
     if (!rec) return;
+    if (rec.resetsAt !== null && this.serverReset === null) {
+      this.serverReset = rec.resetsAt;
+      this.storedReset = rec.resetsAt;
+    }
     this.rollDay();
-    if (rec.day === this.day) this.total = Math.max(this.total, rec.count);
+    if (rec.day === this.day.key) this.total = Math.max(this.total, rec.count);
     if (rec.blockedUntil !== null && rec.blockedUntil > this.clock.now()) this.blocked = rec.blockedUntil;
   }
 
@@ -99,9 +114,16 @@ export class DailyBudget {
     return this.blocked === null ? null : new Date(this.blocked);
   }
 
-  /** The next midnight in the reset zone. */
+  /** When the current quota day ends. */
   nextReset(): Date {
-    return new Date(nextQuotaReset(this.clock.now(), this.timeZone));
+    this.rollDay();
+    return new Date(this.day.resetsAt);
+  }
+
+  /** The current quota day: its key, its end, and whether the server told the end. */
+  quotaDay(): QuotaDay {
+    this.rollDay();
+    return { ...this.day };
   }
 
   /** Whether a reservation is in hand for the next request (else `refill` first). */
@@ -112,6 +134,51 @@ export class DailyBudget {
   /** One request of the reservation is being sent. */
   spend(): void {
     this.granted--;
+    this.sent++;
+  }
+
+  /**
+   * The server told when its quota day ends (`X-Rate-Limit-Reset`, A17): the day follows it from
+   * now on. When that puts `now` in another day than the one this process counted in (the first
+   * header after a start, a reset zone that was configured wrong, a server that moved its reset),
+   * the requests this process sent in the old day count in the new one, and what it reserved
+   * and did not send goes back to the old one. The reset is kept with the day's count, so other
+   * processes and the next start follow it before they hear the header themselves.
+   */
+  observeServerReset(at: number): void {
+    if (this.serverReset !== null && sameReset(at, this.serverReset + Math.round((at - this.serverReset) / DAY_MS) * DAY_MS)) return;
+    this.rollDay();
+    const before = this.day;
+    this.serverReset = at;
+    const after = quotaDayAt(this.clock.now(), this.timeZone, at);
+    this.day = after;
+    if (after.key !== before.key) {
+      this.logger.info(
+        {
+          organization_id: this.organizationId,
+          quota_day: after.key,
+          resets_at: new Date(after.resetsAt).toISOString(),
+          counted_in: before.key,
+        },
+        "the server's quota day differs from the configured reset zone's; svcsync counts in the server's",
+      );
+      const unsent = this.granted;
+      const sent = this.sent;
+      const budget = this.budget();
+      this.granted = 0;
+      this.exhausted = false;
+      this.total = sent;
+      if (unsent > 0)
+        this.storeOp('could not return unused requests of the daily budget', () =>
+          this.store.release(this.organizationId, before.key, unsent),
+        );
+      if (sent > 0)
+        this.storeOp('could not save the daily request count', async () => {
+          const r = await this.store.reserve(this.organizationId, after.key, sent, budget);
+          if (this.day.key === after.key) this.total = Math.max(this.total, r.used);
+        });
+    }
+    this.markReset();
   }
 
   /**
@@ -140,7 +207,8 @@ export class DailyBudget {
       'the server counts more requests today than svcsync sent; another integration spent them',
     );
     this.total = used + this.granted;
-    const { day, total } = this;
+    const { total } = this;
+    const day = this.day.key;
     this.storeOp('could not save the daily request count', () => this.store.raise(this.organizationId, day, total));
     return true;
   }
@@ -150,7 +218,7 @@ export class DailyBudget {
     const blocked = Math.max(this.blocked ?? 0, until.getTime());
     this.blocked = blocked;
     this.rollDay();
-    const day = this.day;
+    const day = this.day.key;
     this.storeOp('could not save the block on the daily quota', () => this.store.block(this.organizationId, day, blocked));
   }
 
@@ -161,14 +229,15 @@ export class DailyBudget {
   refill(then: () => void, failed: (err: unknown) => void): void {
     if (this.refilling) return;
     this.refilling = true;
-    const { day, chunk } = this;
+    const { chunk } = this;
+    const day = this.day.key;
     const budget = this.budget();
     this.ops = this.ops.then(async () => {
       try {
         const r = await this.store.reserve(this.organizationId, day, chunk, budget);
         this.rollDay();
         // A chunk of a day that ended meanwhile is of no use: that day's count no longer matters.
-        if (day === this.day) {
+        if (day === this.day.key) {
           this.granted += r.granted;
           this.total = Math.max(r.used, this.granted);
           if (r.granted === 0) this.exhausted = true;
@@ -193,16 +262,16 @@ export class DailyBudget {
     this.exhausted = false;
     if (this.granted > 0 && !state.waiting) {
       const n = this.granted;
-      const day = this.day;
+      const day = this.day.key;
       this.granted = 0;
       this.total = Math.max(0, this.total - n);
       this.storeOp('could not return unused requests of the daily budget', () => this.store.release(this.organizationId, day, n));
     }
     if (state.idle) {
-      const day = this.day;
+      const day = this.day.key;
       this.storeOp('could not read the daily request count', async () => {
         const rec = await this.store.load(this.organizationId);
-        if (rec?.day === day && day === this.day && this.granted === 0) this.total = rec.count;
+        if (rec?.day === day && day === this.day.key && this.granted === 0) this.total = rec.count;
       });
     }
     return this.ops;
@@ -210,7 +279,6 @@ export class DailyBudget {
 
   /** Why no request may be sent today (the server's block, or the budget taken), or null. */
   quotaError(): QuotaExhaustedError | null {
-    const now = this.clock.now();
     this.rollDay();
     const blocked = this.blockedUntil();
     if (blocked) {
@@ -222,14 +290,14 @@ export class DailyBudget {
           code: 45,
           resumeAt: blocked,
           hint:
-            `the quota resets at midnight ${this.timeZone}; other integrations of this organization share it. ` +
+            `the quota resets ${describeReset(this.day, this.timeZone)}; other integrations of this organization share it. ` +
             'Run again after the reset.',
         },
       );
     }
     const budget = this.budget();
     if (this.usedToday() >= budget || (this.granted === 0 && this.exhausted)) {
-      const resumeAt = new Date(nextQuotaReset(now, this.timeZone));
+      const resumeAt = new Date(this.day.resetsAt);
       return new QuotaExhaustedError(
         `organization ${this.organizationId}: svcsync's daily budget of ${budget} requests is used ` +
           `(the ${this.limits.per_day}-request quota less the ${Math.round(this.limits.reserve * 100)}% reserve); ` +
@@ -238,7 +306,7 @@ export class DailyBudget {
           organizationId: this.organizationId,
           resumeAt,
           hint:
-            `the count resets at midnight ${this.timeZone}. The reserve is left for the organization's other integrations; ` +
+            `the count resets ${describeReset(this.day, this.timeZone)}. The reserve is left for the organization's other integrations; ` +
             'lower limits.reserve or set the right plan if this organization has more quota.',
         },
       );
@@ -247,13 +315,23 @@ export class DailyBudget {
   }
 
   private rollDay(): void {
-    const today = quotaDay(this.clock.now(), this.timeZone);
-    if (today !== this.day) {
-      this.day = today;
+    const today = quotaDayAt(this.clock.now(), this.timeZone, this.serverReset);
+    if (today.key !== this.day.key) {
       this.total = 0;
       this.granted = 0;
+      this.sent = 0;
       this.exhausted = false;
     }
+    this.day = today;
+    if (today.fromServer) this.markReset();
+  }
+
+  /** Keeps the current day's end with its count, once per day, when the server told it. */
+  private markReset(): void {
+    const { key, resetsAt, fromServer } = this.day;
+    if (!fromServer || (this.storedReset !== null && this.storedReset === resetsAt)) return;
+    this.storedReset = resetsAt;
+    this.storeOp('could not save when the quota day ends', () => this.store.markReset(this.organizationId, key, resetsAt));
   }
 
   /** A store call after those already made; a failure is logged, the count in memory stays. */

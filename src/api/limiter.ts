@@ -4,7 +4,7 @@ import type { Clock, Timer } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { WindowState } from '../core/window-state.js';
 import { DailyBudget } from './daily-budget.js';
-import { assertTimeZone } from './quota-day.js';
+import { assertTimeZone, type QuotaDay } from './quota-day.js';
 import type { UsageStore } from './usage-store.js';
 
 export interface OrgLimiterOptions {
@@ -33,7 +33,8 @@ interface Waiter {
  *  - a sliding window: at most `per_minute` requests in any `window_ms`, where each request
  *    holds its slot from its start until window_ms after its response finished. A server
  *    counting arrivals in any window (sliding or calendar) therefore never sees more;
- *  - a daily budget (quota less reserve) counted per day in the reset zone, in the store: the
+ *  - a daily budget (quota less reserve) counted per quota day in the store (midnight in the
+ *    reset zone, or the reset the server tells in `X-Rate-Limit-Reset`): the
  *    limiter reserves it in chunks of `budgetChunk` requests with one atomic step each, so any
  *    number of processes on one warehouse never together pass it, and returns what it did not
  *    send on flush (run end, shutdown);
@@ -113,9 +114,14 @@ export class OrgLimiter {
     return this.daily.blockedUntil();
   }
 
-  /** The next midnight in the reset zone. */
+  /** When the current quota day ends (midnight in the reset zone, or the server's reset). */
   nextReset(): Date {
     return this.daily.nextReset();
+  }
+
+  /** The current quota day: its key in the store, its end, and whether the server told the end. */
+  quotaDay(): QuotaDay {
+    return this.daily.quotaDay();
   }
 
   inFlight(): number {
@@ -250,6 +256,11 @@ export class OrgLimiter {
   /** The daily quota as the server counts it (A17): see `DailyBudget.observeServerQuota`. */
   observeServerQuota(q: { limit: number; remaining: number }): void {
     if (this.daily.observeServerQuota(q)) this.pump();
+  }
+
+  /** The server's daily reset (`X-Rate-Limit-Reset`, A17): see `DailyBudget.observeServerReset`. */
+  observeServerReset(at: number): void {
+    this.daily.observeServerReset(at);
   }
 
   /** 429 code 45: the server says the quota is spent; every request fails fast until `until`. */

@@ -10,6 +10,8 @@ export interface UsageRecord {
   count: number;
   /** Epoch ms until which the server said the quota is spent (429 code 45), or null. */
   blockedUntil: number | null;
+  /** When the day ends, where the server told it (`X-Rate-Limit-Reset`); null: midnight in the reset zone. */
+  resetsAt: number | null;
 }
 
 /** What a reservation got: `granted` requests (0..n) and the day's count after it. */
@@ -36,6 +38,8 @@ export interface UsageStore {
   raise(organizationId: string, day: string, count: number): Promise<void>;
   /** The server said the quota is spent until `until` (epoch ms). */
   block(organizationId: string, day: string, until: number): Promise<void>;
+  /** The server said the day ends at `resetsAt` (epoch ms). */
+  markReset(organizationId: string, day: string, resetsAt: number): Promise<void>;
 }
 
 /** The store for tests and single-process tools; the same arithmetic as the warehouse's. */
@@ -79,11 +83,16 @@ export class MemoryUsageStore implements UsageStore {
     return Promise.resolve();
   }
 
+  markReset(organizationId: string, day: string, resetsAt: number): Promise<void> {
+    this.row(organizationId, day).resetsAt = resetsAt;
+    return Promise.resolve();
+  }
+
   private row(organizationId: string, day: string): UsageRecord {
     const key = `${organizationId}\u0000${day}`;
     let r = this.records.get(key);
     if (!r) {
-      r = { organizationId, day, count: 0, blockedUntil: null };
+      r = { organizationId, day, count: 0, blockedUntil: null, resetsAt: null };
       this.records.set(key, r);
     }
     return r;

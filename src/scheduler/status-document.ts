@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import { connectionLimits } from '../api/client.js';
-import { quotaDay } from '../api/quota-day.js';
+import { quotaDayAt } from '../api/quota-day.js';
 import { CATALOG } from '../catalog/index.js';
 import { qualifiedName, tableName } from '../catalog/types.js';
 import type { Family } from '../catalog/families.js';
@@ -106,8 +106,11 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
     const limits = connection ? connectionLimits(connection) : null;
     let entry = orgs.get(key);
     if (!entry) {
-      // Today is the quota day of the connection's reset zone, as the limiter counts it.
-      const today = quotaDay(now, connection?.quota_reset_time_zone ?? 'UTC');
+      // Today is the quota day as the limiter counts it: midnight in the reset zone, or the
+      // server's reset kept with the latest day (rows come newest first).
+      const latest = usage.find((x) => x.organization_id === o.organization_id);
+      const told = latest?.resets_at ? Date.parse(latest.resets_at) : null;
+      const today = quotaDayAt(now, connection?.quota_reset_time_zone ?? 'UTC', told).key;
       const u = usage.find((x) => x.organization_id === o.organization_id && x.day === today);
       const blocked = u?.blocked_until && Date.parse(u.blocked_until) > now ? u.blocked_until : null;
       entry = {

@@ -77,6 +77,8 @@ export interface UsageRow {
   day: string;
   count: number;
   blocked_until: string | null;
+  /** When the day ends, where the server told it (X-Rate-Limit-Reset); null: midnight in the reset zone. */
+  resets_at: string | null;
   updated_at: string;
 }
 

@@ -35,6 +35,7 @@ export class WarehouseUsageStore implements UsageStore {
       day: row.day,
       count: Number(row.count),
       blockedUntil: row.blocked_until ? Date.parse(row.blocked_until) : null,
+      resetsAt: row.resets_at ? Date.parse(row.resets_at) : null,
     };
   }
 
@@ -90,11 +91,21 @@ export class WarehouseUsageStore implements UsageStore {
       .execute();
   }
 
+  async markReset(organizationId: string, day: string, resetsAt: number): Promise<void> {
+    await this.ensureRow(organizationId, day);
+    await stateDb(this.db)
+      .updateTable('_svcsync_usage')
+      .set({ resets_at: new Date(resetsAt).toISOString(), updated_at: this.stamp() })
+      .where('organization_id', '=', organizationId)
+      .where('day', '=', day)
+      .execute();
+  }
+
   /** The day's row, created at 0 by whichever process comes first. */
   private async ensureRow(organizationId: string, day: string): Promise<void> {
     await stateDb(this.db)
       .insertInto('_svcsync_usage')
-      .values({ organization_id: organizationId, day, count: 0, blocked_until: null, updated_at: this.stamp() })
+      .values({ organization_id: organizationId, day, count: 0, blocked_until: null, resets_at: null, updated_at: this.stamp() })
       .onConflict((oc) => oc.columns(['organization_id', 'day']).doNothing())
       .execute();
   }

@@ -332,7 +332,7 @@ describe('OrgLimiter: daily budget', () => {
     expect(l.usedToday()).toBe(0);
     await l.schedule(instant());
     await l.flush();
-    expect(await store.load('1')).toEqual({ organizationId: '1', day: '2026-01-16', count: 1, blockedUntil: null });
+    expect(await store.load('1')).toEqual({ organizationId: '1', day: '2026-01-16', count: 1, blockedUntil: null, resetsAt: null });
   });
 
   it('fails queued requests when the budget runs out while they wait', async () => {
@@ -410,6 +410,7 @@ describe('usage in the store', () => {
       release: (org, day, n) => inner.release(org, day, n),
       raise: (org, day, n) => inner.raise(org, day, n),
       block: (org, day, until) => inner.block(org, day, until),
+      markReset: (org, day, at) => inner.markReset(org, day, at),
     };
     const registry = new LimiterRegistry({ clock, store, logger: silentLogger() });
     const config = { limits: limits(), timeZone: 'UTC' };
@@ -454,6 +455,7 @@ describe('usage in the store', () => {
       },
       raise: (org, day, n) => inner.raise(org, day, n),
       block: (org, day, until) => inner.block(org, day, until),
+      markReset: (org, day, at) => inner.markReset(org, day, at),
     };
     const l = new OrgLimiter({
       organizationId: '1',
@@ -485,6 +487,7 @@ describe('usage in the store', () => {
       release: (org, day, n) => inner.release(org, day, n),
       raise: (org, day, n) => inner.raise(org, day, n),
       block: (org, day, until) => inner.block(org, day, until),
+      markReset: (org, day, at) => inner.markReset(org, day, at),
     };
     const l = limiter({ clock, store: flaky });
     let ran = 0;
