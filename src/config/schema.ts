@@ -52,6 +52,11 @@ const timeZoneSchema = z.string().refine((zone) => {
 const scheduleFields = {
   /** Incremental sync of transaction streams (and their child and single-record completions). */
   incremental: cronSchema.optional(),
+  /**
+   * Incremental sync of the trees read whole on every run (a list without a change field with
+   * child lists: invoice projects and their tasks); unset, `incremental` if set, else the plan's default.
+   */
+  whole_read: cronSchema.optional(),
   /** Settings-like streams (`kind: settings`) and organization discovery. */
   settings: cronSchema.optional(),
   /** `--reconcile`: re-read ids to find deleted records. */

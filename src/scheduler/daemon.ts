@@ -1,4 +1,5 @@
 import { narrowJob, type JobSpec } from './jobs.js';
+import { warnScheduleMisfits } from './plan.js';
 import { HookDebouncer, type HookResult, type HookTarget } from './hooks.js';
 import type { JobOutcome } from './job-run.js';
 import { JobRunner, type RunnerContext } from './job-runner.js';
@@ -137,6 +138,7 @@ export class Daemon {
       const job = this.runner.jobs().find((j) => j.connection === c.name && j.jobClass === 'organizations');
       if (job) await this.runNow(job);
     }
+    await warnScheduleMisfits({ ...this.ctx, now: this.ctx.clock.now(), backfill: this.ctx.backfill });
   }
 
   /** Runs one job outside its schedule (start-up discovery; tests). */

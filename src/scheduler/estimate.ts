@@ -4,7 +4,7 @@ import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
 import type { SyncMode } from '../extractors/stream-pass.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { stateDb, type StreamStateRow } from '../state/tables.js';
-import type { JobSpec } from './jobs.js';
+import { readsWhole, type JobSpec } from './jobs.js';
 
 /** The command name a daemon run records in `_svcsync_runs` (its mode is read back from it). */
 export function daemonCommand(job: Pick<JobSpec, 'jobClass'>): string {
@@ -216,4 +216,104 @@ function isDescendant(name: string, ancestor: StreamSpec): boolean {
     s = findStream(`${s.family}.${s.parent.stream}`);
   }
   return false;
+}
+
+/**
+ * Records a list is assumed to hold where the warehouse has not read it yet: the reference
+ * organization of `svcsync plan --fit`, the size of the sandbox's `--scale 50` organization.
+ */
+export const REFERENCE_RECORDS = 50;
+
+/** What one tree (a top-level stream and its selected child streams) costs an organization. */
+export interface TreeCost {
+  /** The top-level stream (qualified name). */
+  tree: string;
+  /** The tree's streams: the top-level one, then its selected descendants. */
+  streams: string[];
+  kind: StreamSpec['kind'];
+  /** Read whole with its child lists on every run (`readsWhole`). */
+  wholeRead: boolean;
+  /** Requests of one incremental run. */
+  run: number;
+  /** Requests of one reconcile run; null for a tree without a change field (a full read finds its deletions every run). */
+  reconcile: number | null;
+  /** The list's size was assumed (REFERENCE_RECORDS), not read from the warehouse. */
+  assumed: boolean;
+}
+
+/** Live rows per organization and top-level stream (`org|family.stream`), one query per table. */
+export async function liveRowCounts(warehouse: Warehouse, streams: readonly StreamSpec[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const stream of streams) {
+    try {
+      const r = await warehouse.db.executeQuery<{ organization_id: string; n: number | string }>(
+        CompiledQuery.raw(
+          `SELECT "organization_id", COUNT(*) AS n FROM "${tableName(stream)}" WHERE "_deleted_at" IS NULL GROUP BY "organization_id"`,
+        ),
+      );
+      for (const row of r.rows) out.set(`${row.organization_id}|${qualifiedName(stream)}`, Number(row.n));
+    } catch {
+      // The table does not exist until the first sync creates it.
+    }
+  }
+  return out;
+}
+
+/**
+ * What one run of a tree costs, from the catalog and the list sizes (pure). An incremental run
+ * reads one page of a list sorted by its change field, every page of the others, and one child
+ * list per parent where the parent has no change field (every parent, each run), none where it
+ * has one (only the changed parents'); a reconcile reads every page and every parent's child
+ * lists. Records that changed cost more (their child lists, their single reads): the stream's
+ * last incremental run counts them, and is taken where it cost more, unless it read the whole
+ * list (a first sync, which says nothing about the next run). `rows` of a list the warehouse
+ * has not synced are `REFERENCE_RECORDS` (or `referenceRecords`).
+ */
+export function treeCost(
+  tree: StreamSpec,
+  streams: readonly StreamSpec[],
+  facts: { rows: (stream: StreamSpec) => number | null; state: (stream: StreamSpec) => StreamSnapshot | undefined },
+  options: { perPage: number; referenceRecords?: number; catalog?: readonly StreamSpec[] },
+): TreeCost {
+  const catalog = options.catalog ?? CATALOG;
+  const reference = options.referenceRecords ?? REFERENCE_RECORDS;
+  let assumed = false;
+  const rowsOf = (s: StreamSpec): number => {
+    const n = facts.rows(s);
+    if (n !== null) return n;
+    assumed = true;
+    return reference;
+  };
+  const pages = (s: StreamSpec): number => Math.max(1, Math.ceil(rowsOf(s) / options.perPage));
+  const parentOf = (s: StreamSpec): StreamSpec | undefined => catalog.find((p) => p.family === s.family && p.name === s.parent?.stream);
+  const topState = facts.state(tree);
+  const topRows = facts.rows(tree);
+  // A last run that read at least the whole list was a first sync (or a full re-read).
+  const lastWasWhole = topRows === null || Number(topState?.state?.last_records ?? Infinity) >= Math.max(1, topRows);
+  let run = 0;
+  let reconcile = 0;
+  for (const s of streams) {
+    let model: number;
+    if (!s.parent) {
+      model = s.cursor?.sort ? 1 : pages(s);
+      reconcile += pages(s);
+    } else {
+      const parent = parentOf(s);
+      const parents = parent ? rowsOf(parent) : reference;
+      model = parent && !parent.cursor ? parents : 0;
+      reconcile += parents;
+    }
+    const st = facts.state(s);
+    const last = st?.lastMode === 'incremental' && !lastWasWhole ? Number(st.state?.last_requests ?? 0) : 0;
+    run += Math.max(model, last);
+  }
+  return {
+    tree: qualifiedName(tree),
+    streams: streams.map(qualifiedName),
+    kind: tree.kind,
+    wholeRead: readsWhole(tree, catalog),
+    run,
+    reconcile: tree.cursor ? reconcile : null,
+    assumed,
+  };
 }

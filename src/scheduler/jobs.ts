@@ -1,6 +1,7 @@
 import { CATALOG, childStreamsOf } from '../catalog/index.js';
 import { qualifiedName, type StreamSpec } from '../catalog/types.js';
 import type { Family } from '../catalog/families.js';
+import type { Plan } from '../config/plans.js';
 import type { Config, ConnectionConfig } from '../config/schema.js';
 import { selectStreams } from '../extractors/organization-sync.js';
 import type { SyncMode } from '../extractors/stream-pass.js';
@@ -22,13 +23,94 @@ export const PRIORITY: Readonly<Record<JobClass, number>> = {
   backfill: 3,
 };
 
-export const DEFAULT_SCHEDULES = {
-  incremental: '*/15 * * * *',
-  settings: '0 * * * *',
-  reconcile: '30 2 * * *',
-  backfill: '*/15 * * * *',
-  time_zone: 'UTC',
-} as const;
+/** The schedule keys of `daemon.schedules` and a connection's `schedules`, and their values. */
+export interface Schedules {
+  incremental: string;
+  /** Trees read whole on every run (`readsWhole`): their own key, so they can run less often. */
+  whole_read: string;
+  settings: string;
+  reconcile: string;
+  backfill: string;
+  time_zone: string;
+}
+
+/**
+ * The daemon's schedules when the configuration sets none, per plan (spec 8's daily quota). Each
+ * fits its plan's budget (the quota less the 10% reserve) for an organization of about 50
+ * records a list, with room to spare for changes: the free plan's 900 requests allow a
+ * half-hourly incremental run (about 6 requests: one page per list), the projects and their
+ * task lists (about 51) twice a day, settings every three hours and the nightly reconcile
+ * (about 257). `svcsync plan` shows what a schedule costs an organization; `svcsync plan --fit`
+ * proposes one for its own size.
+ */
+export const PLAN_SCHEDULES: Readonly<Record<Plan, Readonly<Schedules>>> = {
+  free: {
+    incremental: '*/30 * * * *',
+    whole_read: '10 */12 * * *',
+    settings: '5 */3 * * *',
+    reconcile: '30 2 * * *',
+    backfill: '*/15 * * * *',
+    time_zone: 'UTC',
+  },
+  standard: {
+    incremental: '*/15 * * * *',
+    whole_read: '10 */4 * * *',
+    settings: '5 * * * *',
+    reconcile: '30 2 * * *',
+    backfill: '*/15 * * * *',
+    time_zone: 'UTC',
+  },
+  professional: {
+    incremental: '*/15 * * * *',
+    whole_read: '10 */2 * * *',
+    settings: '5 * * * *',
+    reconcile: '30 2 * * *',
+    backfill: '*/15 * * * *',
+    time_zone: 'UTC',
+  },
+  premium: {
+    incremental: '*/15 * * * *',
+    whole_read: '10 * * * *',
+    settings: '5 * * * *',
+    reconcile: '30 2 * * *',
+    backfill: '*/15 * * * *',
+    time_zone: 'UTC',
+  },
+  elite: {
+    incremental: '*/15 * * * *',
+    whole_read: '10 * * * *',
+    settings: '5 * * * *',
+    reconcile: '30 2 * * *',
+    backfill: '*/15 * * * *',
+    time_zone: 'UTC',
+  },
+  ultimate: {
+    incremental: '*/15 * * * *',
+    whole_read: '10 * * * *',
+    settings: '5 * * * *',
+    reconcile: '30 2 * * *',
+    backfill: '*/15 * * * *',
+    time_zone: 'UTC',
+  },
+  enterprise: {
+    incremental: '*/15 * * * *',
+    whole_read: '10 * * * *',
+    settings: '5 * * * *',
+    reconcile: '30 2 * * *',
+    backfill: '*/15 * * * *',
+    time_zone: 'UTC',
+  },
+};
+
+/**
+ * A tree an incremental run reads whole, its child lists with it: a top-level list without a
+ * change field whose records have child streams (invoice projects and their tasks). Nothing
+ * tells which parents changed, so every run reads every parent's child list: about one request
+ * per record, where a list with a change field costs one page.
+ */
+export function readsWhole(stream: StreamSpec, catalog: readonly StreamSpec[] = CATALOG): boolean {
+  return !stream.parent && !stream.cursor && childStreamsOf(stream, catalog).length > 0;
+}
 
 export interface JobSpec {
   /** connection/organization/class[/group]: stable across restarts and config reloads. */
@@ -52,7 +134,8 @@ export interface KnownOrganization {
   families: Family[];
 }
 
-function descendants(stream: StreamSpec, allowed: (s: StreamSpec) => boolean, catalog: readonly StreamSpec[]): string[] {
+/** The selected child streams below a stream (qualified names), each before its own children. */
+export function descendants(stream: StreamSpec, allowed: (s: StreamSpec) => boolean, catalog: readonly StreamSpec[]): string[] {
   const out: string[] = [];
   for (const child of childStreamsOf(stream, catalog)) {
     const below = descendants(child, allowed, catalog);
@@ -61,23 +144,36 @@ function descendants(stream: StreamSpec, allowed: (s: StreamSpec) => boolean, ca
   return out;
 }
 
-/** The cron expression and zone of a job class for a connection (and optionally one stream). */
+/**
+ * The cron expression and zone of a job class for a connection (and optionally one top-level
+ * stream). Lookup: the stream's own schedule, the connection's `schedules`, `daemon.schedules`,
+ * then the connection's plan's defaults (`PLAN_SCHEDULES`). A tree read whole on every run
+ * (`readsWhole`) takes `whole_read`, and the incremental schedule only where that is set
+ * explicitly and `whole_read` is not (so a configuration written before `whole_read` existed
+ * keeps its meaning).
+ */
 export function scheduleFor(
   config: Config,
   connection: ConnectionConfig,
   jobClass: JobClass,
-  stream?: string,
+  stream?: StreamSpec,
+  catalog: readonly StreamSpec[] = CATALOG,
 ): { expression: string; timeZone: string } {
   const cs = connection.schedules;
   const ds = config.daemon.schedules;
+  const defaults = PLAN_SCHEDULES[connection.plan];
   const key = jobClass === 'organizations' ? 'settings' : jobClass;
-  const override = stream ? cs?.streams?.[stream] : undefined;
+  const override = stream ? cs?.streams?.[qualifiedName(stream)] : undefined;
   // A stream's own schedule: `reconcile` for reconcile runs, `incremental` for incremental and settings runs.
   let fromOverride: string | undefined;
   if (override && key === 'reconcile') fromOverride = override.reconcile;
   else if (override && (key === 'incremental' || key === 'settings')) fromOverride = override.incremental;
-  const expression = fromOverride ?? cs?.[key] ?? ds[key] ?? DEFAULT_SCHEDULES[key];
-  const timeZone = (fromOverride ? override?.time_zone : undefined) ?? cs?.time_zone ?? ds.time_zone ?? DEFAULT_SCHEDULES.time_zone;
+  let expression: string;
+  if (fromOverride !== undefined) expression = fromOverride;
+  else if (key === 'incremental' && stream && readsWhole(stream, catalog))
+    expression = cs?.whole_read ?? ds.whole_read ?? cs?.incremental ?? ds.incremental ?? defaults.whole_read;
+  else expression = cs?.[key] ?? ds[key] ?? defaults[key];
+  const timeZone = (fromOverride ? override?.time_zone : undefined) ?? cs?.time_zone ?? ds.time_zone ?? defaults.time_zone;
   return { expression, timeZone };
 }
 
@@ -103,7 +199,7 @@ export function resolveJobs(
     // Discovery follows the settings schedule, and stays hourly when settings streams are off:
     // without it new organizations would never be picked up.
     const discovery = scheduleFor(config, connection, 'organizations');
-    if (discovery.expression === 'off') discovery.expression = DEFAULT_SCHEDULES.settings;
+    if (discovery.expression === 'off') discovery.expression = '0 * * * *';
     {
       jobs.push({
         id: `${connection.name}/*/organizations`,
@@ -122,7 +218,7 @@ export function resolveJobs(
       const { top, allowed } = selectStreams(catalog, org.families, connection.streams);
       const groups = new Map<string, { jobClass: JobClass; mode: SyncMode; expression: string; timeZone: string; trees: StreamSpec[] }>();
       const add = (jobClass: JobClass, mode: SyncMode, s: StreamSpec): void => {
-        const { expression, timeZone } = scheduleFor(config, connection, jobClass, qualifiedName(s));
+        const { expression, timeZone } = scheduleFor(config, connection, jobClass, s, catalog);
         if (expression === 'off') return;
         const k = `${jobClass}|${expression}|${timeZone}`;
         const g = groups.get(k) ?? { jobClass, mode, expression, timeZone, trees: [] };

@@ -1,18 +1,24 @@
 import { connectionLimits } from '../api/client.js';
-import { nextQuotaReset, quotaDay } from '../api/quota-day.js';
-import { dailyBudget } from '../config/plans.js';
+import { quotaDayAt, type QuotaDay } from '../api/quota-day.js';
+import { CATALOG } from '../catalog/index.js';
+import { qualifiedName, type StreamSpec } from '../catalog/types.js';
 import { type Family } from '../catalog/families.js';
+import { dailyBudget } from '../config/plans.js';
 import type { Config } from '../config/schema.js';
+import type { Logger } from '../core/logger.js';
+import { selectStreams } from '../extractors/organization-sync.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { stateDb } from '../state/tables.js';
-import { estimateJob, loadSnapshot, rowsNeeded } from './estimate.js';
-import { resolveJobs, type JobClass, type KnownOrganization } from './jobs.js';
+import { liveRowCounts, modeOfCommand, REFERENCE_RECORDS, treeCost, type StreamSnapshot, type TreeCost } from './estimate.js';
+import { countFires, type Cron } from './cron.js';
+import { descendants, resolveJobs, type JobClass, type JobSpec, type KnownOrganization } from './jobs.js';
 
 export interface PlannedJob {
   id: string;
   jobClass: JobClass;
   schedule: string;
   streams: number;
+  /** Fires on the busiest quota day planned. */
   fires: number;
   /** Estimated requests per run. */
   estimate: number;
@@ -22,17 +28,37 @@ export interface PlannedJob {
 export interface OrganizationPlan {
   connection: string;
   organizationId: string;
-  /** The quota day planned (yyyy-mm-dd in the reset zone). */
+  /** No organization of the connection is known yet: planned for a reference organization of the catalog's streams. */
+  reference: boolean;
+  /** The busiest of the quota days planned (yyyy-mm-dd, the quota day's key). */
   day: string;
   budget: number;
   jobs: PlannedJob[];
-  /** Requests the scheduled jobs need; backfill is not included (it takes what is left). */
+  /** Requests the scheduled jobs need on that day; backfill is not included (it takes what is left). */
   total: number;
   fits: boolean;
   leftForBackfill: number;
+  /** Some list sizes were assumed (REFERENCE_RECORDS), not read from the warehouse. */
+  assumed: boolean;
 }
 
-/** Organizations the warehouse knows (from earlier runs); the plan makes no API call. */
+/** An organization to plan for, with what each of its trees costs. */
+export interface PlanOrganization extends KnownOrganization {
+  reference: boolean;
+  budget: number;
+  /** The reset zone of its connection, and the server's reset kept with its latest quota day. */
+  zone: string;
+  serverReset: number | null;
+  costs: TreeCost[];
+}
+
+/** The id a connection's reference organization is planned under when no organization of it is known. */
+export const REFERENCE_ORGANIZATION = '(reference)';
+
+/** Quota days a plan looks at: a week, so weekly schedules show on the day they fire. */
+export const PLAN_DAYS = 7;
+
+/** Organizations the warehouse knows (from earlier runs) that the configuration still syncs; the plan makes no API call. */
 export async function knownOrganizations(config: Config, warehouse: Warehouse): Promise<KnownOrganization[]> {
   const rows = await stateDb(warehouse.db).selectFrom('_svcsync_organizations').selectAll().execute();
   const byKey = new Map<string, KnownOrganization>();
@@ -40,6 +66,7 @@ export async function knownOrganizations(config: Config, warehouse: Warehouse): 
     if (Number(r.is_active ?? 1) === 0) continue;
     const c = config.connections.find((x) => x.name === r.connection);
     if (!c || !c.families.includes(r.family as Family)) continue;
+    if (c.organizations && !c.organizations.includes(r.organization_id)) continue;
     const k = `${r.connection}|${r.organization_id}`;
     const o = byKey.get(k) ?? { connection: r.connection, organizationId: r.organization_id, families: [] };
     o.families.push(r.family as Family);
@@ -48,64 +75,269 @@ export async function knownOrganizations(config: Config, warehouse: Warehouse): 
   return [...byKey.values()];
 }
 
-/**
- * What the next full quota day of the schedule costs per organization: every job's fires in
- * that day times its estimate, against the organization's budget (quota less reserve).
- */
-export async function planNextDay(
-  config: Config,
-  warehouse: Warehouse,
-  now: number,
-  options: { backfill?: boolean } = {},
-): Promise<OrganizationPlan[]> {
-  const orgs = await knownOrganizations(config, warehouse);
-  const jobs = resolveJobs(config, orgs, { backfill: options.backfill ?? config.daemon.backfill });
-  const out: OrganizationPlan[] = [];
-  for (const org of orgs) {
-    const connection = config.connections.find((c) => c.name === org.connection)!;
-    const zone = connection.quota_reset_time_zone;
-    const from = nextQuotaReset(now, zone);
-    const to = nextQuotaReset(from + 1, zone);
-    const mine = jobs.filter((j) => j.connection === org.connection && j.organizationId === org.organizationId);
-    const snap = await loadSnapshot(warehouse, org.connection, org.organizationId, { rowsFor: [...new Set(mine.flatMap(rowsNeeded))] });
-    const planned: PlannedJob[] = [];
-    for (const j of mine) {
-      // The day starts at the reset instant itself: a fire at midnight belongs to it.
-      const fires = j.cron.between(from - 1, to - 1).length;
-      const estimate = estimateJob(j, snap, config.sync.per_page);
-      planned.push({
-        id: j.id,
-        jobClass: j.jobClass,
-        schedule: j.cron.toString(),
-        streams: j.streams.length,
-        fires,
-        estimate,
-        total: j.jobClass === 'backfill' ? 0 : fires * estimate,
-      });
-    }
-    const budget = dailyBudget(connectionLimits(connection));
-    const total = planned.reduce((a, p) => a + p.total, 0);
-    out.push({
-      connection: org.connection,
-      organizationId: org.organizationId,
-      day: quotaDay(from, zone),
-      budget,
-      jobs: planned,
-      total,
-      fits: total <= budget,
-      leftForBackfill: Math.max(0, budget - total),
+/** Each stream's state and the mode of the run that last touched it, keyed `connection|org|stream`. */
+async function streamStates(warehouse: Warehouse): Promise<Map<string, StreamSnapshot>> {
+  const db = stateDb(warehouse.db);
+  const states = await db.selectFrom('_svcsync_streams').selectAll().execute();
+  const runIds = [...new Set(states.map((s) => s.last_run_id).filter((x): x is string => Boolean(x)))];
+  const commandOf = new Map<string, string>();
+  for (let i = 0; i < runIds.length; i += 500) {
+    const rows = await db
+      .selectFrom('_svcsync_runs')
+      .select(['run_id', 'command'])
+      .where('run_id', 'in', runIds.slice(i, i + 500))
+      .execute();
+    for (const r of rows) commandOf.set(r.run_id, r.command);
+  }
+  const out = new Map<string, StreamSnapshot>();
+  for (const st of states) {
+    out.set(`${st.connection}|${st.organization_id}|${st.stream}`, {
+      state: st,
+      lastMode: modeOfCommand(st.last_run_id ? commandOf.get(st.last_run_id) : null),
+      pending: { detail: 0, children: 0, backfillOrReconcile: 0 },
+      rows: null,
     });
   }
   return out;
 }
 
-export function renderPlan(plans: readonly OrganizationPlan[]): string {
+/** The server's reset kept with each organization's latest quota day (`_svcsync_usage.resets_at`). */
+async function serverResets(warehouse: Warehouse): Promise<Map<string, number | null>> {
+  const rows = await stateDb(warehouse.db)
+    .selectFrom('_svcsync_usage')
+    .select(['organization_id', 'day', 'resets_at'])
+    .orderBy('day', 'desc')
+    .execute();
+  const out = new Map<string, number | null>();
+  for (const r of rows) if (!out.has(r.organization_id)) out.set(r.organization_id, r.resets_at ? Date.parse(r.resets_at) : null);
+  return out;
+}
+
+/**
+ * Every organization the configuration syncs, with what each of its trees costs a run, from the
+ * warehouse alone: the organizations earlier runs found, their list sizes and their streams'
+ * last runs. A connection none of whose organizations is known yet is planned for one reference
+ * organization of its families, whose lists hold `referenceRecords` (REFERENCE_RECORDS) each.
+ */
+export async function loadPlanOrganizations(
+  config: Config,
+  warehouse: Warehouse,
+  options: { referenceRecords?: number; catalog?: readonly StreamSpec[] } = {},
+): Promise<PlanOrganization[]> {
+  const catalog = options.catalog ?? CATALOG;
+  const known = await knownOrganizations(config, warehouse);
+  const orgs: Array<KnownOrganization & { reference: boolean }> = known.map((o) => ({ ...o, reference: false }));
+  // A connection that names its organizations gets a reference organization under each name.
+  for (const c of config.connections)
+    if (!known.some((o) => o.connection === c.name))
+      for (const id of c.organizations ?? [REFERENCE_ORGANIZATION])
+        orgs.push({ connection: c.name, organizationId: id, families: [...c.families], reference: true });
+  const tops = catalog.filter((s) => !s.parent);
+  const rows = await liveRowCounts(warehouse, tops);
+  const states = await streamStates(warehouse);
+  const resets = await serverResets(warehouse);
+  return orgs.map((o) => {
+    const connection = config.connections.find((c) => c.name === o.connection)!;
+    const { top, allowed } = selectStreams(catalog, o.families, connection.streams);
+    const state = (s: StreamSpec): StreamSnapshot | undefined => states.get(`${o.connection}|${o.organizationId}|${qualifiedName(s)}`);
+    // A list's size is known once a run of it has finished (its table then holds what the API lists).
+    const rowsOf = (s: StreamSpec): number | null =>
+      state(s)?.state?.last_finished_at ? (rows.get(`${o.organizationId}|${qualifiedName(s)}`) ?? 0) : null;
+    const costs = top.map((t) => {
+      const names = new Set([qualifiedName(t), ...descendants(t, allowed, catalog)]);
+      const streams = catalog.filter((s) => names.has(qualifiedName(s)));
+      return treeCost(
+        t,
+        streams,
+        { rows: rowsOf, state },
+        { perPage: config.sync.per_page, referenceRecords: options.referenceRecords, catalog },
+      );
+    });
+    return {
+      ...o,
+      budget: dailyBudget(connectionLimits(connection)),
+      zone: connection.quota_reset_time_zone,
+      serverReset: resets.get(o.organizationId) ?? null,
+      costs,
+    };
+  });
+}
+
+/** The quota days from the next reset on: `count` of them, each with its start and end. */
+export function quotaDaysAhead(
+  now: number,
+  zone: string,
+  serverReset: number | null,
+  count = PLAN_DAYS,
+): Array<QuotaDay & { from: number }> {
+  const out: Array<QuotaDay & { from: number }> = [];
+  let from = quotaDayAt(now, zone, serverReset).resetsAt;
+  for (let i = 0; i < count; i++) {
+    const day = quotaDayAt(from, zone, serverReset);
+    out.push({ ...day, from });
+    from = day.resetsAt;
+  }
+  return out;
+}
+
+/** What a job's run costs: its trees' incremental runs, or their reconciles. */
+export function jobEstimate(job: Pick<JobSpec, 'jobClass' | 'trees'>, costs: readonly TreeCost[]): number {
+  let total = 0;
+  for (const t of job.trees) {
+    const c = costs.find((x) => x.tree === t);
+    if (!c) continue;
+    total += job.jobClass === 'reconcile' || job.jobClass === 'backfill' ? (c.reconcile ?? c.run) : c.run;
+  }
+  return total;
+}
+
+/**
+ * What an organization's schedule costs (pure): each job's fires on each of the next quota
+ * days times its estimate; the busiest day against the budget.
+ */
+export function planOrganization(
+  config: Config,
+  org: PlanOrganization,
+  now: number,
+  options: { backfill?: boolean; fires?: Map<string, number> } = {},
+): OrganizationPlan {
+  // Organizations of one zone share their days: a fleet counts each schedule's fires once.
+  const cache = options.fires ?? new Map<string, number>();
+  const firesIn = (cron: Cron, from: number, to: number): number => {
+    const key = `${cron.expression}|${cron.timeZone}|${from}|${to}`;
+    let n = cache.get(key);
+    if (n === undefined) cache.set(key, (n = countFires(cron.expression, cron.timeZone, from, to)));
+    return n;
+  };
+  const jobs = resolveJobs(config, [org], { backfill: options.backfill ?? config.daemon.backfill }).filter(
+    (j) => j.organizationId === org.organizationId && j.connection === org.connection,
+  );
+  const estimates = new Map(jobs.map((j) => [j.id, jobEstimate(j, org.costs)]));
+  let busiest: { day: string; total: number; fires: Map<string, number> } | null = null;
+  for (const day of quotaDaysAhead(now, org.zone, org.serverReset)) {
+    const fires = new Map<string, number>();
+    let total = 0;
+    for (const j of jobs) {
+      // The day starts at the reset instant itself: a fire at midnight belongs to it.
+      const n = firesIn(j.cron, day.from - 1, day.resetsAt - 1);
+      fires.set(j.id, n);
+      if (j.jobClass !== 'backfill') total += n * estimates.get(j.id)!;
+    }
+    if (!busiest || total > busiest.total) busiest = { day: day.key, total, fires };
+  }
+  const planned: PlannedJob[] = jobs.map((j) => {
+    const fires = busiest?.fires.get(j.id) ?? 0;
+    const estimate = estimates.get(j.id)!;
+    return {
+      id: j.id,
+      jobClass: j.jobClass,
+      schedule: j.cron.toString(),
+      streams: j.streams.length,
+      fires,
+      estimate,
+      total: j.jobClass === 'backfill' ? 0 : fires * estimate,
+    };
+  });
+  const total = planned.reduce((a, p) => a + p.total, 0);
+  return {
+    connection: org.connection,
+    organizationId: org.organizationId,
+    reference: org.reference,
+    day: busiest?.day ?? '',
+    budget: org.budget,
+    jobs: planned,
+    total,
+    fits: total <= org.budget,
+    leftForBackfill: Math.max(0, org.budget - total),
+    assumed: org.costs.some((c) => c.assumed),
+  };
+}
+
+/**
+ * What the configured schedules cost each organization on the busiest of the next quota days,
+ * against its budget, from the warehouse alone (no API call).
+ */
+export async function planNextDay(
+  config: Config,
+  warehouse: Warehouse,
+  now: number,
+  options: { backfill?: boolean; referenceRecords?: number } = {},
+): Promise<OrganizationPlan[]> {
+  const orgs = await loadPlanOrganizations(config, warehouse, options);
+  const fires = new Map<string, number>();
+  return orgs.map((o) => planOrganization(config, o, now, { ...options, fires }));
+}
+
+/**
+ * The requests an organization will have used when its quota day ends (pure): what it used so
+ * far, plus each job's estimate for every fire still due before the reset. For the status page's
+ * projection; `jobs` are the organization's with their per-run estimates (`jobEstimate`).
+ */
+export function projectDayUsage(input: {
+  usedToday: number;
+  now: number;
+  resetsAt: number;
+  jobs: ReadonlyArray<{ cron: Pick<Cron, 'expression' | 'timeZone'>; estimate: number; jobClass?: JobClass }>;
+}): number {
+  let total = input.usedToday;
+  for (const j of input.jobs) {
+    if (j.jobClass === 'backfill') continue;
+    total += countFires(j.cron.expression, j.cron.timeZone, input.now, input.resetsAt - 1) * j.estimate;
+  }
+  return total;
+}
+
+/**
+ * The projection of an organization's quota day under the configured schedules (pure): the
+ * requests it will have used when the day ends (`projectDayUsage` with each job's `jobEstimate`),
+ * when that is, and its budget. `org` comes from `loadPlanOrganizations`, `usedToday` from the
+ * day's row of `_svcsync_usage`.
+ */
+export function projectDay(
+  config: Config,
+  org: PlanOrganization,
+  usedToday: number,
+  now: number,
+): { projected: number; budget: number; resetsAt: number } {
+  const jobs = resolveJobs(config, [org], { backfill: false }).filter(
+    (j) => j.organizationId === org.organizationId && j.connection === org.connection,
+  );
+  const resetsAt = quotaDayAt(now, org.zone, org.serverReset).resetsAt;
+  const projected = projectDayUsage({
+    usedToday,
+    now,
+    resetsAt,
+    jobs: jobs.map((j) => ({ cron: j.cron, estimate: jobEstimate(j, org.costs), jobClass: j.jobClass })),
+  });
+  return { projected, budget: org.budget, resetsAt };
+}
+
+/** One line per organization whose schedule does not fit, with the figures (the daemon's start-up warning). */
+export function misfits(plans: readonly OrganizationPlan[]): Array<{ plan: OrganizationPlan; message: string }> {
+  return plans
+    .filter((p) => !p.fits)
+    .map((p) => ({
+      plan: p,
+      message:
+        `the schedule of ${p.connection} / ${p.organizationId} needs about ${p.total} requests on quota day ${p.day} ` +
+        `but its budget is ${p.budget} (${p.jobs
+          .filter((j) => j.total > 0)
+          .map((j) => `${j.jobClass} ${j.schedule}: ${j.fires} × ~${j.estimate}`)
+          .join('; ')}); lower-priority jobs will be skipped and incremental runs may run out. ` +
+        '`svcsync plan --fit` prints schedules that fit.',
+    }));
+}
+
+export function renderPlan(plans: readonly OrganizationPlan[], referenceRecords = REFERENCE_RECORDS): string {
   if (plans.length === 0) return 'No organizations known yet: run `svcsync check` or `svcsync sync` once, then plan again.\n';
   const lines: string[] = [];
   let warnings = 0;
   for (const p of plans) {
     const left = p.fits ? `, ${p.leftForBackfill} left for backfill` : '';
-    lines.push(`${p.connection} / ${p.organizationId} — quota day ${p.day}: ${p.total} of ${p.budget} requests planned${left}`);
+    const who = p.reference
+      ? `${p.connection} / ${p.organizationId === REFERENCE_ORGANIZATION ? 'a reference organization' : p.organizationId} (not synced yet)`
+      : `${p.connection} / ${p.organizationId}`;
+    lines.push(`${who} — busiest quota day ${p.day}: ${p.total} of ${p.budget} requests planned${left}`);
     for (const j of p.jobs) {
       const cost =
         j.jobClass === 'backfill' ? `takes what is left (about ${j.estimate} requests to go)` : `${j.fires} × ~${j.estimate} = ${j.total}`;
@@ -116,10 +348,45 @@ export function renderPlan(plans: readonly OrganizationPlan[]): string {
       lines.push(
         `  WARNING: the schedule needs ${p.total} requests but the budget is ${p.budget}: ` +
           'lower-priority jobs (settings, reconcile) will be skipped and incremental runs may run out. ' +
-          'Run incremental jobs less often, or raise the plan or limits.per_day.',
+          'Run `svcsync plan --fit` for schedules that fit, or raise the plan or limits.per_day.',
       );
     }
   }
+  if (plans.some((p) => p.assumed))
+    lines.push(`Lists the warehouse has not synced yet are assumed to hold ${referenceRecords} records each (--records N changes it).`);
   if (warnings) lines.push(`${warnings} organization(s) do not fit their daily budget.`);
   return lines.join('\n') + '\n';
+}
+
+/**
+ * At start-up: warns once per organization whose schedule does not fit its budget, with the
+ * figures (`misfits`). Planning reads only the warehouse; a failure to plan is logged, never
+ * fatal. Returns how many organizations do not fit.
+ */
+export async function warnScheduleMisfits(ctx: {
+  config: Config;
+  warehouse: Warehouse;
+  logger: Logger;
+  now: number;
+  backfill?: boolean;
+}): Promise<number> {
+  try {
+    const plans = await planNextDay(ctx.config, ctx.warehouse, ctx.now, { backfill: ctx.backfill });
+    const bad = misfits(plans);
+    for (const { plan, message } of bad)
+      ctx.logger.warn(
+        {
+          connection: plan.connection,
+          organization_id: plan.organizationId,
+          quota_day: plan.day,
+          planned: plan.total,
+          budget: plan.budget,
+        },
+        message,
+      );
+    return bad.length;
+  } catch (err) {
+    ctx.logger.warn({ err }, 'could not work out whether the schedule fits the daily budget (svcsync plan shows it)');
+    return 0;
+  }
 }

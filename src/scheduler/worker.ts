@@ -10,6 +10,7 @@ import type { JobOutcome } from './job-run.js';
 import { JobRunner, type RunnerContext } from './job-runner.js';
 import type { JobSpec } from './jobs.js';
 import { queueDepth, SYNC_QUEUE } from './queue-depth.js';
+import { warnScheduleMisfits } from './plan.js';
 
 /** The schedule tick: one a minute, fired by whichever worker's pg-boss wins its cron lock. */
 export const TICK_QUEUE = 'svcsync-tick';
@@ -131,6 +132,7 @@ export class Worker {
     });
     this.boss = boss;
     await this.runner.reloadOrganizations();
+    await warnScheduleMisfits({ ...this.ctx, now: this.ctx.clock.now(), backfill: this.ctx.backfill });
     const polling = { pollingIntervalSeconds: this.ctx.pollingIntervalSeconds ?? 2, batchSize: 1 };
     for (let i = 0; i < this.ctx.config.worker.concurrency; i++) {
       let slot = '';

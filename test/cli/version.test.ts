@@ -101,6 +101,7 @@ describe('every --json output names the version', () => {
       ['schema', '--json'],
       ['schema', '--drift', '--json'],
       ['plan', '--json'],
+      ['plan', '--fit', '--json'],
     ];
     for (const args of commands) {
       const r = await cli([...args, '--config', config], env());

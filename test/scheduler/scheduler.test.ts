@@ -6,7 +6,7 @@ import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
 import { decide, heldForHigher } from '../../src/scheduler/budget.js';
 import { Cron } from '../../src/scheduler/cron.js';
-import { DEFAULT_SCHEDULES, resolveJobs, type JobSpec } from '../../src/scheduler/jobs.js';
+import { PLAN_SCHEDULES, resolveJobs, type JobSpec } from '../../src/scheduler/jobs.js';
 import { Holds } from '../../src/scheduler/holds.js';
 import { outcomeOf, type JobOutcome, type JobRun } from '../../src/scheduler/job-run.js';
 import { Scheduler, type SchedulerEvent } from '../../src/scheduler/scheduler.js';
@@ -254,14 +254,30 @@ describe('shutdown', () => {
 
 describe('budget priorities', () => {
   const cfg = parseConfig({ connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z' }] }, { env: {} });
-  const jobs = resolveJobs(cfg, [{ connection: 'c', organizationId: 'o1', families: ['books', 'inventory', 'invoice', 'billing'] }], {
-    backfill: true,
-  });
+  const all = [{ connection: 'c', organizationId: 'o1', families: ['books', 'inventory', 'invoice', 'billing'] as Family[] }];
+  const defaults = resolveJobs(cfg, all, { backfill: true });
+  // The budget arithmetic below counts fires of these schedules.
+  const explicit = parseConfig(
+    {
+      connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z' }],
+      daemon: { schedules: { incremental: '*/15 * * * *', settings: '0 * * * *', reconcile: '30 2 * * *' } },
+    },
+    { env: {} },
+  );
+  const jobs = resolveJobs(explicit, all, { backfill: true });
   const byClass = (k: string) => jobs.find((j) => j.jobClass === k)!;
 
-  it('resolves defaults: incremental every 15 minutes, settings hourly, reconcile nightly, discovery hourly', () => {
-    expect(byClass('incremental').cron.expression).toBe('*/15 * * * *');
-    expect(byClass('settings').cron.expression).toBe('0 * * * *');
+  it("resolves the free plan's defaults: lists half-hourly, projects twice a day, settings every 3 hours, reconcile nightly", () => {
+    const byClass = (k: string) => defaults.find((j) => j.jobClass === k)!;
+    const jobs = defaults;
+    expect(byClass('incremental').cron.expression).toBe('*/30 * * * *');
+    const whole = jobs.find((j) => j.jobClass === 'incremental' && j.trees.includes('invoice.projects'))!;
+    expect(whole.cron.expression).toBe('10 */12 * * *');
+    expect(whole.trees).toEqual(['invoice.projects']);
+    expect(whole.streams).toEqual(['invoice.projects', 'invoice.tasks']);
+    expect(byClass('incremental').trees).not.toContain('invoice.projects');
+    expect(byClass('settings').cron.expression).toBe('5 */3 * * *');
+    expect(byClass('organizations').cron.expression).toBe('5 */3 * * *');
     expect(byClass('reconcile').cron.expression).toBe('30 2 * * *');
     expect(byClass('organizations').organizationId).toBeNull();
     expect(byClass('incremental').trees).toContain('inventory.sales_orders');
@@ -275,8 +291,12 @@ describe('budget priorities', () => {
     const { parse } = await import('yaml');
     const doc = parse(readFileSync(new URL('../../config/svcsync.example.yaml', import.meta.url), 'utf8')) as Record<string, unknown>;
     const parsed = parseConfig(doc, { env: { SVC_CLIENT_ID: 'a', SVC_CLIENT_SECRET: 'b', SVC_REFRESH_TOKEN: 'c' } });
-    // The example spells out the built-in defaults.
-    expect(parsed.daemon).toEqual({ ...cfg.daemon, schedules: { ...DEFAULT_SCHEDULES } });
+    // The example leaves the schedules to the plan's defaults, which it lists in comments.
+    expect(parsed.daemon).toEqual(cfg.daemon);
+    const text = readFileSync(new URL('../../config/svcsync.example.yaml', import.meta.url), 'utf8');
+    for (const [plan, s] of Object.entries(PLAN_SCHEDULES))
+      for (const key of ['incremental', 'whole_read', 'settings', 'reconcile'] as const)
+        expect(text, `${plan} ${key}`).toMatch(new RegExp(`#.*\\b${plan}\\b.*${key}: "${s[key].replace(/\*/g, '\\*')}"`));
     expect(parsed.worker).toEqual(cfg.worker);
     expect(parsed.leases).toEqual({ ttl_seconds: 30, heartbeat_seconds: 5 });
     expect(doc['leases']).toEqual(cfg.leases);

@@ -1,0 +1,386 @@
+import type { Config } from '../config/schema.js';
+import type { Plan } from '../config/plans.js';
+import { countFires } from './cron.js';
+import type { TreeCost } from './estimate.js';
+import { quotaDaysAhead, type PlanOrganization } from './plan.js';
+
+/**
+ * `svcsync plan --fit`: per connection, schedules for each tree (a top-level stream and its
+ * child streams) under which every organization's busiest quota day fits its budget. Pure: the
+ * trees' costs come in (`loadPlanOrganizations`), schedules and their figures go out, rendered
+ * as the `schedules:` block the daemon reads and as cron lines of `svcsync sync --stream ...`.
+ *
+ * Start from the most frequent schedule of each kind (incremental lists every 5 minutes,
+ * settings hourly, every reconcile nightly), then, while the busiest organization's busiest day
+ * needs more than its target, slow down whatever spends most a day in it: the lists read whole
+ * with a request per record (projects and their tasks) go first and furthest, cheap lists that
+ * cost a page a run stay frequent, and reconciles move from nightly to once a week, each tree
+ * on a weekday of its own, when a nightly one costs more than the incremental runs it competes
+ * with. Trees of one kind that cost the same move together, so they share a schedule.
+ */
+
+/** Minutes between runs, most frequent first. */
+export const INCREMENTAL_PERIODS: readonly number[] = [5, 10, 15, 30, 60, 120, 180, 240, 360, 480, 720, 1440];
+export const SETTINGS_PERIODS: readonly number[] = [60, 120, 180, 240, 360, 480, 720, 1440];
+
+/** Minute of the hour each kind starts at, so cron processes seldom start together. */
+const MINUTE = { incremental: 0, whole: 10, settings: 5, reconcile: 40 } as const;
+const RECONCILE_HOUR = 2;
+const SCHEDULE_ZONE = 'UTC';
+
+export type FitKind = 'incremental' | 'whole' | 'settings';
+
+/** One tree's schedule in a fit. */
+export interface TreeSchedule {
+  tree: string;
+  streams: string[];
+  kind: FitKind;
+  /** Minutes between incremental runs. */
+  every: number;
+  incremental: string;
+  /** Its reconcile, or null when it has no change field (a full read finds deletions every run). */
+  reconcile: string | null;
+}
+
+export interface FitOrganization {
+  organizationId: string;
+  reference: boolean;
+  assumed: boolean;
+  budget: number;
+  target: number;
+  /** The busiest quota day under the fitted schedules, and its requests. */
+  day: string;
+  total: number;
+  fits: boolean;
+}
+
+export interface ConnectionFit {
+  connection: string;
+  plan: Plan;
+  trees: TreeSchedule[];
+  organizations: FitOrganization[];
+  /** Every organization's busiest day fits its budget. */
+  fits: boolean;
+  /** The `schedules:` block for the connection (what the daemon reads). */
+  schedules: ScheduleBlock;
+}
+
+export interface ScheduleBlock {
+  time_zone: string;
+  incremental?: string;
+  whole_read?: string;
+  settings?: string;
+  reconcile?: string;
+  streams?: Record<string, { incremental?: string; reconcile?: string }>;
+}
+
+/** Requests an organization may plan for: its budget less room for changes (`daemon.budget_safety`). */
+export function fitTarget(budget: number, safety: number): number {
+  return Math.floor(budget / safety);
+}
+
+function cronEvery(period: number, minute: number): string {
+  if (period < 60) return `*/${period} * * * *`;
+  if (period === 60) return `${minute} * * * *`;
+  if (period < 1440) return `${minute} */${period / 60} * * *`;
+  return `${minute} ${RECONCILE_HOUR - 1} * * *`;
+}
+
+interface Item {
+  tree: string;
+  streams: string[];
+  kind: FitKind;
+  rung: number;
+  periods: readonly number[];
+  /** Reconcile: nightly, or weekly on `weekday` (0 Sunday). */
+  weekly: boolean;
+  weekday: number;
+  reconcilable: boolean;
+}
+
+function kindOf(c: TreeCost): FitKind {
+  if (c.kind === 'settings') return 'settings';
+  return c.wholeRead ? 'whole' : 'incremental';
+}
+
+function incrementalCron(item: Item): string {
+  return cronEvery(item.periods[item.rung]!, MINUTE[item.kind]);
+}
+
+function reconcileCron(item: Item): string {
+  return `${MINUTE.reconcile} ${RECONCILE_HOUR} * * ${item.weekly ? String(item.weekday) : '*'}`;
+}
+
+/** Fits one connection's schedules to its organizations (pure; `now` picks the quota days looked at). */
+export function fitConnection(config: Config, connection: string, orgs: readonly PlanOrganization[], now: number): ConnectionFit {
+  const conn = config.connections.find((c) => c.name === connection)!;
+  const safety = config.daemon.budget_safety;
+  // The trees of the connection (the union over its organizations), in catalog order.
+  const items: Item[] = [];
+  for (const o of orgs)
+    for (const c of o.costs)
+      if (!items.some((i) => i.tree === c.tree)) {
+        const kind = kindOf(c);
+        items.push({
+          tree: c.tree,
+          streams: c.streams,
+          kind,
+          rung: 0,
+          periods: kind === 'settings' ? SETTINGS_PERIODS : INCREMENTAL_PERIODS,
+          weekly: false,
+          weekday: 0,
+          reconcilable: c.reconcile !== null,
+        });
+      }
+  const days = orgs.map((o) => quotaDaysAhead(now, o.zone, o.serverReset));
+  const fireCache = new Map<string, number>();
+  const fires = (expression: string, from: number, to: number): number => {
+    const key = `${expression}|${from}|${to}`;
+    let n = fireCache.get(key);
+    if (n === undefined) fireCache.set(key, (n = countFires(expression, SCHEDULE_ZONE, from - 1, to - 1)));
+    return n;
+  };
+  const costOf = (o: PlanOrganization, tree: string): TreeCost | undefined => o.costs.find((c) => c.tree === tree);
+  const placeWeekly = (): void => {
+    const load = [0, 0, 0, 0, 0, 0, 0];
+    const heaviest = (i: Item): number => Math.max(0, ...orgs.map((o) => costOf(o, i.tree)?.reconcile ?? 0));
+    const weekly = items.filter((i) => i.weekly).sort((a, b) => heaviest(b) - heaviest(a) || a.tree.localeCompare(b.tree));
+    for (const i of weekly) {
+      const day = load.indexOf(Math.min(...load));
+      i.weekday = day;
+      load[day]! += heaviest(i);
+    }
+  };
+  const busiest = (index: number): { day: string; total: number } => {
+    const o = orgs[index]!;
+    let best = { day: '', total: -1 };
+    for (const d of days[index]!) {
+      let total = 0;
+      for (const i of items) {
+        const c = costOf(o, i.tree);
+        if (!c) continue;
+        total += fires(incrementalCron(i), d.from, d.resetsAt) * c.run;
+        if (i.reconcilable && c.reconcile !== null) total += fires(reconcileCron(i), d.from, d.resetsAt) * c.reconcile;
+      }
+      if (total > best.total) best = { day: d.key, total };
+    }
+    return best;
+  };
+  /** What an item spends on an average day in an organization: its incremental runs, or its reconcile. */
+  type Move = { item: Item; what: 'incremental' | 'reconcile'; spend: number; run: number };
+  const moves = (o: PlanOrganization): Move[] => {
+    const out: Move[] = [];
+    for (const i of items) {
+      const c = costOf(o, i.tree);
+      if (!c) continue;
+      if (i.rung < i.periods.length - 1) out.push({ item: i, what: 'incremental', spend: (c.run * 1440) / i.periods[i.rung]!, run: c.run });
+      if (i.reconcilable && !i.weekly && c.reconcile !== null)
+        out.push({ item: i, what: 'reconcile', spend: c.reconcile, run: c.reconcile });
+    }
+    return out.sort((a, b) => b.spend - a.spend || b.run - a.run || a.item.tree.localeCompare(b.item.tree));
+  };
+
+  for (let step = 0; step < 1000; step++) {
+    let worst = -1;
+    let ratio = 0;
+    orgs.forEach((o, k) => {
+      const r = busiest(k).total / Math.max(1, fitTarget(o.budget, safety));
+      if (r > ratio) [worst, ratio] = [k, r];
+    });
+    if (worst < 0 || ratio <= 1) break;
+    const o = orgs[worst]!;
+    const [move] = moves(o);
+    if (!move) break;
+    if (move.what === 'reconcile') {
+      move.item.weekly = true;
+      placeWeekly();
+      continue;
+    }
+    // Trees of the same kind, schedule and cost move together: they keep sharing a schedule.
+    const run = costOf(o, move.item.tree)!.run;
+    for (const i of items)
+      if (i.kind === move.item.kind && i.rung === move.item.rung && costOf(o, i.tree)?.run === run && i.rung < i.periods.length - 1)
+        i.rung++;
+  }
+
+  // Slowing what spent most may have freed more than needed: give it back where it still fits,
+  // cheapest runs first (lists before settings before whole reads), then nightly reconciles.
+  const fitsAll = (): boolean => orgs.every((o, k) => busiest(k).total <= fitTarget(o.budget, safety));
+  const heaviestRun = (i: Item): number => Math.max(0, ...orgs.map((o) => costOf(o, i.tree)?.run ?? 0));
+  const order = { incremental: 0, settings: 1, whole: 2 } as const;
+  for (let changed = fitsAll(); changed;) {
+    changed = false;
+    const faster = items
+      .filter((i) => i.rung > 0)
+      .sort((a, b) => order[a.kind] - order[b.kind] || heaviestRun(a) - heaviestRun(b) || a.tree.localeCompare(b.tree));
+    for (const i of faster) {
+      const group = items.filter((x) => x.kind === i.kind && x.rung === i.rung && heaviestRun(x) === heaviestRun(i));
+      for (const x of group) x.rung--;
+      if (fitsAll()) {
+        changed = true;
+        break;
+      }
+      for (const x of group) x.rung++;
+    }
+    if (changed) continue;
+    for (const i of items.filter((x) => x.weekly)) {
+      i.weekly = false;
+      placeWeekly();
+      if (fitsAll()) {
+        changed = true;
+        break;
+      }
+      i.weekly = true;
+      placeWeekly();
+    }
+  }
+
+  const trees: TreeSchedule[] = items.map((i) => ({
+    tree: i.tree,
+    streams: i.streams,
+    kind: i.kind,
+    every: i.periods[i.rung]!,
+    incremental: incrementalCron(i),
+    reconcile: i.reconcilable ? reconcileCron(i) : null,
+  }));
+  const organizations: FitOrganization[] = orgs.map((o, k) => {
+    const b = busiest(k);
+    const target = fitTarget(o.budget, safety);
+    return {
+      organizationId: o.organizationId,
+      reference: o.reference,
+      assumed: o.costs.some((c) => c.assumed),
+      budget: o.budget,
+      target,
+      day: b.day,
+      total: b.total,
+      fits: b.total <= target,
+    };
+  });
+  return {
+    connection,
+    plan: conn.plan,
+    trees,
+    organizations,
+    fits: organizations.every((o) => o.fits),
+    schedules: scheduleBlock(trees),
+  };
+}
+
+/** The most common value (ties: the first seen). */
+function mostCommon(values: readonly string[]): string | undefined {
+  const counts = new Map<string, number>();
+  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
+  let best: string | undefined;
+  for (const [v, n] of counts) if (best === undefined || n > counts.get(best)!) best = v;
+  return best;
+}
+
+/** The connection's `schedules:` block: a key per kind, and the trees that differ from it under `streams`. */
+export function scheduleBlock(trees: readonly TreeSchedule[]): ScheduleBlock {
+  const block: ScheduleBlock = { time_zone: SCHEDULE_ZONE };
+  const keyOf = { incremental: 'incremental', whole: 'whole_read', settings: 'settings' } as const;
+  const common = new Map<FitKind, string | undefined>();
+  for (const kind of ['incremental', 'whole', 'settings'] as const) {
+    const value = mostCommon(trees.filter((t) => t.kind === kind).map((t) => t.incremental));
+    common.set(kind, value);
+    if (value !== undefined) block[keyOf[kind]] = value;
+  }
+  const reconcile = mostCommon(trees.flatMap((t) => (t.reconcile ? [t.reconcile] : [])));
+  if (reconcile !== undefined) block.reconcile = reconcile;
+  const streams: NonNullable<ScheduleBlock['streams']> = {};
+  for (const t of trees) {
+    const own: { incremental?: string; reconcile?: string } = {};
+    if (t.incremental !== common.get(t.kind)) own.incremental = t.incremental;
+    if (t.reconcile !== null && t.reconcile !== reconcile) own.reconcile = t.reconcile;
+    if (Object.keys(own).length) streams[t.tree] = own;
+  }
+  if (Object.keys(streams).length) block.streams = streams;
+  return block;
+}
+
+const q = (s: string): string => JSON.stringify(s);
+
+/** The `connections:` entries with their fitted `schedules:` (YAML the daemon reads). */
+export function renderFitConfig(fits: readonly ConnectionFit[]): string {
+  const lines = ['connections:'];
+  for (const f of fits) {
+    const s = f.schedules;
+    lines.push(`  - name: ${f.connection}`, '    schedules:', `      time_zone: ${s.time_zone}`);
+    for (const key of ['incremental', 'whole_read', 'settings', 'reconcile'] as const) if (s[key]) lines.push(`      ${key}: ${q(s[key])}`);
+    if (s.streams) {
+      lines.push('      streams:');
+      for (const [tree, own] of Object.entries(s.streams)) {
+        const parts = (['incremental', 'reconcile'] as const).flatMap((k) => (own[k] ? [`${k}: ${q(own[k])}`] : []));
+        lines.push(`        ${tree}: { ${parts.join(', ')} }`);
+      }
+    }
+  }
+  return lines.join('\n') + '\n';
+}
+
+/**
+ * The same schedules as cron lines: one `svcsync sync` per schedule, naming its streams (a
+ * tree's child streams with it), `--wait` so that two lines due together take turns on an
+ * organization instead of one skipping it as busy.
+ */
+export function renderFitCron(fits: readonly ConnectionFit[], options: { command: string; log?: string }): string[] {
+  const log = options.log ?? 'sync.log';
+  const lines: string[] = [];
+  for (const f of fits) {
+    const only = fits.length > 1 ? ` --connection ${f.connection}` : '';
+    const groups = new Map<string, { expression: string; reconcile: boolean; every: number; streams: string[] }>();
+    const add = (expression: string, reconcile: boolean, every: number, streams: readonly string[]): void => {
+      const key = `${reconcile ? 'r' : 'i'}|${expression}`;
+      const g = groups.get(key) ?? { expression, reconcile, every, streams: [] };
+      g.streams.push(...streams);
+      groups.set(key, g);
+    };
+    for (const t of f.trees) {
+      add(t.incremental, false, t.every, t.streams);
+      if (t.reconcile) add(t.reconcile, true, 0, t.streams);
+    }
+    const ordered = [...groups.values()].sort(
+      (a, b) => Number(a.reconcile) - Number(b.reconcile) || a.every - b.every || a.expression.localeCompare(b.expression),
+    );
+    for (const g of ordered) {
+      const mode = g.reconcile ? 'sync --reconcile' : 'sync';
+      lines.push(`${g.expression}  ${options.command} ${mode}${only} --wait --stream ${g.streams.join(',')} >> ${log} 2>&1`);
+    }
+  }
+  return lines;
+}
+
+function every(minutes: number): string {
+  if (minutes < 60) return `every ${minutes} min`;
+  if (minutes === 1440) return 'once a day';
+  return minutes === 60 ? 'every hour' : `every ${minutes / 60} h`;
+}
+
+const WEEKDAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+
+/** The fit in words: per connection its trees' schedules, and each organization's busiest day against its budget. */
+export function renderFitSummary(fits: readonly ConnectionFit[], safety: number, referenceRecords: number): string {
+  const lines: string[] = [];
+  for (const f of fits) {
+    lines.push(`${f.connection} (${f.plan} plan):`);
+    for (const t of f.trees) {
+      const children = t.streams.length > 1 ? ` (with ${t.streams.slice(1).join(', ')})` : '';
+      const weekday = t.reconcile && !t.reconcile.endsWith('*') ? WEEKDAYS[Number(t.reconcile.split(' ')[4])] : null;
+      const reconcile = t.reconcile ? `; reconcile ${weekday ? `on ${weekday}s` : 'nightly'}` : '';
+      lines.push(`  ${every(t.every).padEnd(14)} ${t.tree}${children}${reconcile}`);
+    }
+    for (const o of f.organizations) {
+      const who = o.reference ? `a reference organization (${referenceRecords} records a list)` : `organization ${o.organizationId}`;
+      const verdict = o.fits
+        ? `fits: ${o.total} of ${o.budget} requests on its busiest quota day (${o.day}), ${o.budget - o.total} to spare for changes`
+        : `DOES NOT FIT: ${o.total} of ${o.budget} requests on ${o.day} even at the slowest schedules; ` +
+          'sync fewer streams (connections[].streams) or raise the plan';
+      lines.push(
+        `  ${who}: ${verdict}${o.assumed && !o.reference ? ` (lists not synced yet assumed at ${referenceRecords} records)` : ''}`,
+      );
+    }
+  }
+  lines.push(`Planned to at most the budget ÷ ${safety} (daemon.budget_safety), leaving the rest for changed records' extra requests.`);
+  return lines.join('\n') + '\n';
+}
