@@ -77,14 +77,20 @@ async function mapLayout(page: Page): Promise<Record<string, string>> {
 
 const isOpen = async (d: ReturnType<Page['locator']>): Promise<boolean> => (await d.getAttribute('open')) !== null;
 
-/** Clicks the heat map on an organization's column (row: a stream's, or -1 for its label). */
-async function clickMap(page: Page, col: number, row: number): Promise<void> {
+/** Where on the page an organization's column (row: a stream's, or -1 for its label) is. */
+async function mapPoint(page: Page, col: number, row: number): Promise<{ x: number; y: number }> {
   const box = (await page.locator('#map').boundingBox())!;
   const d = await mapLayout(page);
   const per = Number(d['per']);
   const x = col < 0 ? 10 : Number(d['label']) + (col % per) * Number(d['cw']) + Number(d['cw']) / 2;
   const y = Math.floor(Math.max(0, col) / per) * Number(d['band']) + Math.max(0, row) * Number(d['cell']) + Number(d['cell']) / 2;
-  await page.mouse.click(box.x + x, box.y + y);
+  return { x: box.x + x, y: box.y + y };
+}
+
+/** Clicks the heat map on an organization's column (row: a stream's, or -1 for its label). */
+async function clickMap(page: Page, col: number, row: number): Promise<void> {
+  const p = await mapPoint(page, col, row);
+  await page.mouse.click(p.x, p.y);
 }
 
 const visible = (page: Page) => page.locator('details.org:visible');
@@ -211,7 +217,8 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       // Times read "N ago", with the local time on hover.
       const synced = orgs.nth(1).locator('summary time').first();
       expect(await synced.innerText()).toMatch(/ ago$/);
-      // The script replaced the ISO instant in the title with the browser's local rendering of it.
+      // Hovered, it shows the browser's local rendering of the instant.
+      await synced.hover();
       const title = (await synced.getAttribute('title'))!;
       const datetime = (await synced.getAttribute('datetime'))!;
       expect(title).not.toBe(datetime);
@@ -220,6 +227,12 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       // The heat map: the failing organization's column is red, a healthy one's green.
       expect(await cellColour(page, 0, 0)).toEqual(RED);
       expect(await cellColour(page, 1, 0)).toEqual(GREEN);
+      // Hovering a cell names the organization, the stream and its state.
+      const cell = await mapPoint(page, 0, 0);
+      await page.mouse.move(cell.x, cell.y);
+      await expect(page.locator('#tip').isVisible()).resolves.toBe(true);
+      const name = await orgs.first().locator('summary b').nth(1).innerText();
+      await expect(page.locator('#tip').innerText()).resolves.toBe(`${name} — inventory.sales_orders: failed`);
       // Click a healthy organization's column: only it shows, opened, with its streams.
       await clickMap(page, 2, 0);
       await expect(visible(page).count()).resolves.toBe(1);
@@ -392,6 +405,8 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       expect(Number(map['bands'])).toBeGreaterThan(1);
       expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(1280);
       expect(await cellColour(page, 0, streams.length - 1)).not.toEqual([255, 255, 255]);
+      mkdirSync(OUTPUT, { recursive: true });
+      await page.screenshot({ path: join(OUTPUT, 'status-page-fleet.png') });
       // Click organization 600's column: only it shows, opened, with every stream.
       const id = await orgs.nth(600).getAttribute('data-id');
       await clickMap(page, 600, 0);
