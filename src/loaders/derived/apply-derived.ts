@@ -224,11 +224,8 @@ export async function applyDerived(warehouse: Warehouse, objects: DerivedObjects
       recorded?.views,
       objects.views.map((v) => v.name),
     );
-    await runStatements(
-      trx,
-      dialect,
-      objects.views.map((v) => v.create),
-    );
+    // One at a time, so an error names the view's table (a column the catalog has and no migration added).
+    for (const view of objects.views) await sql.raw(view.create).execute(trx);
     await rewriteDictionary(trx, objects);
     await runStatements(trx, dialect, objects.comments);
     await addMissingForeignKeys(trx, objects);
