@@ -32,7 +32,7 @@ const DERIVED: Record<MigrationReport['derived'], string> = {
 
 export function migrateCommand(cli: Cli): Command {
   return new Command('migrate')
-    .description('create or upgrade the warehouse tables (sync does this by itself)')
+    .description('create or upgrade the warehouse tables, views and data dictionary (sync does this by itself)')
     .option(
       '--create-readonly-role <name>',
       'Postgres: also create a NOLOGIN role that may only read the warehouse (or re-apply its grants); see docs/bi.md',
