@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { CompiledQuery } from 'kysely';
 import pg from 'pg';
-import { openWarehouse, type Dialect, type Warehouse } from '../../src/loaders/warehouse.js';
+import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
+import { type Dialect } from '../../src/loaders/sql-dialect.js';
 import { freshWarehouse, PG_BASE_URL, type TestWarehouse } from './dialects.js';
 import { derivedSnapshot, SCHEMA_PLACEHOLDER, type DerivedSnapshot } from './warehouse-snapshot.mjs';
 
