@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { AnyDb } from '../loaders/db.js';
 
-/** A row of `_svcsync_connections` (migration 20261126T090000-connection-auth). */
+/** A row of `_svcsync_connections` (migration 20261126T120000-connection-auth). */
 export interface ConnectionAuthRow {
   connection: string;
   /** `ok` (the service accepted the connection's token) or `refused`. */
