@@ -14,7 +14,9 @@ import * as leaseWindow from './20261122T202000-lease-window.js';
 import * as runProcess from './20261122T210000-run-process.js';
 import * as viewsExchangeRate from './20261123T020000-views-exchange-rate.js';
 import * as runAbandoned from './20261125T120000-run-abandoned.js';
-import * as usageResetsAt from './20261126T010000-usage-resets-at.js';
+import * as derivedObjects from './20261126T090000-derived-objects.js';
+import * as connectionAuth from './20261126T120000-connection-auth.js';
+import * as usageResetsAt from './20261126T130000-usage-resets-at.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -36,5 +38,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261122T210000-run-process': runProcess,
   '20261123T020000-views-exchange-rate': viewsExchangeRate,
   '20261125T120000-run-abandoned': runAbandoned,
-  '20261126T010000-usage-resets-at': usageResetsAt,
+  '20261126T090000-derived-objects': derivedObjects,
+  '20261126T120000-connection-auth': connectionAuth,
+  '20261126T130000-usage-resets-at': usageResetsAt,
 };

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { svcsyncVersion } from '../core/version.js';
 
-// Read in src/core/version.ts; re-exported for the modules that took it from here.
+// Read in src/core/version.ts, which the warehouse records too; exported here as before.
 export { svcsyncVersion };
 
 /**

@@ -2,13 +2,12 @@ import { allChildLayouts, ORGANIZATION_ID, streamLayout, type ChildLayout } from
 import { qualifiedName, tableName, type StreamSpec } from './types.js';
 
 /**
- * The warehouse's views, generated from the catalog (docs/warehouse.md, "Views"). A migration
- * freezes their SQL (scripts/freeze-views.mjs); test/loaders/frozen-views.test.ts fails when the
- * catalog would now generate different views, so a catalog change comes with a migration that
- * recreates them.
+ * The warehouse's views, generated from the catalog (docs/warehouse.md, "Views"). `migrateToLatest`
+ * creates them again whenever what this generates changes (src/loaders/derived/), so a catalog
+ * change reaches them without a migration.
  *
  * The SQL is portable: every identifier quoted, no dialect-specific function, so the same text
- * runs on SQLite and Postgres. Lines stay short, as they are written into a migration file.
+ * runs on SQLite and Postgres.
  */
 export interface ViewDef {
   name: string;
@@ -26,7 +25,7 @@ export function liveViewName(table: string): string {
 
 const q = (name: string): string => `"${name.replace(/"/g, '""')}"`;
 
-/** `"a"."x", "a"."y", ...` wrapped into lines of about 100 characters, each indented. */
+/** `"a"."x", "a"."y", ...` wrapped into lines of about 100 characters, each indented (SQLite shows the text as written). */
 function columnLines(alias: string, columns: readonly string[], indent = '  '): string[] {
   const lines: string[] = [];
   let line = '';

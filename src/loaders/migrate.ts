@@ -1,13 +1,42 @@
-import { sql, Migrator, type DatabaseIntrospector, type MigrationResultSet, type TableMetadata } from 'kysely';
+import { sql, Migrator, type DatabaseIntrospector, type Migration, type MigrationResultSet, type TableMetadata } from 'kysely';
 import type { AnyDb } from './db.js';
 import { MIGRATIONS } from '../../migrations/index.js';
+import { CATALOG, type StreamSpec } from '../catalog/index.js';
 import { WarehouseError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { svcsyncVersion } from '../core/version.js';
+import {
+  applyDerived,
+  derivedVerdict,
+  dropBeforeMigrations,
+  readDerivedRecord,
+  type DerivedOutcome,
+  type DerivedRecord,
+  ViewsInUseError,
+} from './derived/apply-derived.js';
+import { deriveObjects, derivedObjectsOf, type DerivedObjects } from './derived/derived-objects.js';
 import type { Warehouse } from './warehouse.js';
 import { classifyWarehouseError } from './warehouse-errors.js';
 
 export interface MigrationReport {
   applied: string[];
   pending: string[];
+  /**
+   * What became of the views and the data dictionary (src/loaders/derived/): rebuilt, already
+   * current, or left as a newer svcsync made them.
+   */
+  derived: DerivedOutcome;
+}
+
+export interface MigrateOptions {
+  /** The catalog the views and the dictionary come from (tests change it); `CATALOG` by default. */
+  catalog?: readonly StreamSpec[];
+  /** The derivation's revision, `DERIVED_REVISION` by default (tests play an older svcsync). */
+  derivedRevision?: number;
+  /** Where a refusal to touch a newer svcsync's objects is told; the warehouse's logger by default. */
+  logger?: Logger;
+  /** The migrations, `MIGRATIONS` by default (tests add one). */
+  migrations?: Record<string, Migration>;
 }
 
 const MIGRATION_TABLE = '_svcsync_migrations';
@@ -38,9 +67,22 @@ export function scopedIntrospector(db: AnyDb, schema: string): DatabaseIntrospec
   };
 }
 
-/** The warehouse's Kysely with the scoped introspector in place of the database-wide one. */
-function withScopedIntrospection(db: AnyDb, schema: string): AnyDb {
-  const introspection = scopedIntrospector(db, schema);
+/**
+ * The same questions on SQLite, which has no schemas. Kysely's own introspector reads the columns
+ * of every table and view (`pragma_table_info` of each): slow, and it fails outright on a view of
+ * the user's that reads one of svcsync's views while they are dropped for a migration.
+ */
+export function sqliteScopedIntrospector(db: AnyDb): DatabaseIntrospector {
+  const getTables = async (): Promise<TableMetadata[]> => {
+    const r = await sql<{ name: string }>`SELECT name FROM sqlite_master
+      WHERE type = 'table' AND name IN (${MIGRATION_TABLE}, ${MIGRATION_LOCK_TABLE})`.execute(db);
+    return r.rows.map((t) => ({ name: t.name, isView: false, columns: [] }));
+  };
+  return { getSchemas: () => Promise.resolve([]), getTables, getMetadata: async () => ({ tables: await getTables() }) };
+}
+
+/** The warehouse's Kysely with a scoped introspector in place of the database-wide one. */
+function withIntrospector(db: AnyDb, introspection: DatabaseIntrospector): AnyDb {
   return new Proxy(db, {
     get(target, prop) {
       if (prop === 'introspection') return introspection;
@@ -51,13 +93,40 @@ function withScopedIntrospection(db: AnyDb, schema: string): AnyDb {
   });
 }
 
-async function migrator(warehouse: Warehouse): Promise<Migrator> {
+/**
+ * The migrations, the first to run dropping the derived views beforehand in the same transaction:
+ * Postgres refuses to alter or drop a column a view reads (SQLite to drop or rename one), so no
+ * migration needs to think of the views.
+ */
+function droppingDerivedViews(
+  warehouse: Warehouse,
+  objects: DerivedObjects,
+  migrations: Record<string, Migration>,
+): Record<string, Migration> {
+  let dropped = false;
+  const out: Record<string, Migration> = {};
+  for (const [name, migration] of Object.entries(migrations)) {
+    out[name] = {
+      ...migration,
+      up: async (db) => {
+        if (!dropped) {
+          dropped = true;
+          await dropBeforeMigrations(db, warehouse.faults, objects);
+        }
+        await migration.up(db);
+      },
+    };
+  }
+  return out;
+}
+
+async function migrator(warehouse: Warehouse, migrations: Record<string, Migration> = MIGRATIONS): Promise<Migrator> {
   // Kysely looks for its bookkeeping tables in every schema; two warehouses in one Postgres
   // database (different search_path) would see each other's. Pin them to ours.
   const schema = await warehouse.sql.migrationSchema(warehouse.db);
   return new Migrator({
-    db: schema ? withScopedIntrospection(warehouse.db, schema) : warehouse.db,
-    provider: { getMigrations: () => Promise.resolve(MIGRATIONS) },
+    db: withIntrospector(warehouse.db, schema ? scopedIntrospector(warehouse.db, schema) : sqliteScopedIntrospector(warehouse.db)),
+    provider: { getMigrations: () => Promise.resolve(migrations) },
     migrationTableName: MIGRATION_TABLE,
     migrationLockTableName: MIGRATION_LOCK_TABLE,
     ...(schema ? { migrationTableSchema: schema } : {}),
@@ -65,42 +134,113 @@ async function migrator(warehouse: Warehouse): Promise<Migrator> {
 }
 
 /**
- * Whether every migration is applied already, from one plain read of the bookkeeping table (no
- * lock): false when it cannot tell (no table yet).
+ * The names of the applied migrations, from one plain read of the bookkeeping table (no lock);
+ * undefined when there is no table yet.
  */
-async function allApplied(warehouse: Warehouse): Promise<boolean> {
+async function appliedMigrations(warehouse: Warehouse): Promise<Set<string> | undefined> {
   const schema = await warehouse.sql.migrationSchema(warehouse.db);
   const table = schema ? sql.id(schema, MIGRATION_TABLE) : sql.id(MIGRATION_TABLE);
   try {
     const r = await sql<{ name: string }>`SELECT name FROM ${table}`.execute(warehouse.db);
-    const applied = new Set(r.rows.map((row) => row.name));
-    return Object.keys(MIGRATIONS).every((name) => applied.has(name));
+    return new Set(r.rows.map((row) => row.name));
   } catch {
-    return false;
+    return undefined;
   }
 }
 
+/** A newer svcsync's objects are told about once per warehouse a process opens, not before every run. */
+const toldNewer = new WeakSet<Warehouse>();
+
+function tellNewer(warehouse: Warehouse, logger: Logger | undefined, objects: DerivedObjects, recorded: DerivedRecord | undefined): void {
+  if (!logger || toldNewer.has(warehouse)) return;
+  toldNewer.add(warehouse);
+  const by = recorded ? `svcsync ${recorded.version} (derived revision ${recorded.revision})` : 'a newer svcsync';
+  logger.warn(
+    {
+      warehouse: warehouse.displayUrl,
+      recorded_revision: recorded?.revision ?? null,
+      recorded_version: recorded?.version ?? null,
+      revision: objects.revision,
+      version: svcsyncVersion(),
+    },
+    `${warehouse.displayUrl}: its views and data dictionary were made by ${by}, newer than this svcsync ` +
+      `${svcsyncVersion()} (derived revision ${objects.revision}); they are left as they are and the sync runs. ` +
+      'Upgrade svcsync here to the version the other processes run.',
+  );
+}
+
 /**
- * Applies every pending migration; safe to call before every sync. When nothing is pending it
- * only reads the bookkeeping table: kysely's migrator takes a database-wide lock (a transaction
- * holding an advisory lock) even then, and one process paused inside it (SIGSTOP, a hung VM)
- * stalled every other process's runs behind it.
+ * Applies every pending migration, then rebuilds the derived objects (views, dictionary, comments,
+ * foreign keys; src/loaders/derived/) when the catalog or their code changed; safe to call before
+ * every sync. When nothing is pending and the derived objects are current it only reads (the
+ * migration records and `_svcsync_derived`): kysely's migrator takes a database-wide lock (a
+ * transaction holding an advisory lock) even then, and one process paused inside it (SIGSTOP, a
+ * hung VM) stalled every other process's runs behind it.
  *
  * All or nothing, one process at a time, on both dialects: the pending migrations and their
  * records run in one transaction (Postgres and SQLite both roll DDL back), behind kysely's
- * advisory lock on Postgres and a `BEGIN IMMEDIATE` on SQLite (src/loaders/sqlite-driver.ts).
- * A second process waits for the first, then reads the records inside its own transaction and
- * finds nothing to do; a migration cut short (a full disk, a lost connection) leaves nothing
- * behind, so running it again succeeds.
+ * advisory lock on Postgres and a `BEGIN IMMEDIATE` on SQLite (src/loaders/sqlite-driver.ts); the
+ * derived objects are rebuilt in a second one behind the same lock. A second process waits for
+ * the first, then reads the records inside its own transaction and finds nothing to do; a
+ * migration cut short (a full disk, a lost connection) leaves nothing behind, so running it again
+ * succeeds.
  */
-export async function migrateToLatest(warehouse: Warehouse): Promise<MigrationReport> {
-  if (await allApplied(warehouse)) return { applied: [], pending: [] };
-  const m = await migrator(warehouse);
-  const result: MigrationResultSet = await m.migrateToLatest();
-  const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  if (result.error) throw migrationFailure(warehouse, result);
-  const all = await m.getMigrations();
-  return { applied, pending: all.filter((x) => !x.executedAt).map((x) => x.name) };
+export async function migrateToLatest(warehouse: Warehouse, options: MigrateOptions = {}): Promise<MigrationReport> {
+  const catalog = options.catalog ?? CATALOG;
+  const objects =
+    options.derivedRevision === undefined
+      ? derivedObjectsOf(catalog, warehouse.dialect)
+      : deriveObjects(catalog, warehouse.dialect, options.derivedRevision);
+  const logger = options.logger ?? warehouse.logger;
+  const migrations = options.migrations ?? MIGRATIONS;
+  const names = await appliedMigrations(warehouse);
+  const known = Object.keys(migrations);
+  let applied: string[] = [];
+  const pending: string[] = [];
+  let newerMigrations = false;
+  if (names && known.every((name) => names.has(name))) {
+    newerMigrations = [...names].some((name) => !(name in migrations));
+    // Every migration is applied, so the record's table exists: one read.
+    const recorded = await readDerivedRecord(warehouse.db, warehouse.dialect, 'exists');
+    const verdict = derivedVerdict(recorded, objects, newerMigrations);
+    if (verdict === 'current') return { applied, pending, derived: 'current' };
+    if (verdict === 'newer') {
+      tellNewer(warehouse, logger, objects, recorded);
+      return { applied, pending, derived: 'newer' };
+    }
+  } else {
+    const m = await migrator(warehouse, droppingDerivedViews(warehouse, objects, migrations));
+    const result: MigrationResultSet = await m.migrateToLatest();
+    applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    if (result.error) throw migrationFailure(warehouse, result);
+    // Kysely runs every pending migration or none: with no error, nothing is left pending.
+  }
+  let derived: DerivedOutcome;
+  try {
+    derived = await applyDerived(warehouse, objects, { newerMigrations });
+  } catch (error) {
+    throw derivedFailure(warehouse, error);
+  }
+  if (derived === 'newer') tellNewer(warehouse, logger, objects, await readDerivedRecord(warehouse.db, warehouse.dialect));
+  return { applied, pending, derived };
+}
+
+/** The hint of a classified fault without its "run the same command again" ending, which the caller words for itself. */
+function hintOf(cause: WarehouseError): string {
+  return (cause.hint ?? '').replace(/, then run the same command again.*$/, '.');
+}
+
+/** What a failed rebuild of the derived objects tells the user: the warehouse, the cause and that nothing was kept. */
+function derivedFailure(warehouse: Warehouse, error: unknown): unknown {
+  if (!(error instanceof WarehouseError) || error instanceof ViewsInUseError) return error;
+  return new WarehouseError(`Could not rebuild the views and the data dictionary: ${error.message}`, {
+    fault: error.fault,
+    warehouse: warehouse.displayUrl,
+    hint:
+      `${hintOf(error)} Nothing of it was kept (they are rebuilt in one transaction): \`svcsync migrate\` (or the same ` +
+      'command) rebuilds them once the cause is fixed.',
+    cause: error,
+  });
 }
 
 /** What a failed migration run tells the user: the migration, the warehouse, the cause and that nothing was kept. */
@@ -117,13 +257,14 @@ function migrationFailure(warehouse: Warehouse, result: MigrationResultSet): War
       },
     );
   }
+  if (result.error instanceof ViewsInUseError) return result.error;
   const cause = classifyWarehouseError(result.error, warehouse.faults);
   const what = failed ? `migration ${failed}` : 'the migrations';
   return new WarehouseError(`Could not apply ${what}: ${cause.message}`, {
     fault: cause.fault,
     warehouse: warehouse.displayUrl,
     hint:
-      `${(cause.hint ?? '').replace(/, then run the same command again.*$/, '.')} Nothing of it was kept (pending migrations run in ` +
+      `${hintOf(cause)} Nothing of it was kept (pending migrations run in ` +
       'one transaction): `svcsync migrate` (or the same command) applies them once the cause is fixed.',
     cause: result.error,
   });

@@ -52,6 +52,8 @@ export interface Warehouse {
   transaction<T>(work: (trx: AnyTransaction) => Promise<T>, fence?: Fence): Promise<T>;
   /** How this warehouse retries transient faults and names itself in errors. */
   faults: FaultPolicy;
+  /** Where the warehouse's own events are told (retries, a derived-objects refusal); `OpenOptions.logger`. */
+  logger?: Logger;
   /** SQLite only, when opened with `sqlStats`: time spent per statement shape (the benchmark's). */
   sqlStats?(): SqlStat[];
   close(): Promise<void>;
@@ -197,6 +199,7 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
       sql: SQLITE,
       leases,
       faults,
+      ...(options.logger ? { logger: options.logger } : {}),
       displayUrl: faults.displayUrl,
       batch: (queries, after, fence) =>
         withFaultRetry(faults, () => (after ? inTransaction(db, queries, after, fence) : driver.batch(queries, fence))),
@@ -245,6 +248,7 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
       sql: POSTGRES,
       leases,
       faults,
+      ...(options.logger ? { logger: options.logger } : {}),
       displayUrl: faults.displayUrl,
       batch: (queries, after, fence) => withFaultRetry(faults, () => inTransaction(db, queries, after, fence)),
       transaction: (work, fence) => withFaultRetry(faults, () => transactionOf(db, work, fence)),

@@ -268,50 +268,6 @@ export async function planNextDay(
   return orgs.map((o) => planOrganization(config, o, now, { ...options, fires }));
 }
 
-/**
- * The requests an organization will have used when its quota day ends (pure): what it used so
- * far, plus each job's estimate for every fire still due before the reset. For the status page's
- * projection; `jobs` are the organization's with their per-run estimates (`jobEstimate`).
- */
-export function projectDayUsage(input: {
-  usedToday: number;
-  now: number;
-  resetsAt: number;
-  jobs: ReadonlyArray<{ cron: Pick<Cron, 'expression' | 'timeZone'>; estimate: number; jobClass?: JobClass }>;
-}): number {
-  let total = input.usedToday;
-  for (const j of input.jobs) {
-    if (j.jobClass === 'backfill') continue;
-    total += countFires(j.cron.expression, j.cron.timeZone, input.now, input.resetsAt - 1) * j.estimate;
-  }
-  return total;
-}
-
-/**
- * The projection of an organization's quota day under the configured schedules (pure): the
- * requests it will have used when the day ends (`projectDayUsage` with each job's `jobEstimate`),
- * when that is, and its budget. `org` comes from `loadPlanOrganizations`, `usedToday` from the
- * day's row of `_svcsync_usage`.
- */
-export function projectDay(
-  config: Config,
-  org: PlanOrganization,
-  usedToday: number,
-  now: number,
-): { projected: number; budget: number; resetsAt: number } {
-  const jobs = resolveJobs(config, [org], { backfill: false }).filter(
-    (j) => j.organizationId === org.organizationId && j.connection === org.connection,
-  );
-  const resetsAt = quotaDayAt(now, org.zone, org.serverReset).resetsAt;
-  const projected = projectDayUsage({
-    usedToday,
-    now,
-    resetsAt,
-    jobs: jobs.map((j) => ({ cron: j.cron, estimate: jobEstimate(j, org.costs), jobClass: j.jobClass })),
-  });
-  return { projected, budget: org.budget, resetsAt };
-}
-
 /** One line per organization whose schedule does not fit, with the figures (the daemon's start-up warning). */
 export function misfits(plans: readonly OrganizationPlan[]): Array<{ plan: OrganizationPlan; message: string }> {
   return plans

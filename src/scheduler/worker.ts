@@ -132,7 +132,6 @@ export class Worker {
     });
     this.boss = boss;
     await this.runner.reloadOrganizations();
-    await warnScheduleMisfits({ ...this.ctx, now: this.ctx.clock.now(), backfill: this.ctx.backfill });
     const polling = { pollingIntervalSeconds: this.ctx.pollingIntervalSeconds ?? 2, batchSize: 1 };
     for (let i = 0; i < this.ctx.config.worker.concurrency; i++) {
       let slot = '';
@@ -157,6 +156,8 @@ export class Worker {
       if (job) await this.send(job);
     }
     this.log.info({ worker: this.name, schema: this.schema, concurrency: this.ctx.config.worker.concurrency }, 'worker started');
+    // Last, so that workers starting together queue their first discovery as before.
+    await warnScheduleMisfits({ ...this.ctx, now: this.ctx.clock.now(), backfill: this.ctx.backfill });
   }
 
   /**

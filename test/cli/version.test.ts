@@ -56,7 +56,7 @@ describe("svcsync's version", () => {
         clock,
         limiters: new LimiterRegistry({ clock, store: new MemoryUsageStore(), logger }),
         warehouse,
-        quota: { organizations: () => [] },
+        quota: { organizations: () => [], limiter: () => Promise.resolve(null), jobs: () => [] },
       });
       const text = await metrics.registry.getSingleMetricAsString('svcsync_build_info');
       expect(text).toMatch(new RegExp(`svcsync_build_info\\{version="${PACKAGE_VERSION.replace(/\./g, '\\.')}",node="[^"]+"\\} 1`));

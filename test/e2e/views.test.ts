@@ -7,7 +7,7 @@ import { DIALECTS } from '../helpers/dialects.js';
 import { expectExit, startE2E, type E2E } from '../helpers/e2e.js';
 
 /**
- * The views (src/catalog/views.ts, migration 20261122T192000-views) against the sandbox's truth:
+ * The views (src/catalog/views.ts, created by src/loaders/derived/) against the sandbox's truth:
  * every `_live` view holds exactly the keys of the records (and their arrays' elements) the
  * sandbox holds live, and each modelled `report_` view equals what the truth gives when computed
  * here directly, never from the warehouse's tables.

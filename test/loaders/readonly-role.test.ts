@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { ConfigError } from '../../src/core/errors.js';
+import { CATALOG } from '../../src/catalog/index.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { quoteIdent, readonlyRoleStatements, validateRoleName } from '../../src/loaders/readonly-role.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
@@ -218,5 +219,18 @@ describe('the read-only role on Postgres', () => {
     expect((await asRole('SELECT id FROM later_table')).rows).toEqual([{ id: 'a' }]);
     expect((await asRole('SELECT id FROM later_view')).rows).toEqual([{ id: 'a' }]);
     expect((await asRole(`INSERT INTO later_table VALUES ('b')`)).error).toMatch(/permission denied/);
+  });
+
+  it('reads svcsync’s views after an upgrade creates them again', async () => {
+    const described = CATALOG.map((s) => ({ ...s, description: `${s.description} (described anew)` }));
+    expect((await migrateToLatest(wh, { catalog: described })).derived).toBe('applied');
+    for (const view of ['report_sales_order_lines', 'inventory_contacts_live']) {
+      const read = await asRole(`SELECT COUNT(*) AS n FROM ${view}`);
+      expect(read.error, view).toBeNull();
+      expect(read.rows, view).toHaveLength(1);
+    }
+    expect((await asRole('SELECT description FROM _svcsync_tables WHERE table_name = $$billing_plans$$')).rows).toEqual([
+      { description: expect.stringContaining('(described anew)') as unknown },
+    ]);
   });
 });

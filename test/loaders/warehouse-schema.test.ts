@@ -20,7 +20,7 @@ describe.each(DIALECTS)('migrated schema on %s', (dialect) => {
     tw = await freshWarehouse(dialect);
     wh = await tw.open();
     await migrateToLatest(wh);
-    // Views (the `_live` and `report_` views) are checked in test/loaders/frozen-views.test.ts and test/e2e/views.test.ts.
+    // Views (the `_live` and `report_` views) are checked in test/loaders/derived-fixtures.test.ts and test/e2e/views.test.ts.
     let tables = (await wh.db.introspection.getTables()).filter((t) => !t.isView);
     if (dialect === 'postgres') {
       const own = await wh.db.executeQuery<{ s: string }>(CompiledQuery.raw('SELECT current_schema() AS s'));

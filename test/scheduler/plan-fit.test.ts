@@ -15,7 +15,7 @@ import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { Cron, countFires } from '../../src/scheduler/cron.js';
 import { Daemon } from '../../src/scheduler/daemon.js';
 import { PLAN_SCHEDULES } from '../../src/scheduler/jobs.js';
-import { loadPlanOrganizations, planOrganization, projectDay, projectDayUsage, type PlanOrganization } from '../../src/scheduler/plan.js';
+import { loadPlanOrganizations, planOrganization, type PlanOrganization } from '../../src/scheduler/plan.js';
 import { fitConnection, fitTarget, INCREMENTAL_PERIODS, renderFitConfig, type ConnectionFit } from '../../src/scheduler/schedule-fit.js';
 import { stateDb } from '../../src/state/tables.js';
 
@@ -253,27 +253,5 @@ describe('countFires', () => {
   it('counts a schedule of every second without asking the cron package for each', () => {
     expect(countFires('* * * * * *', 'UTC', days[0][0] - 1, days[0][1] - 1)).toBe(86_400);
     expect(countFires('*/10 * * * * *', 'Asia/Kolkata', days[0][0], days[0][0] + 60_000)).toBe(6);
-  });
-});
-
-describe("the projection of an organization's day (for the status page)", () => {
-  it('adds to what was used each job estimate for every fire still due before the reset', async () => {
-    const cfg = config('free');
-    const org = await referenceOrganization(cfg, 50);
-    // 20:00 UTC: 7 half-hourly fires of the 6-request lists (20:30 … 23:30; midnight opens the next
-    // day), no whole read (the next is 00:10), one settings fire (21:05), no reconcile before midnight.
-    const p = projectDay(cfg, org, 500, Date.parse('2026-11-20T20:00:00Z'));
-    expect(p).toEqual({ projected: 500 + 7 * 6 + 1 * 4, budget: 900, resetsAt: Date.parse('2026-11-21T00:00:00Z') });
-    expect(
-      projectDayUsage({
-        usedToday: 10,
-        now: Date.parse('2026-11-20T23:00:00Z'),
-        resetsAt: Date.parse('2026-11-21T00:00:00Z'),
-        jobs: [
-          { cron: new Cron('*/15 * * * *', 'UTC'), estimate: 3 },
-          { cron: new Cron('*/15 * * * *', 'UTC'), estimate: 99, jobClass: 'backfill' },
-        ],
-      }),
-    ).toBe(10 + 3 * 3);
   });
 });

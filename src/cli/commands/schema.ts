@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { CATALOG, renderDictionary, tableDefinitions, type Dialect } from '../../catalog/index.js';
-import { migrateToLatest, migrationStatus } from '../../loaders/migrate.js';
+import { migrateToLatest, migrationStatus, type MigrationReport } from '../../loaders/migrate.js';
 import { createReadonlyRole, readonlyRoleHint, sqliteHasNoRoles, validateRoleName } from '../../loaders/readonly-role.js';
 import { svcsyncVersion } from '../../core/version.js';
 import { jsonOutput } from '../json-output.js';
@@ -27,9 +27,16 @@ export function schemaCommand(cli: Cli): Command {
     });
 }
 
+/** What `migrate` says of the views and the dictionary (src/loaders/derived/). */
+const DERIVED: Record<MigrationReport['derived'], string> = {
+  applied: 'rebuilt from the catalog',
+  current: 'current',
+  newer: 'left as a newer svcsync made them',
+};
+
 export function migrateCommand(cli: Cli): Command {
   return new Command('migrate')
-    .description('create or upgrade the warehouse tables (sync does this by itself)')
+    .description('create or upgrade the warehouse tables, views and data dictionary (sync does this by itself)')
     .option(
       '--create-readonly-role <name>',
       'Postgres: also create a NOLOGIN role that may only read the warehouse (or re-apply its grants); see docs/bi.md',
@@ -42,7 +49,9 @@ export function migrateCommand(cli: Cli): Command {
         const report = await migrateToLatest(w);
         const status = await migrationStatus(w);
         const applied = report.applied.length ? `applied ${report.applied.join(', ')}` : 'already up to date';
-        process.stdout.write(`${w.displayUrl}: ${applied} (${status.length} migrations)\n`);
+        process.stdout.write(
+          `${w.displayUrl}: ${applied} (${status.length} migrations); views and dictionary ${DERIVED[report.derived]}\n`,
+        );
         if (role === undefined) return;
         const result = await createReadonlyRole(w, role);
         const what = result.created ? 'created' : 'exists; grants re-applied';

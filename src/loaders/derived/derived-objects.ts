@@ -1,0 +1,171 @@
+import { createHash } from 'node:crypto';
+import { relationships, sqlType, tableDefinitions, type Relationship, type StreamSpec, type TableDef } from '../../catalog/index.js';
+import { viewDefinitions } from '../../catalog/views.js';
+import { ident } from '../sql-dialect.js';
+import type { Warehouse } from '../warehouse.js';
+
+/**
+ * The warehouse objects svcsync derives from the catalog rather than freezing into migrations:
+ * the views, the dictionary rows (`_svcsync_tables`, `_svcsync_columns`), and on Postgres the
+ * table and column comments and the child tables' foreign keys. Nothing svcsync writes depends
+ * on them, so they are rebuilt whole from the catalog whenever it changes
+ * (src/loaders/derived/apply-derived.ts); tables and state stay in hand-written migrations.
+ */
+
+/**
+ * Bump by one when this module or the catalog code it reads (src/catalog/views.ts,
+ * relationships.ts, dictionary columns) changes what it derives from the same catalog. A catalog
+ * change needs no bump: the hash follows it. A warehouse whose recorded revision is higher than
+ * this belongs to a newer svcsync, whose objects this one leaves alone.
+ */
+export const DERIVED_REVISION = 1;
+
+type DialectName = Warehouse['dialect'];
+
+export interface DerivedView {
+  name: string;
+  /** The statement that creates it. */
+  create: string;
+}
+
+export interface DictionaryTable {
+  table_name: string;
+  stream: string;
+  parent_table: string | null;
+  description: string;
+}
+
+export interface DictionaryColumn {
+  table_name: string;
+  column_name: string;
+  position: number;
+  type: string;
+  catalog_type: string;
+  nullable: number;
+  api_field: string;
+  description: string | null;
+  references_table: string | null;
+  references_column: string | null;
+  relationship: string | null;
+}
+
+export interface DerivedForeignKey {
+  name: string;
+  /** The statement that adds it. */
+  add: string;
+}
+
+export interface DerivedObjects {
+  revision: number;
+  /** A digest of everything below: equal hashes, equal objects. */
+  hash: string;
+  /** In creation order: every view after the views it reads. */
+  views: DerivedView[];
+  tables: DictionaryTable[];
+  columns: DictionaryColumn[];
+  /** COMMENT statements (Postgres; none on SQLite, which has no comments). */
+  comments: string[];
+  /** Child table to parent table (Postgres; SQLite cannot add a constraint to a table). */
+  foreignKeys: DerivedForeignKey[];
+}
+
+/** Descriptions of the dictionary's own tables, which no catalog entry describes. */
+const OWN_TABLES: ReadonlyArray<[string, string]> = [
+  ['_svcsync_tables', 'Every warehouse table svcsync writes, with the stream behind it and its description.'],
+  ['_svcsync_columns', 'Every warehouse column: its type, the API field it comes from, its description and what it references.'],
+];
+
+/**
+ * A string literal for DDL (COMMENT takes no bound parameters): quotes doubled; text with a
+ * backslash becomes an E'' literal with the backslashes doubled too, which reads the same
+ * whatever standard_conforming_strings says.
+ */
+export function literal(text: string): string {
+  if (text.includes('\0')) throw new Error('a comment cannot hold a NUL character');
+  const quoted = text.replace(/'/g, "''");
+  return text.includes('\\') ? `E'${quoted.replace(/\\/g, '\\\\')}'` : `'${quoted}'`;
+}
+
+/** The comment of a column: its description, and the API field it comes from. */
+export function columnComment(apiField: string, description: string | null): string {
+  const from = apiField === '(svcsync)' ? '' : `API field: ${apiField}.`;
+  return [description ?? '', from].filter((s) => s !== '').join(' ');
+}
+
+function dictionaryColumns(defs: readonly TableDef[], rels: readonly Relationship[], dialect: DialectName): DictionaryColumn[] {
+  // organization_id joins everything; the dictionary names what else a column points to.
+  const refs = new Map<string, { r: Relationship; i: number }>();
+  for (const r of rels) {
+    r.fromColumns.forEach((c, i) => {
+      if (c !== 'organization_id') refs.set(`${r.fromTable}.${c}`, { r, i });
+    });
+  }
+  return defs.flatMap((d) =>
+    d.columns.map((c, position): DictionaryColumn => {
+      const ref = refs.get(`${d.name}.${c.name}`);
+      return {
+        table_name: d.name,
+        column_name: c.name,
+        position,
+        type: sqlType(c.type, dialect),
+        catalog_type: c.type,
+        nullable: c.nullable ? 1 : 0,
+        api_field: c.source,
+        description: c.description ?? null,
+        references_table: ref ? ref.r.toTable : null,
+        references_column: ref ? (ref.r.toColumns[ref.i] ?? null) : null,
+        relationship: ref ? ref.r.kind : null,
+      };
+    }),
+  );
+}
+
+function comments(defs: readonly TableDef[]): string[] {
+  return [
+    ...OWN_TABLES.map(([table, text]) => `COMMENT ON TABLE ${ident(table)} IS ${literal(text)}`),
+    ...defs.map((d) => `COMMENT ON TABLE ${ident(d.name)} IS ${literal(d.description)}`),
+    ...defs.flatMap((d) =>
+      d.columns.map(
+        (c) => `COMMENT ON COLUMN ${ident(d.name)}.${ident(c.name)} IS ${literal(columnComment(c.source, c.description ?? null))}`,
+      ),
+    ),
+  ];
+}
+
+function foreignKeys(rels: readonly Relationship[]): DerivedForeignKey[] {
+  return rels
+    .filter((r) => r.kind === 'foreign_key')
+    .map((r) => ({
+      name: r.name,
+      add:
+        `ALTER TABLE ${ident(r.fromTable)} ADD CONSTRAINT ${ident(r.name)} FOREIGN KEY (${r.fromColumns.map(ident).join(', ')}) ` +
+        `REFERENCES ${ident(r.toTable)} (${r.toColumns.map(ident).join(', ')}) ON DELETE CASCADE`,
+    }));
+}
+
+/** Everything the catalog derives for a warehouse of this dialect, and its digest. */
+export function deriveObjects(catalog: readonly StreamSpec[], dialect: DialectName, revision = DERIVED_REVISION): DerivedObjects {
+  const defs = tableDefinitions(catalog);
+  const rels = relationships(catalog);
+  const postgres = dialect === 'postgres';
+  const content = {
+    views: viewDefinitions(catalog).map((v) => ({ name: v.name, create: `CREATE VIEW ${ident(v.name)} AS\n${v.sql.join('\n')}` })),
+    tables: defs.map((d) => ({ table_name: d.name, stream: d.stream, parent_table: d.parentTable ?? null, description: d.description })),
+    columns: dictionaryColumns(defs, rels, dialect),
+    comments: postgres ? comments(defs) : [],
+    foreignKeys: postgres ? foreignKeys(rels) : [],
+  };
+  const hash = createHash('sha256').update(JSON.stringify(content)).digest('hex');
+  return { revision, hash, ...content };
+}
+
+const cache = new WeakMap<readonly StreamSpec[], Map<DialectName, DerivedObjects>>();
+
+/** `deriveObjects` once per catalog and dialect: `migrateToLatest` asks before every run. */
+export function derivedObjectsOf(catalog: readonly StreamSpec[], dialect: DialectName): DerivedObjects {
+  let byDialect = cache.get(catalog);
+  if (!byDialect) cache.set(catalog, (byDialect = new Map<DialectName, DerivedObjects>()));
+  let objects = byDialect.get(dialect);
+  if (!objects) byDialect.set(dialect, (objects = deriveObjects(catalog, dialect)));
+  return objects;
+}
