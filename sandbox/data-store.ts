@@ -109,6 +109,7 @@ export class OrgData {
       variants.arrayQuirks ||
       variants.extraFields ||
       variants.inverseExchangeRate ||
+      variants.omitLineBcyRate ||
       variants.oddText ||
       variants.hoursAsNumbers ||
       variants.otherSpellings;

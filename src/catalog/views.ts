@@ -117,26 +117,42 @@ function live(catalog: readonly StreamSpec[], stream: string, childField?: strin
   return q(liveViewName(table(catalog, stream, childField)));
 }
 
+/**
+ * `expression` (an amount in the order's currency, alias "o" the order) in the base currency, as
+ * SQL lines. A37: exchange_rate is read as base-currency units per unit of the order's currency,
+ * unless the order's own bcy_total (sent by the list) is nearer total ÷ rate than total × rate.
+ */
+function inBaseCurrency(expression: string): string[] {
+  return [
+    `${expression} * CASE WHEN "o"."bcy_total" IS NOT NULL AND "o"."exchange_rate" > 0`,
+    '    AND ABS("o"."bcy_total" - "o"."total" / "o"."exchange_rate")',
+    '      < ABS("o"."bcy_total" - "o"."total" * "o"."exchange_rate")',
+    '    THEN 1.0 / "o"."exchange_rate" ELSE "o"."exchange_rate" END',
+  ];
+}
+
 function salesOrderLines(catalog: readonly StreamSpec[]): ViewDef {
+  const rateBcy = inBaseCurrency('"l"."rate"');
   return {
     name: 'report_sales_order_lines',
     description:
-      'Sales-order line items with their order header and customer, amounts also in the base currency ' +
-      '(item_total × the order\u2019s exchange_rate, or ÷ it for an order whose bcy_total shows the rate quoted the other way; ' +
-      'the order\u2019s bcy_total as the list sends it, else total × exchange_rate).',
+      'One row per line item of every live sales order, with the order\u2019s header and customer, and the amounts in ' +
+      'the order\u2019s currency and in the organization\u2019s base currency. Base-currency figures use the line\u2019s ' +
+      'and the order\u2019s own base-currency values where the API sends them (bcy_rate, bcy_total), else the order\u2019s ' +
+      'exchange_rate, multiplied or divided as the order\u2019s bcy_total shows the rate is quoted (A37).',
     sql: [
       'SELECT "o"."organization_id", "o"."salesorder_id", "o"."salesorder_number", "o"."date", "o"."status",',
       '  "o"."customer_id", COALESCE("c"."contact_name", "o"."customer_name") AS "customer_name",',
       '  "o"."currency_code", "o"."exchange_rate", "o"."total" AS "order_total",',
       '  COALESCE("o"."bcy_total", "o"."total" * "o"."exchange_rate") AS "order_total_bcy",',
       '  "l"."line_item_id", "l"."item_order", "l"."item_id", "l"."name" AS "item_name", "l"."quantity", "l"."unit",',
-      '  "l"."rate", "l"."bcy_rate" AS "rate_bcy", "l"."item_total",',
-      // A37: exchange_rate is read as base units per unit of the order's currency, unless the
-      // order's own bcy_total (sent by the list) is nearer total ÷ rate than total × rate.
-      '  "l"."item_total" * CASE WHEN "o"."bcy_total" IS NOT NULL AND "o"."exchange_rate" > 0',
-      '    AND ABS("o"."bcy_total" - "o"."total" / "o"."exchange_rate")',
-      '      < ABS("o"."bcy_total" - "o"."total" * "o"."exchange_rate")',
-      '    THEN 1.0 / "o"."exchange_rate" ELSE "o"."exchange_rate" END AS "item_total_bcy"',
+      '  "l"."rate",',
+      // The line's own base-currency rate where the API sends it; else derived as item_total_bcy is.
+      ...rateBcy.map(
+        (line, i) => `  ${i === 0 ? `COALESCE("l"."bcy_rate", ${line}` : line}${i === rateBcy.length - 1 ? ') AS "rate_bcy",' : ''}`,
+      ),
+      '  "l"."item_total",',
+      ...inBaseCurrency('"l"."item_total"').map((line, i, all) => `  ${line}${i === all.length - 1 ? ' AS "item_total_bcy"' : ''}`),
       `FROM ${live(catalog, 'inventory.sales_orders', 'line_items')} AS "l"`,
       `JOIN ${live(catalog, 'inventory.sales_orders')} AS "o"`,
       '  ON "o"."organization_id" = "l"."organization_id" AND "o"."salesorder_id" = "l"."salesorder_id"',
