@@ -223,7 +223,8 @@ describe.each(DIALECTS)('the derived objects on %s', (dialect) => {
     expect(warnings).toHaveLength(1);
     expect(String(warnings[0]!['msg'])).toMatch(
       new RegExp(
-        `made by svcsync \\S+ \\(derived revision ${DERIVED_REVISION}\\), newer than this svcsync .* \\(derived revision ${DERIVED_REVISION - 1}\\)`,
+        `made by svcsync \\S+ \\(derived revision ${DERIVED_REVISION}\\), ` +
+          `newer than this svcsync .* \\(derived revision ${DERIVED_REVISION - 1}\\)`,
       ),
     );
     expect(String(warnings[0]!['msg'])).toContain('the sync runs');
