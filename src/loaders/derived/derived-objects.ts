@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { relationships, sqlType, tableDefinitions, type Relationship, type StreamSpec, type TableDef } from '../../catalog/index.js';
-import { viewDefinitions } from '../../catalog/views.js';
+import { viewDefinitions, type ViewDef } from '../../catalog/views.js';
 import { ident } from '../sql-dialect.js';
 import type { Warehouse } from '../warehouse.js';
 
@@ -30,9 +30,13 @@ export interface DerivedView {
 
 export interface DictionaryTable {
   table_name: string;
+  /** A table's stream; for a view, the streams whose tables it reads, comma-separated. */
   stream: string;
+  /** A child table's parent table; a child table's live view reads its parent's live view. */
   parent_table: string | null;
   description: string;
+  /** `table` or `view`. */
+  kind: 'table' | 'view';
 }
 
 export interface DictionaryColumn {
@@ -71,8 +75,14 @@ export interface DerivedObjects {
 
 /** Descriptions of the dictionary's own tables, which no catalog entry describes. */
 const OWN_TABLES: ReadonlyArray<[string, string]> = [
-  ['_svcsync_tables', 'Every warehouse table svcsync writes, with the stream behind it and its description.'],
-  ['_svcsync_columns', 'Every warehouse column: its type, the API field it comes from, its description and what it references.'],
+  [
+    '_svcsync_tables',
+    'Every warehouse table svcsync writes and every view it makes (kind: table or view), with the streams behind it and its description.',
+  ],
+  [
+    '_svcsync_columns',
+    'Every column of those tables and views: its type, the API field it comes from, its description and what it references.',
+  ],
 ];
 
 /**
@@ -120,7 +130,40 @@ function dictionaryColumns(defs: readonly TableDef[], rels: readonly Relationshi
   );
 }
 
-function comments(defs: readonly TableDef[]): string[] {
+/** The views' columns, after the tables' in the dictionary; a live view's columns point where its table's do. */
+function viewColumns(views: readonly ViewDef[], tableColumns: readonly DictionaryColumn[], dialect: DialectName): DictionaryColumn[] {
+  const byTable = new Map<string, DictionaryColumn>(tableColumns.map((c) => [`${c.table_name}.${c.column_name}`, c]));
+  return views.flatMap((v) =>
+    v.columns.map((c, position): DictionaryColumn => {
+      const same = v.table === undefined ? undefined : byTable.get(`${v.table}.${c.name}`);
+      return {
+        table_name: v.name,
+        column_name: c.name,
+        position,
+        type: sqlType(c.type, dialect),
+        catalog_type: c.type,
+        nullable: c.nullable ? 1 : 0,
+        api_field: c.source,
+        description: c.description === '' ? null : c.description,
+        references_table: same?.references_table ?? null,
+        references_column: same?.references_column ?? null,
+        relationship: same?.relationship ?? null,
+      };
+    }),
+  );
+}
+
+function viewTables(views: readonly ViewDef[]): DictionaryTable[] {
+  return views.map((v) => ({
+    table_name: v.name,
+    stream: v.streams.join(', '),
+    parent_table: v.parentView ?? null,
+    description: v.description,
+    kind: 'view',
+  }));
+}
+
+function comments(defs: readonly TableDef[], views: readonly ViewDef[], viewName: (name: string) => string): string[] {
   return [
     ...OWN_TABLES.map(([table, text]) => `COMMENT ON TABLE ${ident(table)} IS ${literal(text)}`),
     ...defs.map((d) => `COMMENT ON TABLE ${ident(d.name)} IS ${literal(d.description)}`),
@@ -128,6 +171,13 @@ function comments(defs: readonly TableDef[]): string[] {
       d.columns.map(
         (c) => `COMMENT ON COLUMN ${ident(d.name)}.${ident(c.name)} IS ${literal(columnComment(c.source, c.description ?? null))}`,
       ),
+    ),
+    ...views.map((v) => `COMMENT ON VIEW ${viewName(v.name)} IS ${literal(v.description)}`),
+    ...views.flatMap((v) =>
+      v.columns.map((c) => {
+        const text = columnComment(c.source, c.description === '' ? null : c.description);
+        return `COMMENT ON COLUMN ${viewName(v.name)}.${ident(c.name)} IS ${literal(text)}`;
+      }),
     ),
   ];
 }
@@ -148,11 +198,23 @@ export function deriveObjects(catalog: readonly StreamSpec[], dialect: DialectNa
   const defs = tableDefinitions(catalog);
   const rels = relationships(catalog);
   const postgres = dialect === 'postgres';
+  const views = viewDefinitions(catalog);
+  const tableColumns = dictionaryColumns(defs, rels, dialect);
+  const viewName = ident;
   const content = {
-    views: viewDefinitions(catalog).map((v) => ({ name: v.name, create: `CREATE VIEW ${ident(v.name)} AS\n${v.sql.join('\n')}` })),
-    tables: defs.map((d) => ({ table_name: d.name, stream: d.stream, parent_table: d.parentTable ?? null, description: d.description })),
-    columns: dictionaryColumns(defs, rels, dialect),
-    comments: postgres ? comments(defs) : [],
+    views: views.map((v) => ({ name: v.name, create: `CREATE VIEW ${viewName(v.name)} AS\n${v.sql.join('\n')}` })),
+    tables: [
+      ...defs.map((d): DictionaryTable => ({
+        table_name: d.name,
+        stream: d.stream,
+        parent_table: d.parentTable ?? null,
+        description: d.description,
+        kind: 'table',
+      })),
+      ...viewTables(views),
+    ],
+    columns: [...tableColumns, ...viewColumns(views, tableColumns, dialect)],
+    comments: postgres ? comments(defs, views, viewName) : [],
     foreignKeys: postgres ? foreignKeys(rels) : [],
   };
   const hash = createHash('sha256').update(JSON.stringify(content)).digest('hex');
