@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { relationships, sqlType, tableDefinitions, type Relationship, type StreamSpec, type TableDef } from '../../catalog/index.js';
+import { qualifiedNaming, UNQUALIFIED } from '../../catalog/view-types.js';
 import { viewDefinitions, type ViewDef } from '../../catalog/views.js';
 import { ident } from '../sql-dialect.js';
 import type { Warehouse } from '../warehouse.js';
@@ -23,9 +24,20 @@ export const DERIVED_REVISION = 2;
 type DialectName = Warehouse['dialect'];
 
 export interface DerivedView {
+  /** The view's name, `schema.name` when the views live in a schema of their own (`warehouse.views_schema`). */
   name: string;
   /** The statement that creates it. */
   create: string;
+}
+
+/**
+ * Where the views go on Postgres: in `views`, reading the tables in `tables`. When the two differ
+ * the views' SQL names every table and view with its schema; when they are the same (the
+ * default) nothing is qualified and the objects are those of every earlier version.
+ */
+export interface DerivedPlacement {
+  tables: string;
+  views: string;
 }
 
 export interface DictionaryTable {
@@ -194,15 +206,24 @@ function foreignKeys(rels: readonly Relationship[]): DerivedForeignKey[] {
 }
 
 /** Everything the catalog derives for a warehouse of this dialect, and its digest. */
-export function deriveObjects(catalog: readonly StreamSpec[], dialect: DialectName, revision = DERIVED_REVISION): DerivedObjects {
+export function deriveObjects(
+  catalog: readonly StreamSpec[],
+  dialect: DialectName,
+  revision = DERIVED_REVISION,
+  placement?: DerivedPlacement,
+): DerivedObjects {
   const defs = tableDefinitions(catalog);
   const rels = relationships(catalog);
   const postgres = dialect === 'postgres';
-  const views = viewDefinitions(catalog);
+  const apart = postgres && placement !== undefined && placement.views !== placement.tables ? placement : undefined;
+  const views = viewDefinitions(catalog, apart ? qualifiedNaming(apart.tables, apart.views) : UNQUALIFIED);
   const tableColumns = dictionaryColumns(defs, rels, dialect);
-  const viewName = ident;
+  const viewName = (name: string): string => (apart ? `${ident(apart.views)}.${ident(name)}` : ident(name));
   const content = {
-    views: views.map((v) => ({ name: v.name, create: `CREATE VIEW ${viewName(v.name)} AS\n${v.sql.join('\n')}` })),
+    views: views.map((v) => ({
+      name: apart ? `${apart.views}.${v.name}` : v.name,
+      create: `CREATE VIEW ${viewName(v.name)} AS\n${v.sql.join('\n')}`,
+    })),
     tables: [
       ...defs.map((d): DictionaryTable => ({
         table_name: d.name,
@@ -221,13 +242,14 @@ export function deriveObjects(catalog: readonly StreamSpec[], dialect: DialectNa
   return { revision, hash, ...content };
 }
 
-const cache = new WeakMap<readonly StreamSpec[], Map<DialectName, DerivedObjects>>();
+const cache = new WeakMap<readonly StreamSpec[], Map<string, DerivedObjects>>();
 
-/** `deriveObjects` once per catalog and dialect: `migrateToLatest` asks before every run. */
-export function derivedObjectsOf(catalog: readonly StreamSpec[], dialect: DialectName): DerivedObjects {
-  let byDialect = cache.get(catalog);
-  if (!byDialect) cache.set(catalog, (byDialect = new Map<DialectName, DerivedObjects>()));
-  let objects = byDialect.get(dialect);
-  if (!objects) byDialect.set(dialect, (objects = deriveObjects(catalog, dialect)));
+/** `deriveObjects` once per catalog, dialect and placement: `migrateToLatest` asks before every run. */
+export function derivedObjectsOf(catalog: readonly StreamSpec[], dialect: DialectName, placement?: DerivedPlacement): DerivedObjects {
+  let byKey = cache.get(catalog);
+  if (!byKey) cache.set(catalog, (byKey = new Map<string, DerivedObjects>()));
+  const key = `${dialect} ${placement?.tables ?? ''} ${placement?.views ?? ''}`;
+  let objects = byKey.get(key);
+  if (!objects) byKey.set(key, (objects = deriveObjects(catalog, dialect, DERIVED_REVISION, placement)));
   return objects;
 }
