@@ -12,7 +12,7 @@ import { collectDrift, renderDrift } from './drift.js';
 
 export function schemaCommand(cli: Cli): Command {
   return new Command('schema')
-    .description('print the data dictionary: every table and column, its type and the API field it comes from')
+    .description('print the data dictionary: every table, view and column, its type, the API field it comes from and what it means')
     .option('--json', 'as JSON')
     .option('--drift', 'instead, the fields the API sent that the catalog does not know (reads the warehouse: needs the config)')
     .addOption(new Option('--dialect <dialect>', 'column types for this warehouse').choices(['sqlite', 'postgres']).default('sqlite'))
@@ -37,7 +37,9 @@ export function schemaCommand(cli: Cli): Command {
         process.stdout.write(flags.json ? `${JSON.stringify(fields, null, 2)}\n` : renderDrift(fields));
         return;
       }
-      process.stdout.write(renderDictionary(tableDefinitions(CATALOG), flags.dialect, flags.json ? 'json' : 'text'));
+      process.stdout.write(
+        renderDictionary(tableDefinitions(CATALOG), flags.dialect, flags.json ? 'json' : 'text', viewDefinitions(CATALOG)),
+      );
       if (!flags.json) process.stdout.write('\n');
     });
 }
