@@ -40,7 +40,7 @@ describe('the views in svcsync schema', () => {
     expect(lines.table).toBeNull();
     expect(lines.columns.find((c) => c.name === 'rate_bcy')).toMatchObject({
       type: 'numeric',
-      description: expect.stringMatching(/base currency/),
+      description: expect.stringMatching(/base currency/) as string,
     });
     expect(doc.views.find((v) => v.name === 'inventory_sales_orders_live')?.table).toBe('inventory_sales_orders');
     const text = renderDictionary(DEFS, 'sqlite', 'text', VIEWS);
