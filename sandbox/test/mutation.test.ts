@@ -21,7 +21,7 @@ describe('mutation', () => {
     const now = h.sb.now();
     await h.refresh();
     const summary = h.sb.mutate({ modify: 3, streams: ['sales_orders'], families: ['inventory'] });
-    expect(summary.streams['inventory.sales_orders']).toEqual({ modified: 3, created: 0, deleted: 0 });
+    expect(summary.streams['inventory.sales_orders']).toEqual({ modified: 3, created: 0, deleted: 0, restored: 0 });
     const after = h.sb.truth(org, 'inventory', 'sales_orders');
     const changed = after.filter((s) => before.get(s['salesorder_id']) !== s['last_modified_time']);
     expect(changed).toHaveLength(3);
