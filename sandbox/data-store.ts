@@ -1,6 +1,7 @@
 /**
- * Generated records plus an overlay of changes. Base record `slot` of a stream is produced
- * on demand; modified and created records live in the overlay, deleted slots in a set.
+ * Generated records plus an overlay of changes. Record `slot` of a stream is produced on demand;
+ * the overlay holds, per modified or created record, only the fields that differ from the
+ * generated one (a patch), and deleted slots are in a set.
  * Ordered views (arrays of slots) and serialized JSON are cached until the stream changes.
  * Every change is copy-on-write: the record or child list it replaces is kept as a past
  * version (record-versions.ts), so the store answers what it held at any instant.
@@ -62,6 +63,7 @@ function pickFields(rec: Rec, fields: readonly string[], extras = false): Rec {
 class StreamState {
   version = 0;
   nextSlot: number;
+  /** Per changed or created slot, the fields that differ from its generated record (never changed once stored). */
   readonly overlay = new Map<number, Rec>();
   readonly meta = new Map<number, Times>();
   readonly deleted = new Set<number>();
@@ -153,9 +155,15 @@ export class OrgData {
     return slot < s.baseCount || s.overlay.has(slot);
   }
 
-  /** The full record (shared object for overlay records: callers must not change it). */
+  /** The full record, a new object (its nested values may be shared: callers must not change those). */
   record(def: StreamDef, slot: number): Rec {
-    return this.state(def).overlay.get(slot) ?? this.generate(def, slot, undefined);
+    return this.materialize(def, slot, this.state(def).overlay.get(slot));
+  }
+
+  /** The generated record with a patch applied. */
+  private materialize(def: StreamDef, slot: number, patch: Rec | undefined): Rec {
+    const rec = this.generate(def, slot, undefined);
+    return patch ? Object.assign(rec, patch) : rec;
   }
 
   /** A freshly generated record, with the record-changing variants applied. */
@@ -408,7 +416,7 @@ export class OrgData {
     // Ids that are not numbers (plan codes) are found by reading the records.
     for (let k = 0; k < s.nextSlot; k++) {
       const v = this.storedVersions(def, k).at(-1);
-      if (v && String((v.rec ?? this.generate(def, k, undefined))[def.idField]) === id) return k;
+      if (v && String(this.materialize(def, k, v.rec)[def.idField]) === id) return k;
     }
     return undefined;
   }
@@ -436,12 +444,12 @@ export class OrgData {
   private listAt(def: StreamDef, parentSlot: number, t: number, parent: StoredVersion): Rec[] {
     const item = currentAt(this.storedLists(def, parentSlot), t);
     if (!item) return [];
-    return item.list ?? this.baseChildren(def, parentSlot, parent.rec);
+    return item.list ?? this.baseChildren(def, parentSlot, this.materialize(this.parentDef(def), parentSlot, parent.rec));
   }
 
   /** A stored version as truth shows it: the detail record with its child lists of then. */
   private truthShape(def: StreamDef, slot: number, v: StoredVersion): Rec {
-    const rec = v.rec ?? this.generate(def, slot, undefined);
+    const rec = this.materialize(def, slot, v.rec);
     const out = structuredClone(this.detailShape(def, slot, rec, (child, i) => v.kids?.[i] ?? this.baseChildren(child, slot, rec)));
     // Variant arrayQuirks: truth holds the rows a client should keep.
     return this.variants.arrayQuirks ? normalizeArrays(out) : out;
@@ -500,11 +508,14 @@ export class OrgData {
       for (let i = 0; i < counts.modify && def.modify; i++) {
         const slot = this.randomLive(def, r);
         if (slot === undefined) break;
-        // Shallow: a change writes top-level fields only, so line items and nested objects stay shared with the old version.
-        const rec = { ...this.record(def, slot) };
+        const before = this.record(def, slot);
+        const rec = { ...before };
         def.modify(this.g, rec, r);
         applyValueForms(this.variants, rec);
-        this.stamp(def, slot, rec, now, 'updated');
+        // A change writes top-level fields only: the patch grows by those it changed.
+        const patch = { ...this.state(def).overlay.get(slot) };
+        for (const k of Object.keys(rec)) if (rec[k] !== before[k]) patch[k] = rec[k];
+        this.stamp(def, slot, patch, now, 'updated');
         done.modified++;
         // A changed vendor credit sometimes gains a refund, as a real refund would change it.
         const refundDef = def.embeds && r.bool(0.5) ? findStream(def.family, 'vendor_credit_refunds') : undefined;
@@ -513,8 +524,7 @@ export class OrgData {
       for (let i = 0; i < counts.create && def.creatable; i++) {
         const s = this.state(def);
         const slot = s.nextSlot++;
-        const rec = this.generate(def, slot, undefined);
-        this.stamp(def, slot, rec, now, 'created');
+        this.stamp(def, slot, {}, now, 'created');
         done.created++;
       }
       for (let i = 0; i < counts.delete && def.deletable; i++) {
@@ -597,7 +607,7 @@ export class OrgData {
 
   private touchParent(parentDef: StreamDef, parentSlot: number, now: number, child: StreamDef): void {
     if (parentDef.changeField) {
-      this.stamp(parentDef, parentSlot, { ...this.record(parentDef, parentSlot) }, now, 'updated');
+      this.stamp(parentDef, parentSlot, { ...this.state(parentDef).overlay.get(parentSlot) }, now, 'updated');
       return;
     }
     const ps = this.state(parentDef);
@@ -607,17 +617,18 @@ export class OrgData {
       this.openVersion(parentDef, parentSlot, 'updated', ps.overlay.get(parentSlot), now);
   }
 
-  private stamp(def: StreamDef, slot: number, rec: Rec, now: number, change: Change): void {
+  /** Stores a record's new patch (a new object: the old one stays with the version that holds it). */
+  private stamp(def: StreamDef, slot: number, patch: Rec, now: number, change: Change): void {
     const s = this.state(def);
     const prev = this.times(def, slot);
     const created = change === 'created';
     const times: Times = { created: created ? now : prev.created, change: def.changeField ? now : prev.change };
-    if (def.changeField) rec[def.changeField] = this.g.ts(now);
-    if (created && 'created_time' in rec) rec['created_time'] = this.g.ts(now);
-    s.overlay.set(slot, rec);
+    if (def.changeField) patch[def.changeField] = this.g.ts(now);
+    if (created && 'created_time' in this.generate(def, slot, undefined)) patch['created_time'] = this.g.ts(now);
+    s.overlay.set(slot, patch);
     s.meta.set(slot, times);
     s.changed(slot);
-    this.openVersion(def, slot, change, rec, now);
+    this.openVersion(def, slot, change, patch, now);
   }
 
   private remove(def: StreamDef, slot: number, now: number): void {
@@ -636,7 +647,7 @@ export class OrgData {
     const tomb = s.history.get(slot)?.at(-1);
     if (!s.deleted.has(slot) || tomb?.change !== 'deleted') return false;
     s.deleted.delete(slot);
-    this.stamp(def, slot, { ...(tomb.rec ?? this.generate(def, slot, undefined)) }, now, 'restored');
+    this.stamp(def, slot, { ...tomb.rec }, now, 'restored');
     return true;
   }
 

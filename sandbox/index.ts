@@ -100,7 +100,7 @@ export interface Sandbox {
 }
 
 export const DEFAULT_START_TIME = '2026-11-20T08:00:00Z';
-export const DEFAULT_MAX_VERSIONS = 1_000_000;
+export const DEFAULT_MAX_VERSIONS = 500_000;
 
 function check(condition: boolean, message: string): void {
   if (!condition) throw new RangeError(message);

@@ -1,7 +1,8 @@
 /**
- * The versions the data store keeps of its records (copy-on-write): a change never alters a
- * stored record, it stores a new one and closes the old version at the change's instant, so
- * unchanged fields, line items and child lists stay shared between versions.
+ * The versions the data store keeps of its records (copy-on-write): a change never alters what
+ * is stored, it stores a new patch or child list and closes the old version at the change's
+ * instant. A version holds only what differs from the generated record, and shares child
+ * lists that did not change with the versions before and after it.
  */
 import type { Rec } from './stream-types.js';
 
@@ -14,7 +15,7 @@ export interface StoredVersion {
   /** Sandbox ms when it stopped being current; undefined while it is. */
   to: number | undefined;
   change: Change;
-  /** The record, never changed once stored; undefined: the generated record of the slot. */
+  /** The fields that differ from the slot's generated record, never changed once stored; undefined: none. */
   rec: Rec | undefined;
   /**
    * The child lists embedded in the record (in the order of the stream's `embeds`), each never
