@@ -19,6 +19,9 @@
  *   sandbox                      bench/sandbox-throughput (issue 3), when it has been built.
  *   fleet                        only with --only fleet: 1,000 organizations kept current by the
  *                                daemon and by 1, 2 and 4 workers (bench/fleet.ts; ~15 minutes).
+ *   status-page                  only with --only status-page: the status page of 1,000 and 100
+ *                                organizations, its size and its render time in Chromium
+ *                                (bench/status-page.ts; about a minute).
  *
  * Options (also as env: BENCH_SCALE, BENCH_ORGS, BENCH_MEM_RECORDS, BENCH_PG_URL; BENCH_KEEP_DB=1
  * keeps each SQLite warehouse and prints its folder):
@@ -1061,6 +1064,16 @@ async function main(): Promise<void> {
       ...(opts.quick ? ['--orgs', '200', '--modes', 'daemon,2', '--fires', '1'] : []),
     ];
     const code = await new Promise<number | null>((res) => spawn(process.execPath, args, { stdio: 'inherit' }).on('exit', res));
+    if (code !== 0) failures++;
+  }
+  // The status page at a fleet's size (bench/status-page.ts): only when asked for by name.
+  if (opts.only?.includes('status-page')) {
+    const code = await new Promise<number | null>((res) =>
+      spawn(process.execPath, [join(here, 'status-page.js'), ...(opts.quick ? ['--repeat', '1'] : [])], { stdio: 'inherit' }).on(
+        'exit',
+        res,
+      ),
+    );
     if (code !== 0) failures++;
   }
   const markdown = renderMarkdown(results, sandbox, opts);

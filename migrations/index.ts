@@ -15,6 +15,7 @@ import * as runProcess from './20261122T210000-run-process.js';
 import * as viewsExchangeRate from './20261123T020000-views-exchange-rate.js';
 import * as runAbandoned from './20261125T120000-run-abandoned.js';
 import * as derivedObjects from './20261126T090000-derived-objects.js';
+import * as connectionAuth from './20261126T120000-connection-auth.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -37,4 +38,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261123T020000-views-exchange-rate': viewsExchangeRate,
   '20261125T120000-run-abandoned': runAbandoned,
   '20261126T090000-derived-objects': derivedObjects,
+  '20261126T120000-connection-auth': connectionAuth,
 };

@@ -1,11 +1,14 @@
 import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
+import { describeError } from '../core/errors.js';
 import type { Warehouse } from '../loaders/warehouse.js';
-import type { HookResult, HookTarget } from '../scheduler/hooks.js';
+import { healthVerdict } from '../scheduler/health.js';
+import { hookSecret, type HookResult, type HookTarget } from '../scheduler/hooks.js';
 import { serveHttp, type HttpServer } from '../scheduler/http-server.js';
 import type { DaemonMetrics } from '../scheduler/metrics.js';
 import { collectStatusDocument, type LiveStatus, type StatusDocument } from '../scheduler/status-document.js';
 import { renderStatusPage } from '../scheduler/status-page.js';
+import type { Worker } from '../scheduler/worker.js';
 
 /** `--http-port`/`--http-host`, their older names `--metrics-port`/`--metrics-host`, then the config's keys. */
 export function httpAddress(
@@ -21,6 +24,7 @@ export function httpAddress(
 /** What the port serves from a daemon or a worker: its metrics, health, live state (daemon only) and hooks. */
 export interface HttpSource {
   metrics: DaemonMetrics;
+  /** False once shutdown began: `/healthz` then answers 503 `stopping` (`/livez` stays 200). */
   healthy: () => boolean;
   /** The daemon's live state for `/status.json`; a worker has none (the queue stands for it). */
   live?: () => LiveStatus;
@@ -28,7 +32,46 @@ export interface HttpSource {
   receiveHook: (target: HookTarget) => Promise<HookResult>;
 }
 
-/** The status page, /status.json, webhooks, /healthz and /metrics of `svcsync daemon` and `svcsync worker`. */
+/** The page's row counts may be this old (docs/daemon.md, "Status page"): the page reloads every minute, in every open browser. */
+const ROW_COUNTS_MAX_AGE_MS = 2 * 60_000;
+
+/** The daemon's live state cut to one organization, for the page's detail of it. */
+function liveFor(live: LiveStatus | null, only: { connection: string; organizationId: string }): LiveStatus | null {
+  if (!live) return null;
+  const mine = (x: { connection: string; organizationId: string | null }): boolean =>
+    x.connection === only.connection && x.organizationId === only.organizationId;
+  return {
+    startedAt: live.startedAt,
+    running: live.running.filter(mine),
+    hookRunsDue: live.hookRunsDue.filter(mine),
+    hookFallbacks: live.hookFallbacks.filter(mine),
+    nextRuns: live.nextRuns.filter(mine),
+  };
+}
+
+/**
+ * `/healthz`: 503 `stopping` once shutdown began; 503 `failing` when a connection cannot
+ * authorize or more than `daemon.health.max_failing_ratio` of the organizations fail, or when
+ * the warehouse cannot be read; 200 `ok` otherwise. Read from the warehouse, so every worker
+ * answers for the whole fleet.
+ */
+async function health(
+  source: HttpSource,
+  config: Config,
+  warehouse: Warehouse,
+  clock: Clock,
+): Promise<{ healthy: boolean; body: unknown }> {
+  if (!source.healthy()) return { healthy: false, body: { status: 'stopping' } };
+  try {
+    const doc = await collectStatusDocument(config, warehouse, clock.now(), null, { light: true });
+    const verdict = healthVerdict(doc, config.daemon.health.max_failing_ratio);
+    return { healthy: verdict.status === 'ok', body: verdict };
+  } catch (error) {
+    return { healthy: false, body: { status: 'failing', warehouse: describeError(error) } };
+  }
+}
+
+/** The status page, /status.json, webhooks, /healthz, /livez and /metrics of `svcsync daemon` and `svcsync worker`. */
 export function serveSyncHttp(
   source: HttpSource,
   config: Config,
@@ -36,15 +79,43 @@ export function serveSyncHttp(
   clock: Clock,
   address: { port: number; host?: string },
 ): Promise<HttpServer> {
-  const status = (): Promise<StatusDocument> => collectStatusDocument(config, warehouse, clock.now(), source.live?.() ?? null);
+  const status = (only?: { connection: string; organizationId: string }): Promise<StatusDocument> => {
+    const live = source.live?.() ?? null;
+    return collectStatusDocument(config, warehouse, clock.now(), only ? liveFor(live, only) : live, {
+      only,
+      rowCountsMaxAgeMs: ROW_COUNTS_MAX_AGE_MS,
+    });
+  };
   return serveHttp(
     {
       metrics: source.metrics,
-      healthy: source.healthy,
+      health: () => health(source, config, warehouse, clock),
       status,
       page: async (query) => renderStatusPage(await status(), query, clock.now()),
       hooks: { settings: config.daemon.hooks, secretFor: source.hookSecret, receive: source.receiveHook },
     },
     { port: address.port, host: address.host, auth: config.daemon.http_auth, clock },
+  );
+}
+
+/** A worker's HTTP port: the same routes as the daemon's; hooks queue runs in the shared queue. */
+export function serveWorkerHttp(
+  worker: Worker,
+  config: Config,
+  warehouse: Warehouse,
+  clock: Clock,
+  address: { port: number; host?: string },
+): Promise<HttpServer> {
+  return serveSyncHttp(
+    {
+      metrics: worker.runner.metrics,
+      healthy: () => !worker.isStopping(),
+      hookSecret: (connection) => hookSecret(config.connections, connection),
+      receiveHook: (target) => worker.receiveHook(target),
+    },
+    config,
+    warehouse,
+    clock,
+    address,
   );
 }

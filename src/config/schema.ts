@@ -115,6 +115,18 @@ const daemonSchema = z
       })
       .strict()
       .default({ debounce_ms: 10_000, per_address_per_minute: 120, max_body_bytes: 64 * 1024 }),
+    /** What `/healthz` calls unhealthy (docs/daemon.md, "Health"). */
+    health: z
+      .object({
+        /**
+         * `/healthz` answers 503 when more than this share of the organizations are failing (any
+         * failing connection makes it 503 as well). Half: one organization's bad data is not the
+         * process's health, while most of them failing at once means something they share is wrong.
+         */
+        max_failing_ratio: z.number().min(0).max(1).default(0.5),
+      })
+      .strict()
+      .default({ max_failing_ratio: 0.5 }),
   })
   .strict();
 

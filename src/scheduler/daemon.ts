@@ -102,7 +102,6 @@ export class Daemon {
         organizationId: j.organizationId,
         streams: j.trees,
       })),
-      hooks: this.ctx.config.connections.map((c) => ({ connection: c.name, active: Boolean(c.webhook_secret) })),
       hookRunsDue: this.runner.knownOrganizations().flatMap((o) => {
         const at = this.hooks.dueAt(`${o.connection}\u0000${o.organizationId}`);
         return at === null ? [] : [{ connection: o.connection, organizationId: o.organizationId, at: new Date(at).toISOString() }];

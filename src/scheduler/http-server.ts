@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import type { Clock } from '../core/clock.js';
 import {
   AddressRateLimit,
@@ -18,9 +20,13 @@ const HOOK_METHODS = ['POST', 'PUT', 'DELETE'];
 /** The daemon (or a worker) seen from the HTTP port. */
 export interface HttpTarget {
   metrics: DaemonMetrics;
-  healthy: () => boolean;
-  /** The status document (`/status.json`) and the page rendered from it (`/`); absent: no status page. */
-  status?: () => Promise<unknown>;
+  /** `/healthz`: 200 when healthy, else 503; the body (JSON) says what fails. */
+  health: () => Promise<{ healthy: boolean; body: unknown }>;
+  /**
+   * The status document (`/status.json`, or one organization's with `?connection=&organization=`)
+   * and the page rendered from it (`/`); absent: no status page.
+   */
+  status?: (only?: { connection: string; organizationId: string }) => Promise<unknown>;
   page?: (query: string) => Promise<string>;
   /** Webhooks; absent: /hooks/... is 404. */
   hooks?: {
@@ -34,7 +40,7 @@ export interface HttpTarget {
 export interface HttpServerOptions {
   port: number;
   host?: string;
-  /** Basic auth for everything but /healthz and the hooks (which have their own secret). */
+  /** Basic auth for everything but /healthz, /livez and the hooks (which have their own secret). */
   auth?: { username: string; password: string } | undefined;
   clock: Clock;
 }
@@ -50,6 +56,21 @@ const text = (res: ServerResponse, status: number, body: string, headers: Record
 const json = (res: ServerResponse, status: number, body: unknown): void => {
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' }).end(`${JSON.stringify(body, null, 2)}\n`);
 };
+
+const gzipAsync = promisify(gzip);
+/** Bodies smaller than this go as they are: compressing them saves nothing worth the time. */
+const GZIP_FROM = 2048;
+
+/** A large body, gzipped when the client accepts it (the page at 1,000 organizations is about ten times smaller so). */
+async function sendLarge(req: IncomingMessage, res: ServerResponse, headers: Record<string, string>, body: string): Promise<void> {
+  const accepts = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+  if (!accepts || body.length < GZIP_FROM) {
+    res.writeHead(200, { ...headers, vary: 'accept-encoding' }).end(body);
+    return;
+  }
+  const zipped = await gzipAsync(body);
+  res.writeHead(200, { ...headers, vary: 'accept-encoding', 'content-encoding': 'gzip' }).end(zipped);
+}
 
 function authorized(req: IncomingMessage, auth: HttpServerOptions['auth']): boolean {
   if (!auth) return true;
@@ -85,8 +106,8 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
 }
 
 /**
- * The daemon's one HTTP port: `/` (status page), `/status.json`, `POST /hooks/...`, `/healthz`
- * and `/metrics`. Hooks are checked cheapest first: the caller's rate, the body's size, the
+ * The daemon's one HTTP port: `/` (status page), `/status.json`, `POST /hooks/...`, `/healthz`,
+ * `/livez` and `/metrics`. Hooks are checked cheapest first: the caller's rate, the body's size, the
  * secret (constant time; the same 401 whether the connection exists or not), and only then
  * whether the organization is known (404). The body is never used.
  */
@@ -140,12 +161,14 @@ export async function serveHttp(target: HttpTarget, options: HttpServerOptions):
       return onHook(req, res, url);
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'method not allowed\n', { allow: 'GET' });
+    // Liveness: the process answers. Health: it can do its work (docs/daemon.md, "Health").
+    if (path === '/livez') return text(res, 200, 'ok\n');
     if (path === '/healthz') {
-      const ok = target.healthy();
-      return text(res, ok ? 200 : 503, ok ? 'ok\n' : 'stopping\n');
+      const h = await target.health();
+      return json(res, h.healthy ? 200 : 503, h.body);
     }
     const known = path === '/metrics' || ((path === '/' || path === '/status.json') && target.status !== undefined);
-    if (!known) return text(res, 404, `not found: try ${target.status ? '/, /status.json, ' : ''}/metrics or /healthz\n`);
+    if (!known) return text(res, 404, `not found: try ${target.status ? '/, /status.json, ' : ''}/metrics, /healthz or /livez\n`);
     if (!authorized(req, options.auth)) {
       return text(res, 401, 'authentication required\n', { 'www-authenticate': 'Basic realm="svcsync", charset="UTF-8"' });
     }
@@ -154,16 +177,30 @@ export async function serveHttp(target: HttpTarget, options: HttpServerOptions):
       res.writeHead(200, { 'content-type': target.metrics.registry.contentType }).end(body);
       return;
     }
-    if (path === '/status.json') return json(res, 200, await target.status!());
+    if (path === '/status.json') {
+      const connection = url.searchParams.get('connection');
+      const organizationId = url.searchParams.get('organization');
+      const only = connection !== null && organizationId !== null ? { connection, organizationId } : undefined;
+      const doc = await target.status!(only);
+      return sendLarge(
+        req,
+        res,
+        { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+        `${JSON.stringify(doc, null, 2)}\n`,
+      );
+    }
     const html = await target.page!(url.searchParams.get('q') ?? '');
-    res
-      .writeHead(200, {
+    await sendLarge(
+      req,
+      res,
+      {
         'content-type': 'text/html; charset=utf-8',
         'cache-control': 'no-store',
-        // Everything is inline and nothing is fetched from elsewhere.
+        // Everything is inline and nothing is fetched from elsewhere; the script reads /status.json.
         'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'",
-      })
-      .end(html);
+      },
+      html,
+    );
   };
 
   const server: Server = createServer((req, res) => {

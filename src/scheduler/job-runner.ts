@@ -13,10 +13,12 @@ import { StopRequested, type StopRequest } from '../extractors/stop.js';
 import { runSync, type SyncSummary } from '../extractors/sync-run.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import type { Warehouse } from '../loaders/warehouse.js';
+import { recordAuthorization, type AuthorizationSeen } from '../state/connection-auth.js';
 import { stateDb } from '../state/tables.js';
 import { WarehouseUsageStore } from '../state/usage-store.js';
 import { decide, heldForHigher } from './budget.js';
 import { backfillPhase, daemonCommand, estimateJob, loadSnapshot, rowsNeeded, treesInBackfill, type OrgSnapshot } from './estimate.js';
+import { authorizationOf } from './health.js';
 import { hookBudget, resolveHook, type HookResolution, type HookTarget } from './hooks.js';
 import { Holds } from './holds.js';
 import { outcomeOf, type Admission, type JobOutcome, type JobRun } from './job-run.js';
@@ -63,6 +65,11 @@ export class JobRunner {
   private readonly finishedBackfills = new Set<string>();
   /** Actual requests of each job's last complete run: the best estimate of its next. */
   private readonly history = new Map<string, number>();
+  /**
+   * Each connection's latest authorization result in this process, and when it was last written
+   * to `_svcsync_connections` (which every process and `svcsync status` read).
+   */
+  private readonly authorizations = new Map<string, { seen: AuthorizationSeen; written: number }>();
   /** Stops watching the heap (src/core/heap-budget.ts), which the process does while it runs jobs. */
   private unwatchHeap: () => void = () => undefined;
 
@@ -94,7 +101,11 @@ export class JobRunner {
       clock: ctx.clock,
       limiters: this.limiters,
       warehouse: ctx.warehouse,
-      quota: { organizations: () => this.organizations },
+      quota: {
+        organizations: () => this.quotaOrganizations(),
+        limiter: (connection, organizationId) => this.limiterFor(connection, organizationId),
+        jobs: () => this.jobList,
+      },
       records: this.records,
     });
     const settings = ctx.config.daemon;
@@ -158,6 +169,46 @@ export class JobRunner {
     this.jobList = this.jobList.filter((j) => j.id !== job.id);
     this.ctx.logger.info({ job: job.id }, 'backfill complete for this organization');
     this.onJobsChanged();
+  }
+
+  /**
+   * Organizations whose quota the metrics show from start-up: those discovered so far and those
+   * the configuration names, before any job of theirs ran.
+   */
+  private quotaOrganizations(): Array<{ connection: string; organizationId: string }> {
+    const out = new Map(this.organizations.map((o) => [`${o.connection}\u0000${o.organizationId}`, o]));
+    for (const c of this.ctx.config.connections)
+      for (const id of c.organizations ?? []) out.set(`${c.name}\u0000${id}`, { connection: c.name, organizationId: id, families: [] });
+    return [...out.values()];
+  }
+
+  /** The latest authorization result of each connection this process has seen. */
+  authorizationResults(): AuthorizationSeen[] {
+    return [...this.authorizations.values()].map((a) => a.seen);
+  }
+
+  /**
+   * Keeps a run's verdict on its connection's authorization: in memory, and in
+   * `_svcsync_connections` when it changed or the row is older than a few minutes (so a fleet
+   * of short jobs does not write it after every run). A failed write is logged: the run's own
+   * outcome stands.
+   */
+  private async noteAuthorization(seen: AuthorizationSeen | null): Promise<void> {
+    if (!seen) return;
+    const before = this.authorizations.get(seen.connection);
+    const changed = before?.seen.result !== seen.result || before.seen.error !== seen.error;
+    if (changed && seen.result === 'refused')
+      this.ctx.logger.warn(
+        { connection: seen.connection, hint: seen.hint },
+        `connection ${seen.connection} cannot authorize: ${seen.error}`,
+      );
+    else if (changed && before) this.ctx.logger.info({ connection: seen.connection }, `connection ${seen.connection} authorized again`);
+    const due = changed || seen.at - before.written >= AUTHORIZATION_REFRESH_MS;
+    this.authorizations.set(seen.connection, { seen, written: due ? seen.at : (before?.written ?? 0) });
+    if (!due) return;
+    await recordAuthorization(this.ctx.warehouse.db, seen).catch((err: unknown) =>
+      this.ctx.logger.warn({ err, connection: seen.connection }, "could not record the connection's authorization result"),
+    );
   }
 
   /** The organization's limiter, created with its connection's limits if no run made it yet. */
@@ -274,7 +325,10 @@ export class JobRunner {
         return null;
       },
     };
+    // An answered request shows the service accepted the connection's token.
+    let answered = 0;
     const onRequest = (e: RequestEvent): void => {
+      if (e.outcome === 'ok') answered++;
       this.metrics.onRequest(e);
       run.onRequest?.();
     };
@@ -317,10 +371,14 @@ export class JobRunner {
         )
       : [];
     this.metrics.jobFinished(job, outcome, (this.ctx.clock.now() - started) / 1000, written);
+    await this.noteAuthorization(authorizationOf(job.connection, summary?.connectionFailures ?? [], answered, this.ctx.clock.now()));
     if (job.jobClass === 'organizations' && (outcome.status === 'ok' || outcome.status === 'partial')) await this.reloadOrganizations();
     return outcome;
   }
 }
+
+/** How often an unchanged authorization result is written again, so `svcsync status` shows it as recent. */
+const AUTHORIZATION_REFRESH_MS = 5 * 60_000;
 
 /** A run that threw: abandoned at the shutdown bound, stopped between pages (shutdown, budget), or failed. */
 function failedOutcome(job: JobSpec, err: unknown, abandoned: boolean): JobOutcome {

@@ -1,10 +1,11 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RequestEvent } from '../api/client.js';
 import { svcsyncVersion } from '../api/user-agent.js';
-import type { LimiterRegistry } from '../api/limiter.js';
+import type { LimiterRegistry, OrgLimiter } from '../api/limiter.js';
 import type { Clock } from '../core/clock.js';
 import type { RecordBudget } from '../extractors/record-budget.js';
 import type { Warehouse } from '../loaders/warehouse.js';
+import { listAuthorizations } from '../state/connection-auth.js';
 import { listDrift } from '../state/drift.js';
 import { listStreamStates } from '../state/stream-state.js';
 import type { JobOutcome } from './job-run.js';
@@ -12,8 +13,12 @@ import type { JobSpec } from './jobs.js';
 import type { QueueDepth } from './queue-depth.js';
 
 export interface QuotaSource {
-  /** Organizations the daemon knows, with the limits of the connection reaching them. */
+  /** Organizations the process knows (discovered, or named in the configuration). */
   organizations(): Array<{ connection: string; organizationId: string }>;
+  /** The organization's limiter, made (from the warehouse's count) when no job of it ran yet. */
+  limiter(connection: string, organizationId: string): Promise<OrgLimiter | null>;
+  /** The jobs as scheduled now: how often each stream is due. */
+  jobs(): readonly JobSpec[];
 }
 
 /**
@@ -123,11 +128,13 @@ export class DaemonMetrics {
       }).set(records.limit);
     }
     const { clock, limiters, warehouse, quota } = deps;
-    const byOrg = (fn: (l: NonNullable<ReturnType<LimiterRegistry['peek']>>) => number) =>
-      function (this: Gauge<'organization'>): void {
+    // Every known organization has its quota gauges from start-up, not only after its first job:
+    // a scrape makes the limiters no job has made yet, from the day's count in the warehouse.
+    const byOrg = (fn: (l: OrgLimiter) => number) =>
+      async function (this: Gauge<'organization'>): Promise<void> {
         this.reset();
         for (const o of quota.organizations()) {
-          const l = limiters.peek(o.organizationId);
+          const l = limiters.peek(o.organizationId) ?? (await quota.limiter(o.connection, o.organizationId).catch(() => null));
           if (l) this.set({ organization: o.organizationId }, fn(l));
         }
       };
@@ -161,7 +168,9 @@ export class DaemonMetrics {
     });
     new Gauge({
       name: 'svcsync_cursor_lag_seconds',
-      help: 'Now minus the cursor, per incremental stream',
+      help:
+        'Now minus the cursor, per incremental stream. Grows in a quiet organization with nothing to change: ' +
+        'alert on svcsync_stream_last_success_timestamp_seconds instead',
       labelNames: ['connection', 'organization', 'stream'],
       registers,
       async collect(this: Gauge<'connection' | 'organization' | 'stream'>) {
@@ -186,6 +195,44 @@ export class DaemonMetrics {
           const at = s.last_success_at ? Date.parse(s.last_success_at) : NaN;
           if (Number.isFinite(at)) this.set({ connection: s.connection, organization: s.organization_id, stream: s.stream }, at / 1000);
         }
+      },
+    });
+    new Gauge({
+      name: 'svcsync_stream_schedule_interval_seconds',
+      help:
+        'Seconds between two scheduled runs of each stream (its incremental or settings job): ' +
+        'a stream is stale when time() minus its last success passes 3 of these plus a minute',
+      labelNames: ['connection', 'organization', 'stream'],
+      registers,
+      collect(this: Gauge<'connection' | 'organization' | 'stream'>) {
+        this.reset();
+        const now = clock.now();
+        // One cron walk per schedule, however many organizations share it.
+        const every = new Map<string, number>();
+        for (const job of quota.jobs()) {
+          if (job.organizationId === null || (job.jobClass !== 'incremental' && job.jobClass !== 'settings')) continue;
+          const key = job.cron.toString();
+          let seconds = every.get(key);
+          if (seconds === undefined) {
+            const next = job.cron.next(now);
+            every.set(key, (seconds = Math.round((job.cron.next(next) - next) / 1000)));
+          }
+          for (const stream of job.streams) this.set({ connection: job.connection, organization: job.organizationId, stream }, seconds);
+        }
+      },
+    });
+    new Gauge({
+      name: 'svcsync_connection_authorized',
+      help:
+        "1 when the service accepted the connection's token the last time a run used it, " +
+        '0 when it refused it (nothing of the connection syncs); absent before any run',
+      labelNames: ['connection'],
+      registers,
+      async collect(this: Gauge<'connection'>) {
+        this.reset();
+        // Before the first migration (a scrape while the daemon starts) there is nothing to show.
+        for (const r of await listAuthorizations(warehouse.db).catch(() => []))
+          this.set({ connection: r.connection }, r.result === 'ok' ? 1 : 0);
       },
     });
     new Gauge({

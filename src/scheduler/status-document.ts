@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import { connectionLimits } from '../api/client.js';
-import { quotaDay } from '../api/quota-day.js';
+import { nextQuotaReset, quotaDay } from '../api/quota-day.js';
 import { CATALOG } from '../catalog/index.js';
 import { qualifiedName, tableName } from '../catalog/types.js';
 import type { Family } from '../catalog/families.js';
@@ -8,17 +8,20 @@ import { dailyBudget } from '../config/plans.js';
 import type { Config } from '../config/schema.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import type { Warehouse } from '../loaders/warehouse.js';
+import { listAuthorizations } from '../state/connection-auth.js';
 import { listDrift } from '../state/drift.js';
-import { listStreamStates } from '../state/stream-state.js';
-import { stateDb } from '../state/tables.js';
-import { resolveJobs } from './jobs.js';
+import { stateDb, type StreamStateRow } from '../state/tables.js';
+import type { DayProjection } from './day-projection.js';
+import { organizationHealth, sortOrganizations, type ConnectionState, type Health } from './health.js';
+import { resolveJobs, type JobSpec, type KnownOrganization } from './jobs.js';
 import { queueDepth, SYNC_QUEUE, type QueueDepth } from './queue-depth.js';
+import { projectOrganization, runCommands, ScheduleMemo, snapshotOf, type PendingCounts } from './status-estimates.js';
 
 /**
- * The status document: every connection, organization and stream read from the warehouse alone
- * (no API calls), the worker queue, and what a running daemon is doing now. `svcsync status`
- * prints it, and the daemon's and each worker's HTTP port serve it as `/status.json` and as the
- * page rendered from it (`status-page.ts`).
+ * The status document: every configured connection, and every organization and stream, read
+ * from the warehouse alone (no API calls), the worker queue, and what a running daemon is
+ * doing now. `svcsync status` prints it, and the daemon's and each worker's HTTP port serve it
+ * as `/status.json` and as the page rendered from it (`status-page.ts`).
  */
 
 export interface StatusStream {
@@ -44,25 +47,128 @@ export interface StatusOrganization {
   organizationId: string;
   name: string | null;
   families: string[];
+  /** The organization's worst state (src/scheduler/health.ts); `failing` for every organization of a connection that cannot authorize. */
+  state: Health;
+  /** Why, in a few words (`connection acme cannot authorize`, `2 streams stale: ...`); null when all is well. */
+  stateReason: string | null;
   requestsToday: number;
   budget: number;
   blockedUntil: string | null;
   /** Budget left today (budget less requests today; 0 while the quota is spent). */
   budgetLeft: number;
+  /** Requests used by the end of the quota day if the runs still scheduled today run at their estimates; null when not worked out. */
+  projectedToday: DayProjection | null;
   /** The daemon's next runs of this organization's jobs, soonest first. */
   nextRuns: Array<{ job: string; streams: number; at: string }>;
   streams: StatusStream[];
 }
 
-async function rowCounts(warehouse: Warehouse): Promise<Map<string, { rows: number; deleted: number }>> {
-  const out = new Map<string, { rows: number; deleted: number }>();
+/** A configured connection, whether or not it reached any organization. */
+export interface StatusConnection {
+  connection: string;
+  /** `failing` when the service refused its token last time (nothing of it can sync), `unknown` before any daemon or worker run used it. */
+  state: ConnectionState;
+  /** The last authorization result a daemon's or a worker's run saw (`_svcsync_connections`); null before any. */
+  authorization: {
+    result: 'ok' | 'refused';
+    at: string;
+    error: string | null;
+    hint: string | null;
+    failingSince: string | null;
+    lastOkAt: string | null;
+  } | null;
+  families: string[];
+  /** Organizations known for it (from discovery). */
+  organizations: number;
+  /** Webhooks are on (a `webhook_secret` is set), on the daemon and on workers alike. */
+  webhooks: boolean;
+}
+
+export interface CollectOptions {
+  /** Only this organization (the page's detail of one organization). */
+  only?: { connection: string; organizationId: string } | undefined;
+  /** Skip what only the page shows (row counts, drift, projections): `/healthz`. */
+  light?: boolean;
+  /**
+   * Row counts of every organization read every table whole (a GROUP BY per table): on a large
+   * warehouse the page's most expensive part, for counts that hardly move. A long-lived process
+   * serving the page may reuse them for this long; one organization's counts are read fresh.
+   */
+  rowCountsMaxAgeMs?: number;
+}
+
+/** Node 20 has no `Map.groupBy`. */
+function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item);
+    else out.set(k, [item]);
+  }
+  return out;
+}
+
+type RowCount = { rows: number; deleted: number };
+
+/** The stream-state columns the document and the estimates read. */
+const STATE_COLUMNS = [
+  'connection',
+  'organization_id',
+  'stream',
+  'cursor',
+  'pass_kind',
+  'pass_next_page',
+  'last_run_id',
+  'last_finished_at',
+  'last_success_at',
+  'last_status',
+  'last_error',
+  'last_pages',
+  'last_requests',
+] as const;
+
+/**
+ * The daemon's jobs for these organizations, kept while neither changes: resolving 3,000 jobs
+ * (a cron expression parsed for each) took a tenth of a second on every page and every
+ * `/healthz` of a 1,000-organization fleet.
+ */
+const jobCache = new WeakMap<Config, { key: string; jobs: JobSpec[] }>();
+function jobsOf(config: Config, known: KnownOrganization[]): JobSpec[] {
+  const key = known.map((o) => `${o.connection}|${o.organizationId}|${o.families.join(',')}`).join('\n');
+  const hit = jobCache.get(config);
+  if (hit?.key === key) return hit.jobs;
+  const jobs = resolveJobs(config, known, { backfill: config.daemon.backfill });
+  jobCache.set(config, { key, jobs });
+  return jobs;
+}
+
+const rowCountCache = new WeakMap<Warehouse, { at: number; counts: Map<string, RowCount> }>();
+async function cachedRowCounts(
+  warehouse: Warehouse,
+  now: number,
+  organizationId: string | undefined,
+  maxAgeMs: number,
+): Promise<Map<string, RowCount>> {
+  if (organizationId !== undefined || maxAgeMs <= 0) return rowCounts(warehouse, organizationId);
+  const hit = rowCountCache.get(warehouse);
+  if (hit && now >= hit.at && now - hit.at < maxAgeMs) return hit.counts;
+  const counts = await rowCounts(warehouse, undefined);
+  rowCountCache.set(warehouse, { at: now, counts });
+  return counts;
+}
+
+async function rowCounts(warehouse: Warehouse, organizationId: string | undefined): Promise<Map<string, RowCount>> {
+  const out = new Map<string, RowCount>();
+  const where = organizationId === undefined ? '' : ` WHERE "organization_id" = ${warehouse.sql.param(1)}`;
   for (const stream of CATALOG) {
     const table = tableName(stream);
     try {
       const result = await warehouse.db.executeQuery<{ organization_id: string; live: number | string; gone: number | string }>(
         CompiledQuery.raw(
           'SELECT "organization_id", SUM(CASE WHEN "_deleted_at" IS NULL THEN 1 ELSE 0 END) AS live, ' +
-            `SUM(CASE WHEN "_deleted_at" IS NULL THEN 0 ELSE 1 END) AS gone FROM "${table}" GROUP BY "organization_id"`,
+            `SUM(CASE WHEN "_deleted_at" IS NULL THEN 0 ELSE 1 END) AS gone FROM "${table}"${where} GROUP BY "organization_id"`,
+          organizationId === undefined ? [] : [organizationId],
         ),
       );
       for (const r of result.rows)
@@ -74,29 +180,90 @@ async function rowCounts(warehouse: Warehouse): Promise<Map<string, { rows: numb
   return out;
 }
 
-/** Everything `svcsync status` shows, read from the warehouse alone (no API calls). */
-export async function collectStatus(config: Config, warehouse: Warehouse, now: number): Promise<StatusOrganization[]> {
+/** Every connection of the configuration, failing first, with its last authorization result. */
+async function collectConnections(config: Config, warehouse: Warehouse, orgs: readonly StatusOrganization[]): Promise<StatusConnection[]> {
+  const seen = new Map((await listAuthorizations(warehouse.db)).map((r) => [r.connection, r]));
+  const out = config.connections.map((c): StatusConnection => {
+    const r = seen.get(c.name);
+    const result = r?.result === 'refused' ? 'refused' : 'ok';
+    let state: ConnectionState = 'unknown';
+    if (r) state = result === 'refused' ? 'failing' : 'ok';
+    return {
+      connection: c.name,
+      state,
+      authorization: r
+        ? { result, at: r.checked_at, error: r.error, hint: r.hint, failingSince: r.failing_since, lastOkAt: r.last_ok_at }
+        : null,
+      families: [...c.families],
+      organizations: orgs.filter((o) => o.connection === c.name).length,
+      webhooks: Boolean(c.webhook_secret),
+    };
+  });
+  const order: Record<ConnectionState, number> = { failing: 0, unknown: 1, ok: 2 };
+  return out.sort((a, b) => order[a.state] - order[b.state] || a.connection.localeCompare(b.connection));
+}
+
+/** Everything `svcsync status` shows per organization, read from the warehouse alone (no API calls); failing first. */
+export async function collectStatus(
+  config: Config,
+  warehouse: Warehouse,
+  now: number,
+  options: CollectOptions = {},
+): Promise<StatusOrganization[]> {
+  return (await collect(config, warehouse, now, options)).organizations;
+}
+
+async function collect(
+  config: Config,
+  warehouse: Warehouse,
+  now: number,
+  options: CollectOptions,
+): Promise<{ organizations: StatusOrganization[]; connections: StatusConnection[] }> {
   await migrateToLatest(warehouse);
   const db = stateDb(warehouse.db);
-  const orgRows = await db.selectFrom('_svcsync_organizations').selectAll().orderBy('connection').orderBy('organization_id').execute();
-  const states = await listStreamStates(warehouse.db);
-  const pending = await db
+  const only = options.only;
+  let orgQuery = db.selectFrom('_svcsync_organizations').selectAll().orderBy('connection').orderBy('organization_id');
+  if (only) orgQuery = orgQuery.where('connection', '=', only.connection).where('organization_id', '=', only.organizationId);
+  const orgRows = await orgQuery.execute();
+  let stateQuery = db
+    .selectFrom('_svcsync_streams')
+    .select(STATE_COLUMNS)
+    .orderBy('connection')
+    .orderBy('organization_id')
+    .orderBy('stream');
+  if (only) stateQuery = stateQuery.where('connection', '=', only.connection).where('organization_id', '=', only.organizationId);
+  // The columns the document and the estimates read, not the pass's bookkeeping: at 1,000 organizations this is 17,000 rows.
+  const states = (await stateQuery.execute()) as StreamStateRow[];
+  let pendingQuery = db
     .selectFrom('_svcsync_pending')
-    .select(['connection', 'organization_id', 'stream'])
+    .select(['connection', 'organization_id', 'stream', 'kind', 'reason'])
     .select((eb) => eb.fn.countAll<number>().as('n'))
-    .groupBy(['connection', 'organization_id', 'stream'])
-    .execute();
-  const usage = await db.selectFrom('_svcsync_usage').selectAll().orderBy('day', 'desc').execute();
-  const counts = await rowCounts(warehouse);
+    .groupBy(['connection', 'organization_id', 'stream', 'kind', 'reason']);
+  if (only) pendingQuery = pendingQuery.where('connection', '=', only.connection).where('organization_id', '=', only.organizationId);
+  const pending: PendingCounts[] = (await pendingQuery.execute()).map((p) => ({ ...p, n: Number(p.n) }));
+  // Today's row of each organization only: the table keeps a row per organization and day.
+  const zones = new Map(config.connections.map((c) => [c.name, c.quota_reset_time_zone]));
+  const today = new Map([...new Set(zones.values())].map((z) => [z, quotaDay(now, z)]));
+  const usageRows = today.size
+    ? await db
+        .selectFrom('_svcsync_usage')
+        .selectAll()
+        .where('day', 'in', [...today.values()])
+        .execute()
+    : [];
+  const usage = new Map(usageRows.map((u) => [`${u.organization_id}|${u.day}`, u]));
+  const counts = options.light
+    ? new Map<string, RowCount>()
+    : await cachedRowCounts(warehouse, now, only?.organizationId, options.rowCountsMaxAgeMs ?? 0);
   const drift = new Map<string, string[]>();
-  for (const d of await listDrift(warehouse.db)) {
+  for (const d of options.light ? [] : await listDrift(warehouse.db)) {
     const key = `${d.connection}|${d.organization_id}|${d.stream}`;
     drift.set(key, [...(drift.get(key) ?? []), d.field]);
   }
   const pendingBy = new Map<string, number>();
   for (const p of pending) {
     const key = `${p.connection}|${p.organization_id}|${p.stream}`;
-    pendingBy.set(key, (pendingBy.get(key) ?? 0) + Number(p.n));
+    pendingBy.set(key, (pendingBy.get(key) ?? 0) + p.n);
   }
   const orgs = new Map<string, StatusOrganization>();
   for (const o of orgRows) {
@@ -106,18 +273,21 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
     let entry = orgs.get(key);
     if (!entry) {
       // Today is the quota day of the connection's reset zone, as the limiter counts it.
-      const today = quotaDay(now, connection?.quota_reset_time_zone ?? 'UTC');
-      const u = usage.find((x) => x.organization_id === o.organization_id && x.day === today);
+      const day = today.get(connection?.quota_reset_time_zone ?? 'UTC') ?? quotaDay(now, 'UTC');
+      const u = usage.get(`${o.organization_id}|${day}`);
       const blocked = u?.blocked_until && Date.parse(u.blocked_until) > now ? u.blocked_until : null;
       entry = {
         connection: o.connection,
         organizationId: o.organization_id,
         name: o.name,
         families: [],
+        state: 'waiting',
+        stateReason: null,
         requestsToday: u ? Number(u.count) : 0,
         budget: limits ? dailyBudget(limits) : 0,
         blockedUntil: blocked,
         budgetLeft: 0,
+        projectedToday: null,
         nextRuns: [],
         streams: [],
       };
@@ -146,37 +316,70 @@ export async function collectStatus(config: Config, warehouse: Warehouse, now: n
     });
   }
   // The daemon's schedule, from the configuration alone (the same jobs `svcsync daemon` runs).
-  const known = [...orgs.values()].map((o) => ({
+  const known: KnownOrganization[] = [...orgs.values()].map((o) => ({
     connection: o.connection,
     organizationId: o.organizationId,
     families: o.families as Family[],
   }));
-  for (const job of resolveJobs(config, known, { backfill: config.daemon.backfill })) {
+  const memo = new ScheduleMemo(now);
+  // One organization's jobs are quick to resolve; the fleet's are kept while it does not change.
+  const jobs = only ? resolveJobs(config, known, { backfill: config.daemon.backfill }) : jobsOf(config, known);
+  for (const job of jobs) {
     if (job.organizationId === null) continue;
     const entry = orgs.get(`${job.connection}|${job.organizationId}`);
     if (!entry) continue;
     // A spent quota holds every job until the reset.
     const after = entry.blockedUntil ? Math.max(now, Date.parse(entry.blockedUntil) - 1) : now;
-    const next = job.cron.next(after);
+    const { next, every } = memo.next(job, after);
     entry.nextRuns.push({ job: job.jobClass, streams: job.streams.length, at: new Date(next).toISOString() });
-    if (job.jobClass === 'incremental' || job.jobClass === 'settings') {
-      // The period between two fires: what "fresh" means for the stream on the status page.
-      const every = Math.round((job.cron.next(next) - next) / 1000);
+    // The period between two fires: what "fresh" means for the stream.
+    if (job.jobClass === 'incremental' || job.jobClass === 'settings')
       for (const st of entry.streams) if (job.streams.includes(st.stream)) st.expectedEverySeconds = every;
+  }
+  if (!options.light) {
+    const commands = await runCommands(
+      warehouse,
+      states.flatMap((s) => (s.last_run_id ? [s.last_run_id] : [])),
+    );
+    const jobsOf = groupBy(jobs, (j) => `${j.connection}|${j.organizationId}`);
+    const statesOf = groupBy(states, (s) => `${s.connection}|${s.organization_id}`);
+    const pendingOf = groupBy(pending, (p) => `${p.connection}|${p.organization_id}`);
+    for (const [key, o] of orgs) {
+      const rows = (stream: string): number | null => counts.get(`${o.organizationId}|${stream}`)?.rows ?? null;
+      const snap = snapshotOf(statesOf.get(key) ?? [], pendingOf.get(key) ?? [], rows, commands);
+      const reset = nextQuotaReset(now, zones.get(o.connection) ?? 'UTC');
+      o.projectedToday = projectOrganization(
+        jobsOf.get(key) ?? [],
+        snap,
+        { usedToday: o.requestsToday, budget: o.budget, blocked: o.blockedUntil !== null },
+        (j) => memo.firesUntil(j, reset),
+        config.sync.per_page,
+      );
     }
   }
-  for (const o of orgs.values()) o.nextRuns.sort((a, b) => a.at.localeCompare(b.at));
-  return [...orgs.values()];
+  const organizations = [...orgs.values()];
+  const connections = await collectConnections(config, warehouse, organizations);
+  const failing = new Set(connections.filter((c) => c.state === 'failing').map((c) => c.connection));
+  for (const o of organizations) {
+    o.nextRuns.sort((a, b) => a.at.localeCompare(b.at));
+    const h = organizationHealth(o.streams, failing.has(o.connection) ? o.connection : null, now);
+    o.state = h.state;
+    o.stateReason = h.reason;
+  }
+  return { organizations: sortOrganizations(organizations), connections };
 }
 
 /** `svcsync status --json`: one object, so fields can be added without breaking a reader. */
 export interface StatusDocument {
   /** When it was read (ISO 8601, UTC). */
   generatedAt: string;
+  /** Every configured connection, failing first. */
+  connections: StatusConnection[];
+  /** Failing organizations first, then stale, waiting and healthy ones. */
   organizations: StatusOrganization[];
   /** svcsync worker's queue, when workers use this warehouse (Postgres); null otherwise. */
   queue: (QueueDepth & { schema: string }) | null;
-  /** What a running daemon is doing now (its `/status.json`); null from `svcsync status`, which reads only the warehouse. */
+  /** What a running daemon is doing now (its `/status.json`); null from `svcsync status` and on workers (no schedule of their own). */
   daemon: LiveStatus | null;
 }
 
@@ -186,11 +389,14 @@ export async function collectStatusDocument(
   warehouse: Warehouse,
   now: number,
   daemon: LiveStatus | null = null,
+  options: CollectOptions = {},
 ): Promise<StatusDocument> {
-  const organizations = await collectStatus(config, warehouse, now);
-  const depth = warehouse.dialect === 'postgres' ? await queueDepth(warehouse.db, config.worker.schema, SYNC_QUEUE) : null;
+  const { organizations, connections } = await collect(config, warehouse, now, options);
+  const depth =
+    warehouse.dialect === 'postgres' && !options.light ? await queueDepth(warehouse.db, config.worker.schema, SYNC_QUEUE) : null;
   return {
     generatedAt: new Date(now).toISOString(),
+    connections,
     organizations,
     queue: depth ? { schema: config.worker.schema, ...depth } : null,
     daemon,
@@ -201,8 +407,6 @@ export async function collectStatusDocument(
 export interface LiveStatus {
   startedAt: string | null;
   running: Array<{ job: string; connection: string; organizationId: string | null; streams: string[] }>;
-  /** Per connection: whether webhooks are on (a `webhook_secret` is set). */
-  hooks: Array<{ connection: string; active: boolean }>;
   /** Webhook runs waiting out their debounce delay. */
   hookRunsDue: Array<{ connection: string; organizationId: string; at: string }>;
   /** Organizations whose hooks fell back to the schedule (budget low) in the last day. */

@@ -1,43 +1,24 @@
-import type { LiveStatus, StatusDocument, StatusOrganization, StatusStream } from './status-document.js';
+import { freshness, sortOrganizations, streamFailed, type Freshness, type Health } from './health.js';
+import { PAGE_SCRIPT, PAGE_STYLE } from './status-page-assets.js';
+import type { StatusConnection, StatusDocument, StatusOrganization, StatusStream } from './status-document.js';
 
 /**
- * The daemon's status page (`GET /`): rendered on the server from the same document as
- * `/status.json` and `svcsync status --json`, with a little inline script for the filter box
- * and the refresh. No external assets, so it works offline and behind any proxy.
+ * The status page (`GET /`) of the daemon and of each worker: rendered on the server from the
+ * same document as `/status.json` and `svcsync status --json`. The connections first (one that
+ * cannot authorize shows its error and hint once), then a summary of the fleet (organizations
+ * by state; a freshness heat map of organizations × streams with the requests used today
+ * against the budget beneath, one column per organization; click to filter), then one line per
+ * organization, failing and stale first, whose streams load when it is opened. A little inline
+ * script draws the map and filters; nothing comes from elsewhere, so it works offline.
  */
 
-export type Freshness = 'fresh' | 'late' | 'stale' | 'never' | 'unscheduled';
+const STATES: readonly Health[] = ['failing', 'stale', 'waiting', 'ok'];
 
-/** How a stream's last success compares with its schedule: fresh within 1.5 periods (plus a minute), late within 3, then stale. */
-export function freshness(stream: Pick<StatusStream, 'lastSuccessAt' | 'expectedEverySeconds'>, now: number): Freshness {
-  if (!stream.lastSuccessAt) return 'never';
-  if (stream.expectedEverySeconds === null) return 'unscheduled';
-  const age = (now - Date.parse(stream.lastSuccessAt)) / 1000;
-  if (age <= stream.expectedEverySeconds * 1.5 + 60) return 'fresh';
-  if (age <= stream.expectedEverySeconds * 3 + 60) return 'late';
-  return 'stale';
-}
+/** One letter per stream on the heat map: its freshness, or `X` when its last run failed, `.` when the organization has no such stream. */
+const CODE: Record<Freshness | 'failed', string> = { fresh: 'F', late: 'L', stale: 'S', never: 'N', unscheduled: 'U', failed: 'X' };
 
-export type Health = 'failing' | 'stale' | 'waiting' | 'ok';
-const HEALTH_ORDER: Record<Health, number> = { failing: 0, stale: 1, waiting: 2, ok: 3 };
-
-/** An organization's worst state: a stream whose last run failed, then one stale, then one never synced. */
-export function health(org: StatusOrganization, now: number): Health {
-  if (org.streams.some((s) => s.lastStatus !== null && s.lastStatus !== 'ok' && s.lastError)) return 'failing';
-  const f = org.streams.map((s) => freshness(s, now));
-  if (f.includes('stale')) return 'stale';
-  if (f.includes('never') || org.streams.length === 0) return 'waiting';
-  return 'ok';
-}
-
-/** Failing and stale organizations first, then by connection and name. */
-export function sortForPage(orgs: readonly StatusOrganization[], now: number): StatusOrganization[] {
-  return [...orgs].sort(
-    (a, b) =>
-      HEALTH_ORDER[health(a, now)] - HEALTH_ORDER[health(b, now)] ||
-      a.connection.localeCompare(b.connection) ||
-      (a.name ?? a.organizationId).localeCompare(b.name ?? b.organizationId),
-  );
+export function streamCode(s: StatusStream, now: number): string {
+  return streamFailed(s) ? CODE.failed : CODE[freshness(s, now)];
 }
 
 const esc = (v: string | number | null | undefined): string =>
@@ -52,113 +33,138 @@ export function age(ms: number): string {
   return `${Math.round(s / 86400)} d`;
 }
 
-const STYLE = `
-body{font:14px/1.4 system-ui,sans-serif;margin:1rem 2rem;color:#222}
-h1{font-size:1.3rem;margin:0 0 .3rem}
-.meta{color:#666;margin-bottom:.8rem}
-input{font:inherit;padding:.3rem .5rem;width:24rem;margin-bottom:.8rem}
-table{border-collapse:collapse;width:100%}
-th,td{text-align:left;padding:.25rem .5rem;border-bottom:1px solid #eee;vertical-align:top}
-tr.org td{background:#f6f6f6;border-top:2px solid #ddd;font-weight:600}
-.failing{color:#b00020}.stale{color:#b35c00}.waiting{color:#666}.ok{color:#1b7f3b}
-.f-fresh{color:#1b7f3b}.f-late{color:#b35c00}.f-stale{color:#b00020}.f-never,.f-unscheduled{color:#777}
-.bar{display:inline-block;width:8rem;height:.7rem;background:#eee;border-radius:3px;vertical-align:middle;overflow:hidden}
-.bar span{display:block;height:100%;background:#3b82f6}.bar span.high{background:#d97706}.bar span.full{background:#b00020}
-.err{font-weight:400;color:#b00020;white-space:pre-wrap;font-size:12px}
-.num{text-align:right;font-variant-numeric:tabular-nums}
-`;
-
-// Filters organization groups by their text, and reloads every 30 s with the filter kept in the URL.
-const SCRIPT = `
-const box=document.getElementById('filter');
-function apply(){const q=box.value.toLowerCase();
-for(const g of document.querySelectorAll('tbody[data-org]'))
-g.hidden=q!==''&&!g.textContent.toLowerCase().includes(q)&&!g.dataset.org.includes(q);}
-box.addEventListener('input',apply);apply();
-setTimeout(()=>location.replace(location.pathname+(box.value?'?q='+encodeURIComponent(box.value):'')),30000);
-`;
+/** "12 min ago" (or "in 5 min"), with the instant in `datetime`; the page's script puts the local time on hover. */
+export function timeTag(iso: string, now: number): string {
+  const at = Date.parse(iso);
+  const text = at > now + 1000 ? `in ${age(at - now)}` : `${age(now - at)} ago`;
+  return `<time datetime="${esc(new Date(at).toISOString())}">${text}</time>`;
+}
 
 function barClass(blocked: boolean, share: number): string {
   if (blocked || share >= 1) return 'full';
   return share >= 0.8 ? 'high' : '';
 }
 
-function budgetBar(o: StatusOrganization): string {
+function budgetBar(o: StatusOrganization, now: number): string {
   const share = o.budget > 0 ? Math.min(1, o.requestsToday / o.budget) : 0;
   const cls = barClass(o.blockedUntil !== null, share);
-  const title = o.blockedUntil ? `quota spent until ${o.blockedUntil}` : `${o.requestsToday} of ${o.budget} requests today`;
+  const projected = o.projectedToday;
+  const end = projected ? `, <span${projected.fits ? '' : ' class="over"'} data-projected>~${projected.requests} by day's end</span>` : '';
+  const blocked = o.blockedUntil ? `, quota spent: resumes ${timeTag(o.blockedUntil, now)}` : '';
   return (
-    `<span class="bar" title="${esc(title)}" role="meter" aria-valuenow="${o.requestsToday}" aria-valuemax="${o.budget}">` +
-    `<span class="${cls}" style="width:${(share * 100).toFixed(1)}%"></span></span> ${o.requestsToday} / ${o.budget}`
-  );
-}
-
-function streamRow(s: StatusStream, now: number): string {
-  const f = freshness(s, now);
-  const last = s.lastSuccessAt ? `${esc(s.lastSuccessAt)} (${age(now - Date.parse(s.lastSuccessAt))} ago)` : 'never';
-  const error = s.lastError && s.lastStatus !== 'ok' ? `<div class="err">${esc(s.lastError)}</div>` : '';
-  return (
-    `<tr><td>${esc(s.stream)}</td><td class="f-${f}" data-freshness="${f}">${last}</td>` +
-    `<td class="num">${s.rows}</td><td>${esc(s.lastStatus ?? '—')}${s.inProgress ? ` · ${esc(s.inProgress)}` : ''}${error}</td></tr>`
+    `<span class="bar" role="meter" aria-label="requests today" aria-valuenow="${o.requestsToday}" aria-valuemax="${o.budget}">` +
+    `<span${cls ? ` class="${cls}"` : ''} style="width:${(share * 100).toFixed(1)}%"></span></span> ` +
+    `${o.requestsToday} / ${o.budget}${end}${blocked}`
   );
 }
 
 const shortJob = (id: string): string => id.split('/').slice(2).join('/');
+const orgKey = (x: { connection: string; organizationId: string | null }): string => `${x.connection}\u0000${x.organizationId ?? ''}`;
 
-function hookState(o: StatusOrganization, live: LiveStatus | null): string {
-  const mine = (x: { connection: string; organizationId: string }): boolean =>
-    x.connection === o.connection && x.organizationId === o.organizationId;
-  if (!live?.hooks.find((x) => x.connection === o.connection)?.active) return 'off';
-  const fallback = live.hookFallbacks.find(mine);
-  if (fallback) return `on — fell back to the schedule: ${fallback.reason}`;
-  const due = live.hookRunsDue.find(mine);
-  return due ? `on — run due ${due.at}` : 'on';
+function connectionItem(c: StatusConnection, now: number): string {
+  const a = c.authorization;
+  const orgs = `${c.organizations} organization${c.organizations === 1 ? '' : 's'}`;
+  const hooks = `webhooks ${c.webhooks ? 'on' : 'off'}`;
+  let what: string;
+  if (c.state === 'failing') {
+    const since = a?.failingSince ? ` since ${timeTag(a.failingSince, now)}` : '';
+    what =
+      ` — cannot authorize${since}: nothing of it syncs until this is fixed` +
+      `<div class="err">${esc(a?.error ?? 'the service refused its token')}</div>` +
+      (a?.hint ? `<div class="hint">→ ${esc(a.hint)}</div>` : '');
+  } else if (c.state === 'ok') what = ` — authorized ${timeTag(a!.at, now)}`;
+  else what = ' — not checked yet (no daemon or worker run has used its token)';
+  return (
+    `<li class="conn" data-connection="${esc(c.connection)}" data-state="${c.state}"><b class="${c.state}">● ${c.state}</b> ` +
+    `<b>${esc(c.connection)}</b>${what}<div class="sub">${orgs} · ${esc(c.families.join(', '))} · ${hooks}</div></li>`
+  );
 }
 
-function nextRun(o: StatusOrganization, live: LiveStatus | null): string {
-  const next = live?.nextRuns
-    .filter((r) => r.connection === o.connection && r.organizationId === o.organizationId)
-    .sort((a, b) => a.at.localeCompare(b.at))[0];
-  if (next) return `${next.at.slice(0, 16).replace('T', ' ')} (${shortJob(next.job)})`;
-  return o.nextRuns[0]?.at ?? '—';
+/** One organization, collapsed to a line: state, name, why, last success, budget, next run; its streams load when opened. */
+function organizationItem(
+  o: StatusOrganization,
+  axis: ReadonlyMap<string, number>,
+  nextByOrg: ReadonlyMap<string, { at: string; job: string }>,
+  runningByOrg: ReadonlyMap<string, string[]>,
+  now: number,
+): string {
+  const codes = Array.from({ length: axis.size }, () => '.');
+  for (const s of o.streams) codes[axis.get(s.stream)!] = streamCode(s, now);
+  const last = o.streams.reduce<string | null>(
+    (a, s) => (s.lastSuccessAt && (!a || Date.parse(s.lastSuccessAt) > Date.parse(a)) ? s.lastSuccessAt : a),
+    null,
+  );
+  const next = nextByOrg.get(orgKey(o)) ?? (o.nextRuns[0] ? { at: o.nextRuns[0].at, job: o.nextRuns[0].job } : null);
+  const running = runningByOrg.get(orgKey(o));
+  const p = o.projectedToday;
+  const data =
+    `data-c="${esc(o.connection)}" data-id="${esc(o.organizationId)}" data-state="${o.state}" data-f="${codes.join('')}" ` +
+    `data-u="${o.requestsToday}" data-b="${o.budget}"${p ? ` data-p="${p.requests}"` : ''}${o.blockedUntil ? ' data-blocked' : ''}`;
+  const reason = o.stateReason ? ` <span class="why">${esc(o.stateReason)}</span>` : '';
+  let nextText = '';
+  if (running) nextText = ` · running ${esc(running.join(', '))}`;
+  else if (next) nextText = ` · next ${timeTag(next.at, now)} (${esc(next.job.includes('/') ? shortJob(next.job) : next.job)})`;
+  return (
+    `<details class="org" ${data}><summary><b class="${o.state}">● ${o.state}</b> <b>${esc(o.name ?? o.organizationId)}</b> ` +
+    `<small>${esc(o.connection)} / ${esc(o.organizationId)}</small>${reason}<span class="right">` +
+    `${last ? `synced ${timeTag(last, now)}` : 'never synced'} · ${budgetBar(o, now)}${nextText}</span></summary></details>`
+  );
 }
 
-/** One organization: a header row (health, budget, next run, what runs, webhooks) and a row per stream. */
-function organizationGroup(o: StatusOrganization, live: LiveStatus | null, now: number): string {
-  const h = health(o, now);
-  const running = live?.running.filter((r) => r.connection === o.connection && r.organizationId === o.organizationId) ?? [];
-  const label = `${o.name ?? ''} ${o.organizationId} ${o.connection}`.toLowerCase();
-  const what = running.length ? running.map((r) => shortJob(r.job)).join(', ') : 'nothing';
-  const header =
-    `<tr class="org"><td colspan="4"><span class="${h}">● ${esc(h)}</span> ${esc(o.name ?? o.organizationId)} ` +
-    `<small>(${esc(o.connection)} / ${esc(o.organizationId)}; ${esc(o.families.join(', '))})</small><br>` +
-    `<small>budget ${budgetBar(o)} · next run ${esc(nextRun(o, live))} · running ${esc(what)} · ` +
-    `webhooks ${esc(hookState(o, live))}</small></td></tr>`;
-  return `<tbody data-org="${esc(label)}" data-health="${h}">${header}${o.streams.map((s) => streamRow(s, now)).join('')}</tbody>`;
+function stateChips(doc: StatusDocument): string {
+  const chips = STATES.map((h) => [h, doc.organizations.filter((o) => o.state === h).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([h, n]) => `<button type="button" class="chip ${h}" data-state="${h}" aria-pressed="false">${n} ${h}</button>`);
+  const failing = doc.connections.filter((c) => c.state === 'failing').length;
+  const conns = failing ? ` · <span class="failing">${failing} of ${doc.connections.length} connections cannot authorize</span>` : '';
+  return (
+    `<div id="states">${doc.organizations.length} organizations: ` +
+    `${chips.join(' ') || 'none yet'} <button type="button" class="chip" data-state="" aria-pressed="true">all</button>${conns}</div>`
+  );
 }
 
-/** The whole page. `query` pre-fills the filter box (it survives the refresh). */
+/** The whole page. `query` pre-fills the filter box (the script keeps it, and the state filter, in the address). */
 export function renderStatusPage(doc: StatusDocument, query: string, now: number): string {
   const live = doc.daemon;
-  const groups = sortForPage(doc.organizations, now).map((o) => organizationGroup(o, live, now));
-  const counts = (['failing', 'stale', 'waiting', 'ok'] as const)
-    .map((h) => [h, doc.organizations.filter((o) => health(o, now) === h).length] as const)
-    .filter(([, n]) => n > 0)
-    .map(([h, n]) => `<span class="${h}">${n} ${h}</span>`)
-    .join(' · ');
+  // The heat map's rows: every stream any organization has, in the catalog's family order.
+  const names = [...new Set(doc.organizations.flatMap((o) => o.streams.map((s) => s.stream)))].sort();
+  const axis = new Map(names.map((n, i) => [n, i]));
+  const nextByOrg = new Map<string, { at: string; job: string }>();
+  for (const r of live?.nextRuns ?? []) {
+    const k = orgKey(r);
+    const had = nextByOrg.get(k);
+    if (!had || r.at < had.at) nextByOrg.set(k, { at: r.at, job: r.job });
+  }
+  const runningByOrg = new Map<string, string[]>();
+  for (const r of live?.running ?? []) runningByOrg.set(orgKey(r), [...(runningByOrg.get(orgKey(r)) ?? []), shortJob(r.job)]);
+  const items = sortOrganizations(doc.organizations).map((o) => organizationItem(o, axis, nextByOrg, runningByOrg, now));
   const queue = doc.queue ? ` · worker queue: ${doc.queue.waiting} waiting, ${doc.queue.running} running` : '';
-  const up = live?.startedAt ? ` · daemon up since ${esc(live.startedAt)}` : '';
+  const up = live?.startedAt ? ` · daemon up since ${timeTag(live.startedAt, now)}` : '';
+  const failing = doc.connections.some((c) => c.state === 'failing') || doc.organizations.some((o) => o.state === 'failing');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>svcsync status</title>
-<meta name="viewport" content="width=device-width,initial-scale=1"><style>${STYLE}</style></head>
-<body><h1>svcsync status</h1>
-<div class="meta">${doc.organizations.length} organizations: ${counts || 'none yet'} · generated ${esc(doc.generatedAt)}${up}${queue}
- · <a href="status.json">status.json</a></div>
-<input id="filter" type="search" placeholder="Filter by organization, connection or stream" value="${esc(query)}" aria-label="Filter">
-<table><thead><tr><th>stream</th><th>last success</th><th class="num">rows</th><th>last run</th></tr></thead>
-${groups.join('\n')}
-</table>
-<script>${SCRIPT}</script>
+<meta name="viewport" content="width=device-width,initial-scale=1"><style>${PAGE_STYLE}</style></head>
+<body data-failing="${failing}"><h1>svcsync status</h1>
+<div class="meta">generated ${timeTag(doc.generatedAt, now)}${up}${queue} · <a href="status.json">status.json</a></div>
+<section aria-label="Connections"><h2>Connections</h2><ul id="connections">
+${doc.connections.map((c) => connectionItem(c, now)).join('\n')}
+</ul></section>
+<section aria-label="Summary"><h2>Organizations</h2>${stateChips(doc)}
+<figure id="fleet"><canvas id="map" data-streams="${esc(names.join(','))}" role="img"
+aria-label="Freshness of each organization's streams against the schedule, and requests used today against the budget"></canvas>
+<div id="tip" hidden></div>
+<figcaption>One column per organization, in the order of the list below. Top: each stream's freshness against its schedule
+(<i class="k F"></i> fresh <i class="k L"></i> late <i class="k S"></i> stale <i class="k X"></i> failed <i class="k N"></i> never synced
+<i class="k U"></i> not scheduled). Bottom: requests used today against the daily budget (the line), and <i class="k P"></i> where the
+runs still scheduled today take it. Click a column to show that organization, a stream to show where it is not fresh.</figcaption></figure>
+</section>
+<section aria-label="Organization list"><input id="filter" type="search" value="${esc(query)}"
+placeholder="Filter by organization, id or connection; stream:NAME for the ones where that stream is not fresh" aria-label="Filter">
+<span id="shown"></span>
+<div id="list">
+${items.join('\n')}
+</div></section>
+<script>${PAGE_SCRIPT}</script>
 </body></html>
 `;
 }

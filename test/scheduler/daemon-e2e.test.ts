@@ -192,9 +192,14 @@ for (const dialect of DIALECTS) {
               truthIds(e.sandbox, org.organization_id, 'inventory', 'sales_orders'),
             );
           }
+          // The connection that cannot log in makes the process unhealthy, and /healthz says which; it is still alive.
           const health = await fetch(`${metrics.url}/healthz`);
-          expect(health.status).toBe(200);
+          expect(health.status).toBe(503);
+          expect(await health.json()).toMatchObject({ status: 'failing', failingConnections: [{ connection: 'broken' }] });
+          expect((await fetch(`${metrics.url}/livez`)).status).toBe(200);
           const text = await (await fetch(`${metrics.url}/metrics`)).text();
+          expect(text).toMatch(/^svcsync_connection_authorized\{connection="broken"\} 0$/m);
+          expect(text).toMatch(/^svcsync_connection_authorized\{connection="e2e"\} 1$/m);
           const value = (re: RegExp): number => Number(re.exec(text)?.[1] ?? Number.NaN);
           const okInventory = value(/^svcsync_requests_total\{family="inventory",outcome="ok"\} (\d+)$/m);
           const sent = Object.values(e.sandbox.requestLog().byOrganization).reduce((a, b) => a + b, 0);
@@ -230,7 +235,9 @@ for (const dialect of DIALECTS) {
             okRuns.length,
           );
           await daemon.stop(1_000);
-          expect((await fetch(`${metrics.url}/healthz`)).status).toBe(503);
+          const stopping = await fetch(`${metrics.url}/healthz`);
+          expect(stopping.status).toBe(503);
+          expect(await stopping.json()).toEqual({ status: 'stopping' });
 
           // status: the budget left today and the next scheduled runs, per organization.
           const used = e.sandbox.requestLog().byOrganization[org]!;

@@ -11,6 +11,9 @@ import { listDrift, recordDrift } from '../../src/state/drift.js';
 import { WarehouseUsageStore } from '../../src/state/usage-store.js';
 import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
+/** A process that knows no organization yet. */
+const NO_ORGANIZATIONS = { organizations: () => [], limiter: () => Promise.resolve(null), jobs: () => [] };
+
 const AT = { connection: 'c', organizationId: '1', stream: 'inventory.sales_orders', runId: 'r1', seenAt: '2026-11-22T10:00:00.000Z' };
 
 describe.each(DIALECTS)('_svcsync_drift and its metric, on %s', (dialect) => {
@@ -58,7 +61,7 @@ describe.each(DIALECTS)('_svcsync_drift and its metric, on %s', (dialect) => {
     const clock = new FakeClock(Date.parse(AT.seenAt));
     const logger = createLogger({ level: 'silent', secrets: new SecretRegistry() });
     const limiters = new LimiterRegistry({ clock, store: new WarehouseUsageStore(warehouse.db, () => clock.now()), logger });
-    const metrics = new DaemonMetrics({ clock, limiters, warehouse, quota: { organizations: () => [] } });
+    const metrics = new DaemonMetrics({ clock, limiters, warehouse, quota: NO_ORGANIZATIONS });
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^svcsync_drift_fields\{connection="c",organization="1",stream="inventory.sales_orders"\} 2$/m);
     expect(text).toMatch(/^svcsync_drift_fields\{connection="c",organization="1",stream="inventory.contacts"\} 1$/m);
@@ -70,7 +73,7 @@ describe.each(DIALECTS)('_svcsync_drift and its metric, on %s', (dialect) => {
     const logger = createLogger({ level: 'silent', secrets: new SecretRegistry() });
     const limiters = new LimiterRegistry({ clock, store: new WarehouseUsageStore(warehouse.db, () => clock.now()), logger });
     const records = new RecordBudget(2_000);
-    const metrics = new DaemonMetrics({ clock, limiters, warehouse, quota: { organizations: () => [] }, records });
+    const metrics = new DaemonMetrics({ clock, limiters, warehouse, quota: NO_ORGANIZATIONS, records });
     const page = await records.acquire(200);
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^svcsync_records_in_flight 200$/m);

@@ -22,8 +22,8 @@ describe('the HTTP port', () => {
     const received: unknown[] = [];
     const target: HttpTarget = {
       metrics: metrics(),
-      healthy: () => true,
-      status: () => Promise.resolve({ organizations: [] }),
+      health: () => Promise.resolve({ healthy: true, body: { status: 'ok' } }),
+      status: (only) => Promise.resolve({ organizations: [], only: only ?? null }),
       page: (q) => Promise.resolve(`<p>page ${q}</p>`),
       hooks: {
         settings: DEFAULT_HOOK_SETTINGS,
@@ -76,7 +76,46 @@ describe('the HTTP port', () => {
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
     expect(await page.text()).toBe('<p>page acme</p>');
-    expect(await (await fetch(`${url}/status.json`)).json()).toEqual({ organizations: [] });
+    expect(await (await fetch(`${url}/status.json`)).json()).toEqual({ organizations: [], only: null });
+    // One organization's document, for the page's detail of it.
+    expect(await (await fetch(`${url}/status.json?connection=main&organization=42`)).json()).toEqual({
+      organizations: [],
+      only: { connection: 'main', organizationId: '42' },
+    });
+  });
+
+  it('/healthz answers 503 with a JSON body naming what fails; /livez answers 200 while the process lives', async () => {
+    const body = { status: 'failing', failingConnections: [{ connection: 'broken', error: 'refused' }] };
+    const url = await serve({ health: () => Promise.resolve({ healthy: false, body }) }, { username: 'ops', password: 'secret' });
+    const health = await fetch(`${url}/healthz`);
+    expect(health.status).toBe(503);
+    expect(health.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await health.json()).toEqual(body);
+    // Both stay open without basic auth, for load balancers and orchestrators.
+    const live = await fetch(`${url}/livez`);
+    expect(live.status).toBe(200);
+    expect(await live.text()).toBe('ok\n');
+  });
+
+  it('gzips a large page or document for a client that accepts it', async () => {
+    const big = `<p>${'organization '.repeat(2_000)}</p>`;
+    const url = await serve({ page: () => Promise.resolve(big) });
+    const res = await fetch(`${url}/`, { headers: { 'accept-encoding': 'gzip' } });
+    expect(res.headers.get('content-encoding')).toBe('gzip');
+    // fetch unzips it: the same page.
+    expect(await res.text()).toBe(big);
+    const plain = await new Promise<{ encoding: string | undefined; length: number }>((resolve, reject) => {
+      import('node:http')
+        .then(({ get }) =>
+          get(`${url}/`, (r) => {
+            let length = 0;
+            r.on('data', (c: Buffer) => (length += c.length));
+            r.on('end', () => resolve({ encoding: r.headers['content-encoding'], length }));
+          }).on('error', reject),
+        )
+        .catch(reject);
+    });
+    expect(plain).toEqual({ encoding: undefined, length: big.length });
   });
 
   it('a hook: too large is refused before the secret, a wrong secret before the organization is looked up', async () => {

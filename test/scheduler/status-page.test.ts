@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { StatusDocument, StatusOrganization, StatusStream } from '../../src/scheduler/status-document.js';
-import { age, freshness, health, renderStatusPage, sortForPage } from '../../src/scheduler/status-page.js';
+import { renderConnections, renderStatus } from '../../src/cli/commands/status.js';
+import type { StatusConnection, StatusDocument, StatusOrganization, StatusStream } from '../../src/scheduler/status-document.js';
+import { age, renderStatusPage, streamCode, timeTag } from '../../src/scheduler/status-page.js';
 
 const NOW = Date.parse('2026-11-23T12:00:00Z');
 const ago = (s: number): string => new Date(NOW - s * 1000).toISOString();
@@ -29,41 +30,56 @@ function org(id: string, streams: StatusStream[], over: Partial<StatusOrganizati
     organizationId: id,
     name: `Org ${id}`,
     families: ['books'],
+    state: 'ok',
+    stateReason: null,
     requestsToday: 250,
     budget: 1000,
     blockedUntil: null,
     budgetLeft: 750,
+    projectedToday: { requests: 800, fits: true },
     nextRuns: [],
     streams,
     ...over,
   };
 }
 
-describe('freshness', () => {
-  it.each([
-    ['just synced', { lastSuccessAt: ago(60), expectedEverySeconds: 900 }, 'fresh'],
-    ['1.5 periods and a minute', { lastSuccessAt: ago(900 * 1.5 + 60), expectedEverySeconds: 900 }, 'fresh'],
-    ['two periods', { lastSuccessAt: ago(1800), expectedEverySeconds: 900 }, 'late'],
-    ['four periods', { lastSuccessAt: ago(3600), expectedEverySeconds: 900 }, 'stale'],
-    ['never', { lastSuccessAt: null, expectedEverySeconds: 900 }, 'never'],
-    ['not scheduled', { lastSuccessAt: ago(99_999), expectedEverySeconds: null }, 'unscheduled'],
-    // An offset is an instant like any other.
-    ['an offset timestamp', { lastSuccessAt: '2026-11-23T17:29:00+0530', expectedEverySeconds: 900 }, 'fresh'],
-  ] as const)('%s', (_n, s, want) => {
-    expect(freshness(s, NOW)).toBe(want);
-  });
+function connection(name: string, over: Partial<StatusConnection> = {}): StatusConnection {
+  return {
+    connection: name,
+    state: 'ok',
+    authorization: { result: 'ok', at: ago(120), error: null, hint: null, failingSince: null, lastOkAt: ago(120) },
+    families: ['books'],
+    organizations: 2,
+    webhooks: true,
+    ...over,
+  };
+}
+
+const refused: StatusConnection = connection('broken', {
+  state: 'failing',
+  authorization: {
+    result: 'refused',
+    at: ago(30),
+    error: 'the token request was refused (invalid_client_secret)',
+    hint: 'check client_id and client_secret of connection broken',
+    failingSince: ago(600),
+    lastOkAt: null,
+  },
+  organizations: 0,
+  webhooks: false,
 });
 
-describe('health and order', () => {
-  const failing = org('3', [stream({ lastStatus: 'failed', lastError: 'token refused\n  → run svcsync auth' })]);
-  const stale = org('2', [stream({ lastSuccessAt: ago(7200) })]);
-  const ok = org('1', [stream()]);
-  const waiting = org('4', [stream({ lastSuccessAt: null, lastStatus: null })]);
-  it('names the worst state of an organization', () => {
-    expect([failing, stale, ok, waiting].map((o) => health(o, NOW))).toEqual(['failing', 'stale', 'ok', 'waiting']);
-  });
-  it('sorts failing, then stale, then waiting, then healthy organizations', () => {
-    expect(sortForPage([ok, waiting, stale, failing], NOW).map((o) => o.organizationId)).toEqual(['3', '2', '4', '1']);
+describe('streamCode: a heat-map cell', () => {
+  it.each([
+    [stream(), 'F'],
+    [stream({ lastSuccessAt: ago(1800) }), 'L'],
+    [stream({ lastSuccessAt: ago(7200) }), 'S'],
+    [stream({ lastSuccessAt: null, lastStatus: null }), 'N'],
+    [stream({ expectedEverySeconds: null }), 'U'],
+    // A failed last run shows as failed however recent the last success.
+    [stream({ lastStatus: 'failed', lastError: 'boom' }), 'X'],
+  ])('%#', (s, code) => {
+    expect(streamCode(s, NOW)).toBe(code);
   });
 });
 
@@ -71,44 +87,94 @@ describe('renderStatusPage', () => {
   const doc: StatusDocument = {
     generatedAt: new Date(NOW).toISOString(),
     queue: null,
+    connections: [refused, connection('main')],
     daemon: {
       startedAt: ago(3600),
       running: [{ job: 'main/1/incremental', connection: 'main', organizationId: '1', streams: ['books.invoices'] }],
-      hooks: [{ connection: 'main', active: true }],
       hookRunsDue: [],
-      hookFallbacks: [{ connection: 'main', organizationId: '2', at: ago(10), reason: 'budget low: hooks fall back to the schedule' }],
-      nextRuns: [{ job: 'main/1/incremental', connection: 'main', organizationId: '1', at: '2026-11-23T12:15:00.000Z' }],
+      hookFallbacks: [],
+      nextRuns: [{ job: 'main/2/incremental', connection: 'main', organizationId: '2', at: '2026-11-23T12:15:00.000Z' }],
     },
     organizations: [
-      org('1', [stream()]),
+      org('1', [stream(), stream({ stream: 'books.bills', lastSuccessAt: ago(1800) })]),
       org('2', [stream({ lastStatus: 'failed', lastError: 'boom <script>alert(1)</script>' })], {
         name: 'Acme & Sons',
+        state: 'failing',
+        stateReason: '1 stream failing: books.invoices',
         requestsToday: 1000,
+        projectedToday: { requests: 1100, fits: false },
       }),
     ],
   };
   const html = renderStatusPage(doc, 'acme', NOW);
 
-  it('puts the failing organization first, escaped, with its error', () => {
-    expect(html.indexOf('Acme &amp; Sons')).toBeLessThan(html.indexOf('Org 1'));
-    expect(html).toContain('boom &lt;script&gt;alert(1)&lt;/script&gt;');
-    expect(html).not.toContain('<script>alert(1)');
+  it('lists every connection, the one that cannot authorize first, with its error and hint once', () => {
+    const connections = html.slice(html.indexOf('id="connections"'), html.indexOf('</ul>'));
+    expect(connections.indexOf('data-connection="broken"')).toBeLessThan(connections.indexOf('data-connection="main"'));
+    expect(connections).toContain('cannot authorize');
+    expect(html.split('invalid_client_secret').length - 1).toBe(1);
+    expect(html.split('→ check client_id').length - 1).toBe(1);
+    expect(html).toContain('1 of 2 connections cannot authorize');
   });
-  it('shows the budget bars, what runs, the next run and the webhook state', () => {
+  it('says webhooks are on from the configuration, with or without a daemon (a worker has none)', () => {
+    expect(html).toMatch(/data-connection="main"[^]*?webhooks on/);
+    const worker = renderStatusPage({ ...doc, daemon: null }, '', NOW);
+    expect(worker).toMatch(/data-connection="main"[^]*?webhooks on/);
+    expect(worker).toMatch(/data-connection="broken"[^]*?webhooks off/);
+  });
+  it('puts the failing organization first, escaped, collapsed to one line with why', () => {
+    expect(html.indexOf('Acme &amp; Sons')).toBeLessThan(html.indexOf('Org 1'));
+    expect(html).toContain('1 stream failing: books.invoices');
+    // The error itself loads with the streams, from /status.json, and is never put in the page unescaped.
+    expect(html).not.toContain('<script>alert(1)');
+    expect(html.match(/<details class="org"/g)).toHaveLength(2);
+    expect(html).not.toMatch(/<details class="org"[^>]* open/);
+  });
+  it('gives the heat map one letter per stream in a shared stream order, and the budget figures', () => {
+    expect(html).toContain('data-streams="books.bills,books.invoices"');
+    expect(html).toMatch(/data-id="2" data-state="failing" data-f="\.X" data-u="1000" data-b="1000" data-p="1100"/);
+    expect(html).toMatch(/data-id="1" data-state="ok" data-f="LF" data-u="250" data-b="1000" data-p="800"/);
+  });
+  it('shows the budget bars, the projected end of day, what runs and the next run', () => {
     expect(html).toContain('aria-valuenow="250" aria-valuemax="1000"');
     expect(html).toMatch(/<span class="full" style="width:100\.0%">/);
+    expect(html).toContain('<span class="over" data-projected>~1100 by day\'s end</span>');
+    expect(html).toContain("<span data-projected>~800 by day's end</span>");
     expect(html).toContain('running incremental');
-    expect(html).toContain('next run 2026-11-23 12:15 (incremental)');
-    expect(html).toContain('webhooks on — fell back to the schedule: budget low');
+    expect(html).toMatch(/next <time datetime="2026-11-23T12:15:00.000Z"[^>]*>in 15 min<\/time> \(incremental\)/);
+  });
+  it('counts organizations by state as filter buttons', () => {
+    expect(html).toContain('data-state="failing" aria-pressed="false">1 failing</button>');
+    expect(html).toContain('data-state="ok" aria-pressed="false">1 ok</button>');
   });
   it('pre-fills the filter and fetches nothing from elsewhere', () => {
     expect(html).toContain('value="acme"');
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
-    expect(html.length).toBeLessThan(20_000);
   });
 });
 
-describe('age', () => {
+describe('svcsync status (text)', () => {
+  it('lists every connection first, the failing one with its error and hint', () => {
+    const lines = renderConnections([refused, connection('main'), connection('new', { state: 'unknown', authorization: null })]);
+    expect(lines[0]).toMatch(/^connection broken: FAILING — cannot authorize since .*; nothing of it syncs \(0 organizations\)$/);
+    expect(lines[1]).toBe('  the token request was refused (invalid_client_secret)');
+    expect(lines[2]).toBe('  → check client_id and client_secret of connection broken');
+    expect(lines[3]).toMatch(/^connection main: ok — authorized /);
+    expect(lines[4]).toMatch(/^connection new: not checked yet/);
+  });
+  it('with no organization yet, still shows the connections', () => {
+    const text = renderStatus([], [refused]);
+    expect(text).toContain('connection broken: FAILING');
+    expect(text).toContain('Nothing synced yet');
+  });
+  it("says each organization's state and its projected end of day", () => {
+    const text = renderStatus([org('2', [stream()], { state: 'failing', stateReason: 'connection broken cannot authorize' })]);
+    expect(text).toContain('  failing: connection broken cannot authorize');
+    expect(text).toContain('about 800 by the end of the day');
+  });
+});
+
+describe('times', () => {
   it.each([
     [5_000, '5 s'],
     [600_000, '10 min'],
@@ -116,5 +182,9 @@ describe('age', () => {
     [3 * 86_400_000, '3 d'],
   ])('%i ms → %s', (ms, want) => {
     expect(age(ms)).toBe(want);
+  });
+  it('"12 min ago" with the instant in datetime (the script puts the local time on hover)', () => {
+    expect(timeTag(ago(720), NOW)).toBe(`<time datetime="${ago(720)}">12 min ago</time>`);
+    expect(timeTag('2026-11-23T12:05:00Z', NOW)).toContain('>in 5 min</time>');
   });
 });

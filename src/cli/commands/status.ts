@@ -1,18 +1,43 @@
 import { Command } from 'commander';
 import { queueLine } from '../../scheduler/queue-depth.js';
-import { collectStatusDocument, type StatusOrganization } from '../../scheduler/status-document.js';
+import { collectStatusDocument, type StatusConnection, type StatusOrganization } from '../../scheduler/status-document.js';
 import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
 
-export function renderStatus(orgs: readonly StatusOrganization[]): string {
-  if (orgs.length === 0) return 'Nothing synced yet: run `svcsync sync` (or `svcsync check` to see what the connections reach).\n';
+/** One line per configured connection (failing first, with the error and the hint), as `svcsync status` prints them. */
+export function renderConnections(connections: readonly StatusConnection[]): string[] {
   const lines: string[] = [];
+  for (const c of connections) {
+    const a = c.authorization;
+    const orgs = `${c.organizations} organization${c.organizations === 1 ? '' : 's'}`;
+    if (c.state === 'failing') {
+      const since = a?.failingSince ? ` since ${a.failingSince}` : '';
+      lines.push(`connection ${c.connection}: FAILING — cannot authorize${since}; nothing of it syncs (${orgs})`);
+      lines.push(`  ${a?.error ?? 'the service refused its token'}`);
+      if (a?.hint) lines.push(`  → ${a.hint}`);
+    } else if (c.state === 'ok') lines.push(`connection ${c.connection}: ok — authorized ${a!.at} (${orgs})`);
+    else lines.push(`connection ${c.connection}: not checked yet — no daemon or worker run has used its token (${orgs})`);
+  }
+  return lines;
+}
+
+export function renderStatus(orgs: readonly StatusOrganization[], connections: readonly StatusConnection[] = []): string {
+  const lines = renderConnections(connections);
+  if (orgs.length === 0) {
+    lines.push('Nothing synced yet: run `svcsync sync` (or `svcsync check` to see what the connections reach).');
+    return lines.join('\n') + '\n';
+  }
+  if (lines.length) lines.push('');
   for (const o of orgs) {
     const blocked = o.blockedUntil ? `, quota spent: paused until ${o.blockedUntil}` : '';
     const name = o.name ? ` (${o.name})` : '';
+    const projected = o.projectedToday
+      ? `, about ${o.projectedToday.requests} by the end of the day${o.projectedToday.fits ? '' : ' (over the budget)'}`
+      : '';
     lines.push(
       `${o.connection} / ${o.organizationId}${name} — ${o.families.join(', ')}; ` +
-        `requests today ${o.requestsToday} of ${o.budget}, ${o.budgetLeft} left${blocked}`,
+        `requests today ${o.requestsToday} of ${o.budget}, ${o.budgetLeft} left${projected}${blocked}`,
     );
+    if (o.state !== 'ok' || o.stateReason) lines.push(`  ${o.state}${o.stateReason ? `: ${o.stateReason}` : ''}`);
     if (o.nextRuns.length) lines.push(`  next runs: ${o.nextRuns.map((r) => `${r.job} ${r.at}`).join('; ')}`);
     for (const s of o.streams) {
       const last = s.lastStatus ? `${s.lastStatus} ${s.lastFinishedAt ?? ''}` : 'never run';
@@ -39,12 +64,18 @@ export function driftLine(fields: readonly string[]): string {
 
 export function statusCommand(cli: Cli): Command {
   return new Command('status')
-    .description('show per connection, organization and stream: cursor, last run, rows, requests used today of the budget')
+    .description(
+      'show each connection (whether it can authorize) and per organization and stream: ' +
+        'state, cursor, last run, rows, requests used today of the budget',
+    )
     .option('--json', 'as JSON')
     .action(async (flags: { json?: boolean }) => {
       const rt = loadRuntime(cli.global());
       const doc = await withWarehouse(rt, (w) => collectStatusDocument(rt.config, w, rt.clock.now()));
       if (flags.json) process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
-      else process.stdout.write(renderStatus(doc.organizations) + (doc.queue ? `${queueLine(doc.queue.schema, doc.queue)}\n` : ''));
+      else
+        process.stdout.write(
+          renderStatus(doc.organizations, doc.connections) + (doc.queue ? `${queueLine(doc.queue.schema, doc.queue)}\n` : ''),
+        );
     });
 }

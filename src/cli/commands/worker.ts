@@ -1,8 +1,7 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
-import { hookSecret } from '../../scheduler/hooks.js';
 import type { HttpServer } from '../../scheduler/http-server.js';
-import { httpAddress, serveSyncHttp } from '../http-port.js';
+import { httpAddress, serveWorkerHttp } from '../http-port.js';
 import { assertWorkerWarehouse, Worker } from '../../scheduler/worker.js';
 import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';
 
@@ -75,18 +74,7 @@ export function workerCommand(cli: Cli): Command {
         await worker.start();
         // After start: hooks queue jobs in pg-boss, which start() installs.
         if (port !== undefined) {
-          metrics = await serveSyncHttp(
-            {
-              metrics: worker.runner.metrics,
-              healthy: () => !worker.isStopping(),
-              hookSecret: (connection) => hookSecret(config.connections, connection),
-              receiveHook: (target) => worker.receiveHook(target),
-            },
-            config,
-            warehouse,
-            rt.clock,
-            { port, host },
-          );
+          metrics = await serveWorkerHttp(worker, config, warehouse, rt.clock, { port, host });
           rt.logger.info({ url: metrics.url }, 'status page, webhooks and metrics listening');
         }
         await done;
