@@ -16,7 +16,8 @@ import * as viewsExchangeRate from './20261123T020000-views-exchange-rate.js';
 import * as runAbandoned from './20261125T120000-run-abandoned.js';
 import * as derivedObjects from './20261126T090000-derived-objects.js';
 import * as connectionAuth from './20261126T120000-connection-auth.js';
-import * as usageResetsAt from './20261126T130000-usage-resets-at.js';
+import * as dictionaryViews from './20261127T090000-dictionary-views.js';
+import * as usageResetsAt from './20261127T100000-usage-resets-at.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -40,5 +41,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261125T120000-run-abandoned': runAbandoned,
   '20261126T090000-derived-objects': derivedObjects,
   '20261126T120000-connection-auth': connectionAuth,
-  '20261126T130000-usage-resets-at': usageResetsAt,
+  '20261127T090000-dictionary-views': dictionaryViews,
+  '20261127T100000-usage-resets-at': usageResetsAt,
 };

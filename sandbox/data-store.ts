@@ -1,7 +1,10 @@
 /**
- * Generated records plus an overlay of changes. Base record `slot` of a stream is produced
- * on demand; modified and created records live in the overlay, deleted slots in a set.
+ * Generated records plus an overlay of changes. Record `slot` of a stream is produced on demand;
+ * the overlay holds, per modified or created record, only the fields that differ from the
+ * generated one (a patch), and deleted slots are in a set.
  * Ordered views (arrays of slots) and serialized JSON are cached until the stream changes.
+ * Every change is copy-on-write: the record or child list it replaces is kept as a past
+ * version (record-versions.ts), so the store answers what it held at any instant.
  */
 import { OrgGen, type Family, type IdStyle, type OrgInfo } from './organizations.js';
 import { Rng, hash4 } from './random.js';
@@ -9,6 +12,7 @@ import { baseTimes } from './generators.js';
 import { STREAMS, findStream } from './stream-catalog.js';
 import type { Rec, SortOrder, StreamDef, Times } from './stream-types.js';
 import { applyValueForms, DEFAULT_VARIANTS, isExtraField, normalizeArrays, shapeRecord, type Variants } from './variants.js';
+import { currentAt, VersionLedger, type Change, type StoredList, type StoredVersion, type Version } from './record-versions.js';
 
 /** Children per parent are numbered parentSlot * CHILD_STRIDE + k. */
 export const CHILD_STRIDE = 64;
@@ -20,15 +24,21 @@ export interface MutationCounts {
   modified: number;
   created: number;
   deleted: number;
+  restored: number;
 }
 export interface MutationSummary extends MutationCounts {
   /** Counts per `family.stream`, summed over organizations. */
   streams: Record<string, MutationCounts>;
 }
+/** A number of records, or a share of those the stream holds (`"5%"`; deleted ones for `restore`), rounded up. */
+export type Amount = number | `${number}%`;
+
 export interface MutateOptions {
-  modify?: number;
-  create?: number;
-  delete?: number;
+  modify?: Amount;
+  create?: Amount;
+  delete?: Amount;
+  /** Brings back deleted top-level records (their children with them), as they were when deleted. */
+  restore?: Amount;
   families?: Family[];
   streams?: string[];
   organizationId?: string;
@@ -53,6 +63,7 @@ function pickFields(rec: Rec, fields: readonly string[], extras = false): Rec {
 class StreamState {
   version = 0;
   nextSlot: number;
+  /** Per changed or created slot, the fields that differ from its generated record (never changed once stored). */
   readonly overlay = new Map<number, Rec>();
   readonly meta = new Map<number, Times>();
   readonly deleted = new Set<number>();
@@ -63,6 +74,10 @@ class StreamState {
   /** Encoded list pages, keyed by view and page; valid until the stream changes. */
   readonly pages = new Map<string, Buffer>();
   allChildren: { version: string; parents: Int32Array; index: Int32Array } | undefined;
+  /** Top-level: the versions of every slot that ever changed, the current one last (others: one generated version). */
+  readonly history = new Map<number, StoredVersion[]>();
+  /** Child: the lists of every parent whose children ever changed, the current one last. */
+  readonly lists = new Map<number, StoredList[]>();
 
   constructor(
     readonly def: StreamDef,
@@ -92,6 +107,8 @@ export interface ViewRequest {
 export class OrgData {
   readonly g: OrgGen;
   private readonly states = new Map<string, StreamState>();
+  /** Versions that closed before this instant were dropped (the ledger's bound); truth before it is unknown. */
+  horizon = -Infinity;
 
   /** Whether records pass through shapeRecord (some record-changing variant is on). */
   private readonly shaped: boolean;
@@ -102,6 +119,7 @@ export class OrgData {
     scale: number,
     startMs: number,
     readonly variants: Variants = DEFAULT_VARIANTS,
+    private readonly ledger: VersionLedger = new VersionLedger(Number.MAX_SAFE_INTEGER),
   ) {
     this.g = new OrgGen(seed, org, scale, startMs, variants.uneditedRecords);
     this.shaped =
@@ -109,6 +127,7 @@ export class OrgData {
       variants.arrayQuirks ||
       variants.extraFields ||
       variants.inverseExchangeRate ||
+      variants.omitLineBcyRate ||
       variants.oddText ||
       variants.hoursAsNumbers ||
       variants.otherSpellings;
@@ -137,9 +156,15 @@ export class OrgData {
     return slot < s.baseCount || s.overlay.has(slot);
   }
 
-  /** The full record (shared object for overlay records: callers must not change it). */
+  /** The full record, a new object (its nested values may be shared: callers must not change those). */
   record(def: StreamDef, slot: number): Rec {
-    return this.state(def).overlay.get(slot) ?? this.generate(def, slot, undefined);
+    return this.materialize(def, slot, this.state(def).overlay.get(slot));
+  }
+
+  /** The generated record with a patch applied. */
+  private materialize(def: StreamDef, slot: number, patch: Rec | undefined): Rec {
+    const rec = this.generate(def, slot, undefined);
+    return patch ? Object.assign(rec, patch) : rec;
   }
 
   /** A freshly generated record, with the record-changing variants applied. */
@@ -161,17 +186,23 @@ export class OrgData {
     return def.listFields ? pickFields(rec, def.listFields, this.variants.extraFields) : rec;
   }
 
-  detailShape(def: StreamDef, slot: number, rec: Rec): Rec {
+  /** The detail record with its embedded child lists (by default the current ones). */
+  detailShape(
+    def: StreamDef,
+    slot: number,
+    rec: Rec,
+    embedded = (child: StreamDef, _index: number): Rec[] => this.children(child, slot),
+  ): Rec {
     let out: Rec;
     if (def.detailFields) out = pickFields(rec, def.detailFields, this.variants.extraFields);
     else if (def.detailOmit) {
       out = {};
       for (const k of Object.keys(rec)) if (!def.detailOmit.has(k)) out[k] = rec[k];
     } else out = { ...rec };
-    for (const embed of def.embeds ?? []) {
+    for (const [index, embed] of (def.embeds ?? []).entries()) {
       const child = findStream(def.family, embed.stream);
       if (!child) continue;
-      const rows = this.children(child, slot);
+      const rows = embedded(child, index);
       // Variant arrayQuirks: one embedded child is sent as an object, not an array of one.
       out[embed.field] = this.variants.arrayQuirks && rows.length === 1 ? rows[0] : rows;
     }
@@ -271,13 +302,18 @@ export class OrgData {
   // ------------------------------------------------------------ child records
 
   children(def: StreamDef, parentSlot: number): Rec[] {
-    const s = this.state(def);
-    const over = s.childOverlay.get(parentSlot);
-    if (over) return over;
+    return this.state(def).childOverlay.get(parentSlot) ?? this.baseChildren(def, parentSlot);
+  }
+
+  /**
+   * The generated children of a parent. They read only parent fields no change touches (ids,
+   * names, dates, totals), so they are the same whichever version of the parent they are built from.
+   */
+  private baseChildren(def: StreamDef, parentSlot: number, parentRec?: Rec): Rec[] {
     const parentDef = this.parentDef(def);
     const n = parentSlot < this.state(parentDef).baseCount && def.childCount ? def.childCount(this.g, parentSlot) : 0;
     if (n === 0) return [];
-    const parent = this.record(parentDef, parentSlot);
+    const parent = parentRec ?? this.record(parentDef, parentSlot);
     const out: Rec[] = [];
     for (let k = 0; k < n; k++) out.push(this.generate(def, parentSlot * CHILD_STRIDE + k, parent));
     return out;
@@ -332,7 +368,7 @@ export class OrgData {
     if (def.kind === 'top') {
       let n = s.baseCount;
       for (const slot of s.deleted) if (slot < s.baseCount) n--;
-      for (const slot of s.overlay.keys()) if (slot >= s.baseCount) n++;
+      for (const slot of s.overlay.keys()) if (slot >= s.baseCount && !s.deleted.has(slot)) n++;
       return n;
     }
     let n = 0;
@@ -340,19 +376,147 @@ export class OrgData {
     return n;
   }
 
+  // ------------------------------------------------------------ history
+
+  /** The records as they stood at sandbox instant t: what `truth` answered then. */
+  truthAt(def: StreamDef, t: number): Rec[] {
+    const out: Rec[] = [];
+    if (def.kind === 'top') {
+      for (let slot = 0; slot < this.state(def).nextSlot; slot++) {
+        const v = this.versionAt(def, slot, t);
+        if (v && v.change !== 'deleted') out.push(this.truthShape(def, slot, v));
+      }
+      return out;
+    }
+    const parentDef = this.parentDef(def);
+    for (let p = 0; p < this.state(parentDef).nextSlot; p++) {
+      const pv = this.versionAt(parentDef, p, t);
+      if (pv && pv.change !== 'deleted') for (const c of this.listAt(def, p, t, pv)) out.push(structuredClone(c));
+    }
+    return out;
+  }
+
+  /** Every version of one record, oldest first; none for an id the stream never held. */
+  versions(def: StreamDef, id: string): Version[] {
+    if (def.kind === 'child') return this.childVersions(def, id);
+    const slot = this.slotEver(def, id);
+    if (slot === undefined) return [];
+    return this.storedVersions(def, slot).map((v) => ({
+      from: v.from,
+      to: v.to ?? null,
+      change: v.change,
+      record: this.truthShape(def, slot, v),
+    }));
+  }
+
+  /** The slot of a top-level id, live or deleted. */
+  private slotEver(def: StreamDef, id: string): number | undefined {
+    const s = this.state(def);
+    const slot = this.g.slotOf(def.space, id);
+    if (slot !== undefined) return slot < s.nextSlot ? slot : undefined;
+    // Ids that are not numbers (plan codes) are found by reading the records.
+    for (let k = 0; k < s.nextSlot; k++) {
+      const v = this.storedVersions(def, k).at(-1);
+      if (v && String(this.materialize(def, k, v.rec)[def.idField]) === id) return k;
+    }
+    return undefined;
+  }
+
+  private storedVersions(def: StreamDef, slot: number): StoredVersion[] {
+    const s = this.state(def);
+    const stored = s.history.get(slot);
+    if (stored) return stored;
+    if (slot >= s.baseCount) return [];
+    // A generated record that never changed: one version, since its creation.
+    return [{ from: baseTimes(this.g, def, slot).created, to: undefined, change: 'created', rec: undefined, kids: undefined }];
+  }
+
+  private versionAt(def: StreamDef, slot: number, t: number): StoredVersion | undefined {
+    return currentAt(this.storedVersions(def, slot), t);
+  }
+
+  private storedLists(def: StreamDef, parentSlot: number): StoredList[] {
+    const stored = this.state(def).lists.get(parentSlot);
+    if (stored) return stored;
+    return [{ from: this.times(this.parentDef(def), parentSlot).created, to: undefined, list: undefined }];
+  }
+
+  /** The children of a parent at instant t, the parent's version at t given. */
+  private listAt(def: StreamDef, parentSlot: number, t: number, parent: StoredVersion): Rec[] {
+    const item = currentAt(this.storedLists(def, parentSlot), t);
+    if (!item) return [];
+    return item.list ?? this.baseChildren(def, parentSlot, this.materialize(this.parentDef(def), parentSlot, parent.rec));
+  }
+
+  /** A stored version as truth shows it: the detail record with its child lists of then. */
+  private truthShape(def: StreamDef, slot: number, v: StoredVersion): Rec {
+    const rec = this.materialize(def, slot, v.rec);
+    const out = structuredClone(this.detailShape(def, slot, rec, (child, i) => v.kids?.[i] ?? this.baseChildren(child, slot, rec)));
+    // Variant arrayQuirks: truth holds the rows a client should keep.
+    return this.variants.arrayQuirks ? normalizeArrays(out) : out;
+  }
+
+  /**
+   * A child record's versions, read off its parent's versions and its parent's lists: it lives
+   * while its parent lives and its list holds it. Read at the end of each instant, so changes
+   * made within one sandbox millisecond leave no version that no instant shows.
+   */
+  private childVersions(def: StreamDef, id: string): Version[] {
+    const parentDef = this.parentDef(def);
+    const slot = this.g.slotOf(def.space, id);
+    if (slot === undefined) return [];
+    const p = Math.floor(slot / CHILD_STRIDE);
+    if (p >= this.state(parentDef).nextSlot) return [];
+    const parents = this.storedVersions(parentDef, p);
+    const lists = this.storedLists(def, p);
+    const instants = [...new Set([...parents.map((v) => v.from), ...lists.map((l) => l.from)])].sort((a, b) => a - b);
+    const out: Version[] = [];
+    let last: { rec: Rec; json: string } | undefined;
+    for (const t of instants) {
+      const pv = currentAt(parents, t);
+      const rec = pv && pv.change !== 'deleted' ? this.listAt(def, p, t, pv).find((c) => String(c[def.idField]) === id) : undefined;
+      const json = rec ? JSON.stringify(rec) : undefined;
+      if (json === last?.json) continue;
+      const open = out.at(-1);
+      if (open) open.to = t;
+      let change: Change = 'deleted';
+      if (rec && !open) change = 'created';
+      else if (rec) change = last ? 'updated' : 'restored';
+      const shown = rec ?? last?.rec;
+      if (shown) out.push({ from: t, to: null, change, record: structuredClone(shown) });
+      last = rec && json !== undefined ? { rec, json } : undefined;
+    }
+    return out;
+  }
+
   // ------------------------------------------------------------ mutation
 
-  mutate(def: StreamDef, counts: { modify: number; create: number; delete: number }, now: number, round: number): MutationCounts {
+  mutate(
+    def: StreamDef,
+    amounts: { modify: Amount; create: Amount; delete: Amount; restore: Amount },
+    now: number,
+    round: number,
+  ): MutationCounts {
     const r = new Rng(hash4(this.g.seed, round, this.org.index * 256 + def.space, 0xabc));
-    const done: MutationCounts = { modified: 0, created: 0, deleted: 0 };
+    const done: MutationCounts = { modified: 0, created: 0, deleted: 0, restored: 0 };
+    const live = Object.values(amounts).some((a) => typeof a === 'string') ? this.count(def) : 0;
+    const counts = {
+      modify: amountOf(amounts.modify, live),
+      create: amountOf(amounts.create, live),
+      delete: amountOf(amounts.delete, live),
+    };
     if (def.kind === 'top') {
       for (let i = 0; i < counts.modify && def.modify; i++) {
         const slot = this.randomLive(def, r);
         if (slot === undefined) break;
-        const rec = structuredClone(this.record(def, slot));
+        const before = this.record(def, slot);
+        const rec = { ...before };
         def.modify(this.g, rec, r);
         applyValueForms(this.variants, rec);
-        this.stamp(def, slot, rec, now, false);
+        // A change writes top-level fields only: the patch grows by those it changed.
+        const patch = { ...this.state(def).overlay.get(slot) };
+        for (const k of Object.keys(rec)) if (rec[k] !== before[k]) patch[k] = rec[k];
+        this.stamp(def, slot, patch, now, 'updated');
         done.modified++;
         // A changed vendor credit sometimes gains a refund, as a real refund would change it.
         const refundDef = def.embeds && r.bool(0.5) ? findStream(def.family, 'vendor_credit_refunds') : undefined;
@@ -361,35 +525,37 @@ export class OrgData {
       for (let i = 0; i < counts.create && def.creatable; i++) {
         const s = this.state(def);
         const slot = s.nextSlot++;
-        const rec = this.generate(def, slot, undefined);
-        this.stamp(def, slot, rec, now, true);
+        this.stamp(def, slot, {}, now, 'created');
         done.created++;
       }
       for (let i = 0; i < counts.delete && def.deletable; i++) {
         const slot = this.randomLive(def, r);
         if (slot === undefined) break;
-        const s = this.state(def);
-        s.deleted.add(slot);
-        s.overlay.delete(slot);
-        s.meta.delete(slot);
-        s.changed(slot);
+        this.remove(def, slot, now);
         done.deleted++;
+      }
+      const gone = [...this.state(def).deleted];
+      const restore = amountOf(amounts.restore, gone.length);
+      for (let i = 0; i < restore && gone.length > 0; i++) {
+        const [slot] = gone.splice(r.int(gone.length), 1);
+        if (slot !== undefined && this.restore(def, slot, now)) done.restored++;
       }
       return done;
     }
-    const s = this.state(def);
     const parentDef = this.parentDef(def);
     for (let i = 0; i < counts.modify && def.modify; i++) {
       const p = this.randomParent(def, r, true);
       if (p === undefined) break;
-      const list = this.children(def, p).map((c) => structuredClone(c));
-      const victim = list[r.int(list.length)];
-      if (!victim) break;
+      const list = this.children(def, p).slice();
+      const k = r.int(list.length);
+      const old = list[k];
+      if (!old) break;
+      const victim = { ...old };
       def.modify(this.g, victim, r);
       applyValueForms(this.variants, victim);
-      s.childOverlay.set(p, list);
-      s.changed();
-      this.touchParent(parentDef, p, now);
+      list[k] = victim;
+      this.setList(def, p, list, now);
+      this.touchParent(parentDef, p, now, def);
       done.modified++;
     }
     for (let i = 0; i < counts.create && def.creatable; i++) {
@@ -402,16 +568,14 @@ export class OrgData {
       if (p === undefined) break;
       const list = this.children(def, p).slice();
       list.splice(r.int(list.length), 1);
-      s.childOverlay.set(p, list);
-      s.changed();
-      this.touchParent(parentDef, p, now);
+      this.setList(def, p, list, now);
+      this.touchParent(parentDef, p, now, def);
       done.deleted++;
     }
     return done;
   }
 
   private addChild(def: StreamDef, parentSlot: number, now: number): boolean {
-    const s = this.state(def);
     const list = this.children(def, parentSlot).slice();
     let k = 0;
     for (const c of list) {
@@ -421,31 +585,104 @@ export class OrgData {
     if (k >= CHILD_STRIDE) return false;
     const parentDef = this.parentDef(def);
     list.push(this.generate(def, parentSlot * CHILD_STRIDE + k, this.record(parentDef, parentSlot)));
-    s.childOverlay.set(parentSlot, list);
-    s.changed();
-    this.touchParent(parentDef, parentSlot, now);
+    this.setList(def, parentSlot, list, now);
+    this.touchParent(parentDef, parentSlot, now, def);
     return true;
   }
 
-  private touchParent(parentDef: StreamDef, parentSlot: number, now: number): void {
-    const ps = this.state(parentDef);
-    if (!parentDef.changeField) {
-      ps.changed(parentSlot);
-      return;
+  /** A parent's new child list (a new array: the old one stays with the versions that hold it). */
+  private setList(def: StreamDef, parentSlot: number, list: Rec[], now: number): void {
+    const s = this.state(def);
+    let lists = s.lists.get(parentSlot);
+    if (!lists) s.lists.set(parentSlot, (lists = this.storedLists(def, parentSlot)));
+    const current = lists.at(-1) as StoredList;
+    if (current.from === now) current.list = list;
+    else {
+      current.to = now;
+      this.ledger.closed(this, lists);
+      lists.push({ from: now, to: undefined, list });
     }
-    const rec = ps.overlay.get(parentSlot) ?? structuredClone(this.record(parentDef, parentSlot));
-    this.stamp(parentDef, parentSlot, rec, now, false);
+    s.childOverlay.set(parentSlot, list);
+    s.changed();
   }
 
-  private stamp(def: StreamDef, slot: number, rec: Rec, now: number, created: boolean): void {
+  private touchParent(parentDef: StreamDef, parentSlot: number, now: number, child: StreamDef): void {
+    if (parentDef.changeField) {
+      this.stamp(parentDef, parentSlot, { ...this.state(parentDef).overlay.get(parentSlot) }, now, 'updated');
+      return;
+    }
+    const ps = this.state(parentDef);
+    ps.changed(parentSlot);
+    // A record that embeds the list changes with it, change field or not.
+    if (parentDef.embeds?.some((e) => e.stream === child.stream))
+      this.openVersion(parentDef, parentSlot, 'updated', ps.overlay.get(parentSlot), now);
+  }
+
+  /** Stores a record's new patch (a new object: the old one stays with the version that holds it). */
+  private stamp(def: StreamDef, slot: number, patch: Rec, now: number, change: Change): void {
     const s = this.state(def);
     const prev = this.times(def, slot);
+    const created = change === 'created';
     const times: Times = { created: created ? now : prev.created, change: def.changeField ? now : prev.change };
-    if (def.changeField) rec[def.changeField] = this.g.ts(now);
-    if (created && 'created_time' in rec) rec['created_time'] = this.g.ts(now);
-    s.overlay.set(slot, rec);
+    if (def.changeField) patch[def.changeField] = this.g.ts(now);
+    if (created && 'created_time' in this.generate(def, slot, undefined)) patch['created_time'] = this.g.ts(now);
+    s.overlay.set(slot, patch);
     s.meta.set(slot, times);
     s.changed(slot);
+    this.openVersion(def, slot, change, patch, now);
+  }
+
+  private remove(def: StreamDef, slot: number, now: number): void {
+    const s = this.state(def);
+    // The tombstone keeps the last record; its times stay too, for a restore.
+    const last = s.overlay.get(slot);
+    s.deleted.add(slot);
+    s.overlay.delete(slot);
+    s.changed(slot);
+    this.openVersion(def, slot, 'deleted', last, now);
+  }
+
+  /** A deleted record comes back as it was when deleted, changed now; its children come back with it. */
+  private restore(def: StreamDef, slot: number, now: number): boolean {
+    const s = this.state(def);
+    const tomb = s.history.get(slot)?.at(-1);
+    if (!s.deleted.has(slot) || tomb?.change !== 'deleted') return false;
+    s.deleted.delete(slot);
+    this.stamp(def, slot, { ...tomb.rec }, now, 'restored');
+    return true;
+  }
+
+  /**
+   * Closes the record's current version at `now` and opens the next. A version replaced in the
+   * millisecond it began was current at no instant: an update then takes its place (keeping
+   * how it came to be, `created` or `restored`).
+   */
+  private openVersion(def: StreamDef, slot: number, change: Change, rec: Rec | undefined, now: number): void {
+    const s = this.state(def);
+    let versions = s.history.get(slot);
+    if (!versions) s.history.set(slot, (versions = this.storedVersions(def, slot)));
+    const kids = this.embeddedLists(def, slot);
+    const current = versions.at(-1);
+    if (current && current.from === now && change === 'updated' && current.change !== 'deleted') {
+      current.rec = rec;
+      current.kids = kids;
+      return;
+    }
+    if (current) {
+      current.to = now;
+      this.ledger.closed(this, versions);
+    }
+    versions.push({ from: now, to: undefined, change, rec, kids });
+  }
+
+  /** The record's current embedded child lists; undefined while every one is the generated list. */
+  private embeddedLists(def: StreamDef, slot: number): Array<Rec[] | undefined> | undefined {
+    if (!def.embeds) return undefined;
+    const lists = def.embeds.map((e) => {
+      const child = findStream(def.family, e.stream);
+      return child ? this.state(child).childOverlay.get(slot) : undefined;
+    });
+    return lists.some((l) => l !== undefined) ? lists : undefined;
   }
 
   private randomLive(def: StreamDef, r: Rng): number | undefined {
@@ -479,6 +716,18 @@ function compareKeys(a: number | string | undefined, b: number | string | undefi
   return x > y ? 1 : 0;
 }
 
+/** How many records an amount names, of `total` for a share. */
+export function amountOf(amount: Amount, total: number): number {
+  if (typeof amount === 'number') return amount;
+  // Rounded up, so that any share of a small stream changes something; the epsilon keeps 7% of 100 at 7.
+  return Math.ceil((Number(amount.slice(0, -1)) * total) / 100 - 1e-9);
+}
+
+/** The streams a mutation names: by `stream` (in every family that has it) or `family.stream`, within `families`. */
 export function streamsFor(opts: MutateOptions): StreamDef[] {
-  return STREAMS.filter((d) => (!opts.families || opts.families.includes(d.family)) && (!opts.streams || opts.streams.includes(d.stream)));
+  return STREAMS.filter(
+    (d) =>
+      (!opts.families || opts.families.includes(d.family)) &&
+      (!opts.streams || opts.streams.includes(d.stream) || opts.streams.includes(`${d.family}.${d.stream}`)),
+  );
 }

@@ -403,7 +403,19 @@ export function contactComment(g: OrgGen, slot: number, parent: Rec): Rec {
   };
 }
 
-function lineItems(g: OrgGen, r: Rng, space: number, slot: number, kind: 'so' | 'vc' | 'vcbooks', itemLevelDiscount: boolean): Rec[] {
+/**
+ * `exchangeRate`: base-currency units per unit of the record's currency (A37's reading); a line's
+ * `bcy_rate` is its rate in the base currency, rounded as the service rounds amounts.
+ */
+function lineItems(
+  g: OrgGen,
+  r: Rng,
+  space: number,
+  slot: number,
+  kind: 'so' | 'vc' | 'vcbooks',
+  itemLevelDiscount: boolean,
+  exchangeRate: number,
+): Rec[] {
   const n = r.range(1, 5);
   const prec = g.profile.price_precision;
   const items: Rec[] = [];
@@ -420,7 +432,7 @@ function lineItems(g: OrgGen, r: Rng, space: number, slot: number, kind: 'so' | 
       name,
       description: r.bool(0.4) ? `${name} — batch ${r.int(99)}` : '',
       item_order: k + 1,
-      bcy_rate: rate,
+      bcy_rate: round(rate * exchangeRate, prec),
       rate,
       quantity,
     };
@@ -506,7 +518,7 @@ export function salesOrder(g: OrgGen, slot: number, times: Times): Rec {
   const cur = currencyOf(g, r);
   const contactSlot = r.int(Math.max(1, g.scale));
   const itemLevel = r.bool(0.3);
-  const items = lineItems(g, r, 24, slot, 'so', itemLevel);
+  const items = lineItems(g, r, 24, slot, 'so', itemLevel, cur.rate);
   let subTotal = 0;
   let qty = 0;
   let invoiced = 0;
@@ -626,7 +638,7 @@ export function vendorCredit(g: OrgGen, slot: number, times: Times, books: boole
   const prec = g.profile.price_precision;
   const cur = currencyOf(g, r);
   const vendorSlot = r.int(Math.max(1, g.scale));
-  const items = lineItems(g, r, books ? 15 : 27, slot, books ? 'vcbooks' : 'vc', false);
+  const items = lineItems(g, r, books ? 15 : 27, slot, books ? 'vcbooks' : 'vc', false, cur.rate);
   let subTotal = 0;
   let taxTotal = 0;
   for (const li of items) {

@@ -3,20 +3,23 @@
  * demo, the end-to-end tests and the benchmarks. Self-contained: it shares no code with the
  * client, so a misreading of the spec in one cannot hide the same misreading in the other.
  */
-import { OrgData, streamsFor, type MutateOptions, type MutationSummary } from './data-store.js';
+import { controlAnswer } from './control.js';
+import { OrgData, streamsFor, type Amount, type MutateOptions, type MutationSummary } from './data-store.js';
 import { PLANS, limitsFor, type Limits, type Plan } from './limits.js';
 import { DEFAULT_CREDENTIALS, OAuthServer, type Credentials } from './oauth.js';
 import { FAMILIES, buildOrganizations, type Family } from './organizations.js';
 import { emptyLog, type RequestLog } from './request-log.js';
 import { SandboxClock, type SandboxTimer } from './sandbox-clock.js';
 import { SandboxServer, type Faults } from './server.js';
-import { findStream } from './stream-catalog.js';
+import { VersionLedger, type HistoryStats, type Version } from './record-versions.js';
+import { STREAMS, findStream } from './stream-catalog.js';
 import { resolveVariants, type Preset, type Variants } from './variants.js';
 
 export type { Family } from './organizations.js';
 export type { Faults } from './server.js';
 export type { RequestLog, Overlap } from './request-log.js';
-export type { MutationSummary, MutationCounts, MutateOptions } from './data-store.js';
+export type { MutationSummary, MutationCounts, MutateOptions, Amount } from './data-store.js';
+export type { Change, Version, HistoryStats } from './record-versions.js';
 export type { Plan, Limits } from './limits.js';
 export { PLAN_LIMITS, PLANS } from './limits.js';
 export type { Variants, Preset } from './variants.js';
@@ -40,6 +43,11 @@ export interface SandboxOptions {
   variants?: Partial<Variants>;
   /** `hostile`: every variant on at its hostile setting (HOSTILE_VARIANTS). Default: all off. */
   preset?: Preset;
+  /**
+   * Past versions kept, all organizations together (DEFAULT_MAX_VERSIONS): past it the oldest
+   * are dropped, and `truthAt` before the instant they closed is refused.
+   */
+  maxVersions?: number;
 }
 
 export interface SandboxOrganization {
@@ -65,6 +73,15 @@ export interface Sandbox {
   clock: { now(): number; setTimeout(fn: () => void, ms: number): SandboxTimer; sleep(ms: number, signal?: AbortSignal): Promise<void> };
   advanceClock(ms: number): void;
   truth(organizationId: string, family: Family, stream: string): Array<Record<string, unknown>>;
+  /**
+   * The records as they stood at sandbox instant t (ms), shaped as `truth` shapes them, with
+   * the child arrays they had then: records created after t and records deleted at or before t
+   * are absent. A RangeError for an instant before the versions kept (see maxVersions).
+   */
+  truthAt(organizationId: string, family: Family, stream: string, t: number): Array<Record<string, unknown>>;
+  /** Every version of one record, oldest first, `[from, to)` in sandbox ms; [] for an id the stream never held. */
+  versions(organizationId: string, family: Family, stream: string, id: string): Version[];
+  historyStats(): HistoryStats;
   count(organizationId: string, family: Family, stream: string): number;
   /**
    * Builds and caches the list JSON of every record of a top-level stream, so that serving
@@ -83,6 +100,7 @@ export interface Sandbox {
 }
 
 export const DEFAULT_START_TIME = '2026-11-20T08:00:00Z';
+export const DEFAULT_MAX_VERSIONS = 500_000;
 
 function check(condition: boolean, message: string): void {
   if (!condition) throw new RangeError(message);
@@ -90,6 +108,34 @@ function check(condition: boolean, message: string): void {
 
 function checkRate(name: string, value: number | undefined): void {
   if (value !== undefined) check(Number.isFinite(value) && value >= 0 && value <= 1, `faults.${name} must be between 0 and 1`);
+}
+
+const SHARE = /^\d+(\.\d+)?%$/;
+
+function checkAmount(name: string, value: Amount | undefined): void {
+  if (value === undefined) return;
+  const ok =
+    typeof value === 'number'
+      ? Number.isInteger(value) && value >= 0 && value <= 1_000_000
+      : typeof value === 'string' && SHARE.test(value) && Number(value.slice(0, -1)) <= 100;
+  check(ok, `${name} must be a number of records (0 to 1000000) or a share from "0%" to "100%", got ${JSON.stringify(value)}`);
+}
+
+const STREAM_NAMES = [...new Set(STREAMS.flatMap((d) => [d.stream, `${d.family}.${d.stream}`]))];
+
+function checkMutation(opts: MutateOptions): void {
+  for (const name of ['modify', 'create', 'delete', 'restore'] as const) checkAmount(name, opts[name]);
+  for (const f of opts.families ?? [])
+    check(FAMILIES.includes(f), `families: unknown family ${JSON.stringify(f)} (known: ${FAMILIES.join(', ')})`);
+  for (const s of opts.streams ?? [])
+    check(
+      STREAM_NAMES.includes(s),
+      `streams: no stream ${JSON.stringify(s)} changes (streams: ${STREAMS.map((d) => `${d.family}.${d.stream}`).join(', ')})`,
+    );
+  check(
+    streamsFor(opts).length > 0,
+    `streams ${JSON.stringify(opts.streams)} are in none of the families ${JSON.stringify(opts.families)}`,
+  );
 }
 
 function checkEvery(value: number | undefined): void {
@@ -104,6 +150,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const timeScale = options.timeScale ?? 1;
   const startMs = Date.parse(options.startTime ?? DEFAULT_START_TIME);
   const expiresIn = options.tokenExpiresIn ?? 3600;
+  const maxVersions = options.maxVersions ?? DEFAULT_MAX_VERSIONS;
   check(Number.isInteger(seed), 'seed must be an integer');
   check(Number.isInteger(scale) && scale >= 0 && scale <= 1_000_000, 'scale must be an integer from 0 to 1000000');
   // Past 100 organizations record ids repeat across organizations (an id names the organization's
@@ -113,6 +160,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   check(Number.isFinite(timeScale) && timeScale > 0, 'timeScale must be a positive number');
   check(Number.isFinite(startMs), 'startTime must be an ISO 8601 instant');
   check(Number.isFinite(expiresIn) && expiresIn > 0, 'tokenExpiresIn must be a positive number of seconds');
+  check(Number.isInteger(maxVersions) && maxVersions >= 0, 'maxVersions must be a whole number, 0 to keep no past version');
   const faults = options.faults ?? {};
   checkRate('rate5xx', faults.rate5xx);
   checkRate('rate429', faults.rate429);
@@ -124,11 +172,14 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 
   const clock = new SandboxClock(startMs, timeScale);
   const orgs = buildOrganizations(seed, orgCount, variants);
-  const data = new Map(orgs.map((o) => [o.organization_id, new OrgData(seed, o, scale, startMs, variants)]));
+  const ledger = new VersionLedger(maxVersions);
+  const data = new Map(orgs.map((o) => [o.organization_id, new OrgData(seed, o, scale, startMs, variants, ledger)]));
   const { scopes, ...given } = options.credentials ?? {};
   const credentials: Credentials = { ...DEFAULT_CREDENTIALS, ...given };
   let url = '';
   let mutationRound = 0;
+  // Set once started; the control endpoints answer through it.
+  const started: { sandbox?: Sandbox } = {};
   const oauth = new OAuthServer(credentials, scopes, expiresIn, () => url, variants.tokenLifetimeMillis);
   const server = new SandboxServer({
     clock,
@@ -142,7 +193,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     faults,
     variants,
     changeWhilePaging: (d, def) => {
-      d.mutate(def, { modify: 1, create: 1, delete: 0 }, clock.now(), ++mutationRound);
+      d.mutate(def, { modify: 1, create: 1, delete: 0, restore: 0 }, clock.now(), ++mutationRound);
+    },
+    control: (method, path, query, body) => {
+      const sandbox = started.sandbox;
+      if (!sandbox) return { status: 503, body: JSON.stringify({ code: 1000, message: 'The sandbox is starting' }) };
+      return controlAnswer(sandbox, method, path, query, body);
     },
   });
   const address = await server.listen(options.host ?? '127.0.0.1', options.port ?? 0);
@@ -173,7 +229,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     return def;
   };
 
-  return {
+  const sandbox: Sandbox = {
     url,
     accountsUrl: url,
     credentials: { ...credentials },
@@ -200,6 +256,30 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       if (stream === 'organizations') return [d.g.organizationRecord(family)];
       return d.truth(streamDef(family, stream));
     },
+    truthAt(organizationId, family, stream, t) {
+      check(Number.isFinite(t), 'truthAt needs an instant in sandbox ms');
+      const d = orgData(organizationId, family);
+      if (t < d.horizon) {
+        throw new RangeError(
+          `truthAt ${new Date(t).toISOString()}: the sandbox keeps versions from ${new Date(d.horizon).toISOString()} on ` +
+            `(maxVersions ${maxVersions}); ask for a later instant or start it with a larger maxVersions`,
+        );
+      }
+      if (stream === 'organizations') return t >= d.g.organizationCreated() ? [d.g.organizationRecord(family)] : [];
+      return d.truthAt(streamDef(family, stream), t);
+    },
+    versions(organizationId, family, stream, id) {
+      const d = orgData(organizationId, family);
+      if (stream === 'organizations') {
+        const rec = d.g.organizationRecord(family);
+        return rec['organization_id'] === id ? [{ from: d.g.organizationCreated(), to: null, change: 'created', record: rec }] : [];
+      }
+      return d.versions(streamDef(family, stream), id);
+    },
+    historyStats() {
+      const horizons = [...data.values()].map((d) => d.horizon).filter((h) => h > -Infinity);
+      return { versions: ledger.kept, dropped: ledger.dropped, maxVersions, since: horizons.length ? Math.max(...horizons) : null };
+    },
     warm(organizationId, family, stream) {
       const d = orgData(organizationId, family);
       if (stream === 'organizations') return 0;
@@ -211,22 +291,21 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return d.count(streamDef(family, stream));
     },
     mutate(opts) {
-      const summary: MutationSummary = { modified: 0, created: 0, deleted: 0, streams: {} };
+      checkMutation(opts);
+      const summary: MutationSummary = { modified: 0, created: 0, deleted: 0, restored: 0, streams: {} };
       const targets = opts.organizationId ? [orgData(opts.organizationId)] : [...data.values()];
-      const counts = { modify: opts.modify ?? 0, create: opts.create ?? 0, delete: opts.delete ?? 0 };
+      const counts = { modify: opts.modify ?? 0, create: opts.create ?? 0, delete: opts.delete ?? 0, restore: opts.restore ?? 0 };
       const round = ++mutationRound;
       const now = clock.now();
       for (const d of targets) {
         for (const def of streamsFor(opts)) {
           const done = d.mutate(def, counts, now, round);
           const key = `${def.family}.${def.stream}`;
-          const entry = (summary.streams[key] ??= { modified: 0, created: 0, deleted: 0 });
-          entry.modified += done.modified;
-          entry.created += done.created;
-          entry.deleted += done.deleted;
-          summary.modified += done.modified;
-          summary.created += done.created;
-          summary.deleted += done.deleted;
+          const entry = (summary.streams[key] ??= { modified: 0, created: 0, deleted: 0, restored: 0 });
+          for (const k of ['modified', 'created', 'deleted', 'restored'] as const) {
+            entry[k] += done[k];
+            summary[k] += done[k];
+          }
         }
       }
       return summary;
@@ -256,4 +335,6 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       await server.close();
     },
   };
+  started.sandbox = sandbox;
+  return sandbox;
 }

@@ -292,10 +292,15 @@ export class OrgGen {
     return new Date(ms + this.offsetMs).toISOString().slice(0, 10);
   }
 
+  /** When the organization's account was created (sandbox ms): organizations never change after. */
+  organizationCreated(): number {
+    return this.startMs - (400 + (this.hash(0, 0, 9) % 2000)) * 86_400_000;
+  }
+
   /** The organization as a family's organization list shows it (its id in that family). */
   organizationRecord(family: Family = 'books'): Record<string, unknown> {
     const p = this.profile;
-    const created = this.startMs - (400 + (this.hash(0, 0, 9) % 2000)) * 86_400_000;
+    const created = this.organizationCreated();
     return {
       organization_id: this.org.ids[family],
       name: p.name,

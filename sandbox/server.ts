@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { CONTROL_ROOT, type ControlAnswer } from './control.js';
 import { OrgData, toJson } from './data-store.js';
 import { OrgLimiter, type Limits, type Rejection } from './limits.js';
 import { OAuthServer, hasScope } from './oauth.js';
@@ -92,7 +93,12 @@ export interface ServerDeps {
   variants: Variants;
   /** Variant changeWhilePagingEvery: modify one record of the stream and create one, as mutate does. */
   changeWhilePaging(data: OrgData, def: StreamDef): void;
+  /** A request under CONTROL_ROOT (control.ts). */
+  control(method: string, path: string, query: URLSearchParams, body: string): ControlAnswer;
 }
+
+/** Control requests carry a few hundred bytes; anything near this is a mistake. */
+const CONTROL_BODY_MAX = 1 << 20;
 
 const DAY_MS = 86_400_000;
 const FAMILY_LIST = Object.keys(ROOTS) as Family[];
@@ -263,6 +269,10 @@ export class SandboxServer {
     const path = q < 0 ? url : url.slice(0, q);
     const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
     const method = req.method ?? 'GET';
+    if (path === CONTROL_ROOT || path.startsWith(CONTROL_ROOT + '/')) {
+      this.onControl(req, res, path, method, query);
+      return;
+    }
     if (path === '/oauth/v2/token' || path === '/oauth/v2/token/revoke') {
       this.onToken(req, res, path, method, query);
       return;
@@ -622,6 +632,34 @@ export class SandboxServer {
       `{"page":${page},"per_page":${perPage},"has_more_page":${page * perPage < total},` +
       `"report_name":${JSON.stringify(report)},"sort_column":${JSON.stringify(sortColumn)},"sort_order":"${order}"}`;
     return { status: 200, body: `{"code":0,"message":"success","${key}":${list},"page_context":${context}}` };
+  }
+
+  /** Control endpoints: not the API, so no token, no limits, no faults and nothing in the request log. */
+  private onControl(req: http.IncomingMessage, res: http.ServerResponse, path: string, method: string, query: URLSearchParams): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const reply = (answer: ControlAnswer): void => {
+      const body = Buffer.from(answer.body);
+      res.writeHead(answer.status, { 'content-type': 'application/json;charset=UTF-8', 'content-length': body.length, ...answer.headers });
+      res.end(body);
+    };
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= CONTROL_BODY_MAX) chunks.push(c);
+    });
+    req.on('end', () => {
+      if (size > CONTROL_BODY_MAX) {
+        reply({ status: 413, body: JSON.stringify({ code: 2, message: `The body is over ${CONTROL_BODY_MAX} bytes` }) });
+        return;
+      }
+      let answer: ControlAnswer;
+      try {
+        answer = this.deps.control(method, path, query, Buffer.concat(chunks).toString('utf8'));
+      } catch (e) {
+        answer = { status: 500, body: JSON.stringify({ code: 1000, message: `Internal Error: ${(e as Error).message}` }) };
+      }
+      reply(answer);
+    });
   }
 
   private onToken(req: http.IncomingMessage, res: http.ServerResponse, path: string, method: string, query: URLSearchParams): void {

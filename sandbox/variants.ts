@@ -109,6 +109,12 @@ export interface Variants {
    */
   inverseExchangeRate: boolean;
   /**
+   * Line items (sales orders', vendor credits') carry no `bcy_rate`, the line's rate in the base
+   * currency: a client must derive it from `rate` and the record's `exchange_rate` (A37). Truth
+   * holds what is served.
+   */
+  omitLineBcyRate: boolean;
+  /**
    * Text that no Postgres column holds (A38): on about one record in four, the first name,
    * description or notes field ends in a NUL character and an unpaired surrogate, sent as the
    * escapes `\u0000\ud800`. Keys and change times are never touched. Truth holds what is served.
@@ -225,6 +231,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   defaultFiltersHide: false,
   changeWhilePagingEvery: 0,
   inverseExchangeRate: false,
+  omitLineBcyRate: false,
   oddText: false,
   hoursAsNumbers: false,
   tokenLifetimeMillis: false,
@@ -263,6 +270,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   defaultFiltersHide: true,
   changeWhilePagingEvery: 5,
   inverseExchangeRate: true,
+  omitLineBcyRate: true,
   oddText: true,
   hoursAsNumbers: true,
   tokenLifetimeMillis: true,
@@ -412,6 +420,11 @@ export function shapeRecord(v: Variants, g: OrgGen, def: StreamDef, slot: number
   if (v.inverseExchangeRate) {
     const rate = rec['exchange_rate'];
     if (typeof rate === 'number' && rate > 0) rec['exchange_rate'] = 1 / rate;
+  }
+  if (v.omitLineBcyRate) {
+    // After arrayQuirks: line_items may be a lone object.
+    const items: unknown = rec['line_items'];
+    for (const line of Array.isArray(items) ? (items as unknown[]) : [items]) if (isObject(line)) delete line['bcy_rate'];
   }
   if (v.oddText && g.hash(def.space, slot, 0x0dd) % 4 === 0) {
     const keep = protectedOf(def);

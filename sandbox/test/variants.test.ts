@@ -487,6 +487,35 @@ describe('inverseExchangeRate', () => {
   });
 });
 
+describe('line items\u2019 bcy_rate', () => {
+  it('is the rate in the base currency (rate × the default reading of exchange_rate), and omitLineBcyRate leaves it out', async () => {
+    const plain = await start({ scale: 20, organizations: 3, unlimited: true });
+    const omitted = await start({ scale: 20, organizations: 3, unlimited: true, variants: { omitLineBcyRate: true } });
+    let foreign = 0;
+    for (const org of plain.orgs.map((o) => o.organization_id)) {
+      const orders = plain.sb.truth(org, 'inventory', 'sales_orders');
+      const credits = plain.sb.truth(org, 'inventory', 'vendor_credits');
+      for (const record of [...orders, ...credits]) {
+        const rate = record['exchange_rate'] === '' ? 1 : Number(record['exchange_rate']);
+        const precision = Number(record['price_precision']);
+        for (const line of record['line_items'] as Rec[]) {
+          expect(Math.abs(Number(line['bcy_rate']) - Number(line['rate']) * rate)).toBeLessThanOrEqual(0.51 * 10 ** -precision);
+          if (rate !== 1) foreign++;
+        }
+      }
+      const served = (await omitted.json('inventory', `/salesorders/${String(orders[0]!['salesorder_id'])}`, org)).body[
+        'salesorder'
+      ] as Rec;
+      const lines = served['line_items'] as Rec[];
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines) expect(line).not.toHaveProperty('bcy_rate');
+      for (const record of omitted.sb.truth(org, 'books', 'vendor_credits'))
+        for (const line of record['line_items'] as Rec[]) expect(line).not.toHaveProperty('bcy_rate');
+    }
+    expect(foreign).toBeGreaterThan(0);
+  });
+});
+
 describe('arrayQuirks', () => {
   it('sends one line item as an object and documents as strings; truth counts the rows a client should keep', async () => {
     const options: SandboxOptions = { scale: 60, organizations: 1, unlimited: true };

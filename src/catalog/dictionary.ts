@@ -1,5 +1,6 @@
 import type { Relationship } from './relationships.js';
 import { sqlType, type Dialect, type TableDef } from './tables.js';
+import type { ViewDef } from './view-types.js';
 
 /**
  * The data dictionary: what `svcsync schema [--json]` prints and what docs/warehouse.md
@@ -9,6 +10,7 @@ export function renderDictionary(
   defs: readonly TableDef[],
   dialect: Dialect,
   format: 'text' | 'json',
+  views: readonly ViewDef[] = [],
   /** Fields the JSON form starts with (the command adds svcsync's version). */
   head: Readonly<Record<string, unknown>> = {},
 ): string {
@@ -41,6 +43,20 @@ export function renderDictionary(
             origin: r.origin,
           })),
         ),
+        views: views.map((v) => ({
+          name: v.name,
+          description: v.description,
+          streams: v.streams,
+          table: v.table ?? null,
+          columns: v.columns.map((c) => ({
+            name: c.name,
+            type: sqlType(c.type, dialect),
+            catalogType: c.type,
+            nullable: c.nullable,
+            source: c.source,
+            description: c.description,
+          })),
+        })),
       },
       null,
       2,
@@ -57,11 +73,49 @@ export function renderDictionary(
       '',
     );
   }
+  out.push(...renderViews(views, (type) => [sqlType(type, dialect)], ['type'], '#'));
   return out.join('\n');
 }
 
-/** The tables part of docs/warehouse.md: an index, then every table with both dialects' types. */
-export function renderWarehouseMarkdown(defs: readonly TableDef[]): string {
+/**
+ * The views: an index of every view, then each `report_` view with its columns (a `_live` view
+ * has its table's columns but `_deleted_at`, described with the table).
+ */
+function renderViews(
+  views: readonly ViewDef[],
+  types: (type: ViewDef['columns'][number]['type']) => string[],
+  typeHeads: readonly string[],
+  level: string,
+): string[] {
+  if (views.length === 0) return [];
+  const out = [`${level}# Views and their columns`, ''];
+  out.push(
+    'Query these: `{table}_live` holds the live rows of each table (its columns but `_deleted_at`), and the `report_` views',
+    'answer everyday questions.',
+    '',
+  );
+  out.push(
+    ...markdownTable(
+      ['view', 'description'],
+      views.map((v) => [v.name, v.description]),
+    ),
+    '',
+  );
+  for (const v of views.filter((x) => x.table === undefined)) {
+    out.push(`${level}## ${v.name}`, '', v.description, '', `- reads: ${v.streams.join(', ')}`, '');
+    out.push(
+      ...markdownTable(
+        ['column', ...typeHeads, 'null', 'from', 'description'],
+        v.columns.map((c) => [`\`${c.name}\``, ...types(c.type), c.nullable ? 'yes' : 'no', c.source, c.description]),
+      ),
+      '',
+    );
+  }
+  return out;
+}
+
+/** The tables part of docs/warehouse.md: an index, then every table with both dialects' types, then the views. */
+export function renderWarehouseMarkdown(defs: readonly TableDef[], views: readonly ViewDef[] = []): string {
   const out: string[] = [...renderErd(defs), '## Tables', ''];
   out.push(
     ...markdownTable(
@@ -87,6 +141,7 @@ export function renderWarehouseMarkdown(defs: readonly TableDef[]): string {
       '',
     );
   }
+  out.push(...renderViews(views, (type) => [sqlType(type, 'sqlite'), sqlType(type, 'postgres')], ['SQLite', 'Postgres'], '#'));
   return out.join('\n');
 }
 

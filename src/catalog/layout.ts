@@ -9,6 +9,7 @@ import {
   type Source,
   type StreamSpec,
 } from './types.js';
+import { fieldDescription } from './descriptions.js';
 
 /**
  * The one place that decides which warehouse columns a catalog entry produces and in
@@ -104,14 +105,14 @@ function buildStreamLayout(stream: StreamSpec): StreamLayout {
 
   columns.push(
     keyedByOrganization
-      ? fieldColumn(pkSpec ?? { name: ORGANIZATION_ID, type: 'id' }, 'key', sources, '', false)
+      ? fieldColumn(table, pkSpec ?? { name: ORGANIZATION_ID, type: 'id' }, 'key', sources, '', false)
       : {
           name: ORGANIZATION_ID,
           type: 'id',
           nullable: false,
           role: 'organization',
           source: SYSTEM,
-          description: 'The organization the record was read from.',
+          description: `The organization the record was read from; joins ${stream.family}_organizations.organization_id.`,
           sources,
         },
   );
@@ -120,7 +121,7 @@ function buildStreamLayout(stream: StreamSpec): StreamLayout {
     if (redacted.has(spec.name)) continue;
     const isKey = spec.name === stream.primaryKey;
     const own = isKey ? sources : (spec.sources ?? sources);
-    columns.push(fieldColumn(spec, isKey ? 'key' : 'field', own, '', !isKey));
+    columns.push(fieldColumn(table, spec, isKey ? 'key' : 'field', own, '', !isKey));
     if (spec.amountOrPercentage) columns.push(...discountParts(spec, own, ''));
   }
   columns.push(system('_raw', 'json', ['list'], true, 'The list record exactly as received (secrets redacted).'));
@@ -166,9 +167,10 @@ function buildChildLayout(
   const parentKeyColumns = parentPrimaryKey.map((c) => (c === POSITION ? `${parentField}__position` : c));
   const taken = new Set(parentKeyColumns);
   const describeParentKey = (name: string): string => {
-    if (name === ORGANIZATION_ID) return 'The organization the record was read from.';
+    if (name === ORGANIZATION_ID)
+      return `The organization the record was read from; joins ${parentTable.split('_')[0]}_organizations.organization_id.`;
     if (name.endsWith('__position')) return `Position of the parent element in ${parentField}[] (0-based).`;
-    return `Key of the parent row in ${parentTable}.`;
+    return `The row of ${parentTable} this element belongs to, by its ${name}.`;
   };
   const columns: LaidColumn[] = parentKeyColumns.map((name, i) => ({
     name,
@@ -183,7 +185,7 @@ function buildChildLayout(
   const keySpec = child.key === undefined ? undefined : child.columns.find((c) => c.name === child.key);
   const elementPath = `${fieldPath}[].`;
   if (child.key !== undefined) {
-    columns.push(fieldColumn(keySpec ?? { name: child.key, type: 'id' }, 'key', sources, elementPath, false));
+    columns.push(fieldColumn(table, keySpec ?? { name: child.key, type: 'id' }, 'key', sources, elementPath, false));
   }
   columns.push({
     name: POSITION,
@@ -198,7 +200,7 @@ function buildChildLayout(
     if (spec === keySpec) continue;
     // The parent's key is the truth about which parent this is; the element's copy of it is dropped.
     if (taken.has(spec.name)) continue;
-    columns.push(fieldColumn(spec, 'field', sources, elementPath, true));
+    columns.push(fieldColumn(table, spec, 'field', sources, elementPath, true));
     if (spec.amountOrPercentage) columns.push(...discountParts(spec, sources, elementPath));
   }
   columns.push(system('_synced_at', 'timestamp', sources, false, 'When svcsync last wrote the row.'));
@@ -238,7 +240,14 @@ function lastField(fieldPath: string): string {
   return parts[parts.length - 1] ?? fieldPath;
 }
 
-function fieldColumn(spec: ColumnSpec, role: 'field' | 'key', sources: readonly Source[], prefix: string, nullable: boolean): LaidColumn {
+function fieldColumn(
+  table: string,
+  spec: ColumnSpec,
+  role: 'field' | 'key',
+  sources: readonly Source[],
+  prefix: string,
+  nullable: boolean,
+): LaidColumn {
   const path = spec.path ?? [spec.name];
   const column: LaidColumn = {
     name: spec.name,
@@ -250,7 +259,9 @@ function fieldColumn(spec: ColumnSpec, role: 'field' | 'key', sources: readonly 
     path,
     sources,
   };
-  if (spec.description !== undefined) column.description = spec.description;
+  // The entry's own words, else what the spec says the field is in this table.
+  const description = spec.description ?? fieldDescription(table, spec.name);
+  if (description !== undefined) column.description = description;
   return column;
 }
 
@@ -268,7 +279,9 @@ function discountParts(spec: ColumnSpec, sources: readonly Source[], prefix: str
       spec,
       path,
       sources,
-      description: `${spec.name} when it is an amount.`,
+      description:
+        `The ${spec.name} read as an amount in the record\u2019s currency, when the API sent an amount; ` +
+        'null when it sent a percentage.',
     },
     {
       name: names.percentage,
@@ -279,7 +292,7 @@ function discountParts(spec: ColumnSpec, sources: readonly Source[], prefix: str
       spec,
       path,
       sources,
-      description: `${spec.name} when it is a percentage ("12.5%" is 12.5).`,
+      description: `The ${spec.name} read as a percentage when the API sent one ("12.5%" is 12.5); null when it sent an amount.`,
     },
   ];
 }

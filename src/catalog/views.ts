@@ -1,5 +1,10 @@
-import { allChildLayouts, ORGANIZATION_ID, streamLayout, type ChildLayout } from './layout.js';
+import { allChildLayouts, ORGANIZATION_ID, streamLayout, type ChildLayout, type LaidColumn } from './layout.js';
+import { modelledViewDefinitions } from './report-views.js';
 import { qualifiedName, tableName, type StreamSpec } from './types.js';
+import { liveViewName, UNQUALIFIED, type ViewColumn, type ViewDef, type ViewNaming } from './view-types.js';
+
+export { LIVE_SUFFIX, liveViewName, type ViewColumn, type ViewDef, type ViewNaming } from './view-types.js';
+export { modelledViewDefinitions } from './report-views.js';
 
 /**
  * The warehouse's views, generated from the catalog (docs/warehouse.md, "Views"). `migrateToLatest`
@@ -9,19 +14,6 @@ import { qualifiedName, tableName, type StreamSpec } from './types.js';
  * The SQL is portable: every identifier quoted, no dialect-specific function, so the same text
  * runs on SQLite and Postgres.
  */
-export interface ViewDef {
-  name: string;
-  description: string;
-  /** The SELECT the view is created from, one array entry per line. */
-  sql: string[];
-}
-
-/** A table's view of its live rows. */
-export const LIVE_SUFFIX = '_live';
-
-export function liveViewName(table: string): string {
-  return `${table}${LIVE_SUFFIX}`;
-}
 
 const q = (name: string): string => `"${name.replace(/"/g, '""')}"`;
 
@@ -45,29 +37,75 @@ function joinConditions(pairs: ReadonlyArray<[string, string]>, parent: string, 
   return pairs.map(([parentColumn, childColumn]) => `${q(parent)}.${q(parentColumn)} = ${q(child)}.${q(childColumn)}`);
 }
 
-function liveView(
-  table: string,
-  columns: readonly string[],
-  description: string,
-  parent?: { table: string; pairs: ReadonlyArray<[string, string]> },
-): ViewDef {
-  const shown = columns.filter((c) => c !== '_deleted_at');
-  const sql = ['SELECT', ...columnLines('t', shown), `FROM ${q(table)} AS ${q('t')}`, `WHERE ${q('t')}.${q('_deleted_at')} IS NULL`];
-  if (parent) {
-    sql.push(`  AND EXISTS (SELECT 1 FROM ${q(liveViewName(parent.table))} AS ${q('p')}`);
-    const conditions = joinConditions(parent.pairs, 'p', 't');
-    sql.push(...conditions.map((c, i) => `    ${i === 0 ? 'WHERE' : 'AND'} ${c}${i === conditions.length - 1 ? ')' : ''}`));
-  }
-  return { name: liveViewName(table), description, sql };
+interface LiveSource {
+  table: string;
+  stream: string;
+  columns: readonly LaidColumn[];
+  description: string;
+  parent?: { table: string; pairs: ReadonlyArray<[string, string]> };
 }
 
-function childLiveView(child: ChildLayout): ViewDef {
+/** A live view's columns: its table's, without `_deleted_at`, described as the table describes them. */
+function liveColumns(columns: readonly LaidColumn[]): ViewColumn[] {
+  return columns
+    .filter((c) => c.name !== '_deleted_at')
+    .map((c) => ({
+      name: c.name,
+      type: c.type,
+      nullable: c.nullable,
+      source: c.source,
+      description: c.description ?? '',
+    }));
+}
+
+function liveView(source: LiveSource, naming: ViewNaming): ViewDef {
+  const columns = liveColumns(source.columns);
+  const sql = [
+    'SELECT',
+    ...columnLines(
+      't',
+      columns.map((c) => c.name),
+    ),
+    `FROM ${naming.table(source.table)} AS ${q('t')}`,
+    `WHERE ${q('t')}.${q('_deleted_at')} IS NULL`,
+  ];
+  const view: ViewDef = {
+    name: liveViewName(source.table),
+    description: source.description,
+    sql,
+    columns,
+    streams: [source.stream],
+    table: source.table,
+  };
+  if (source.parent) {
+    const parentView = liveViewName(source.parent.table);
+    sql.push(`  AND EXISTS (SELECT 1 FROM ${naming.view(parentView)} AS ${q('p')}`);
+    const conditions = joinConditions(source.parent.pairs, 'p', 't');
+    sql.push(...conditions.map((c, i) => `    ${i === 0 ? 'WHERE' : 'AND'} ${c}${i === conditions.length - 1 ? ')' : ''}`));
+    view.parentView = parentView;
+  }
+  return view;
+}
+
+/** The first sentence of a table's description: what its rows are. */
+function whatRowsAre(description: string): string {
+  const end = description.search(/\.(\s|$)/);
+  return end < 0 ? description : description.slice(0, end + 1);
+}
+
+function childLiveView(child: ChildLayout, stream: string, naming: ViewNaming): ViewDef {
   const pairs = child.parentKeyColumns.map((c, i): [string, string] => [child.parentKeySources[i] ?? c, c]);
   return liveView(
-    child.table,
-    child.columns.map((c) => c.name),
-    `Live rows of ${child.table}: not deleted, and the parent row in ${child.parentTable} is live.`,
-    { table: child.parentTable, pairs },
+    {
+      table: child.table,
+      stream,
+      columns: child.columns,
+      description:
+        `${whatRowsAre(child.description)} The live rows of ${child.table}: those not marked deleted, ` +
+        `of a parent that is live in ${liveViewName(child.parentTable)}.`,
+      parent: { table: child.parentTable, pairs },
+    },
+    naming,
   );
 }
 
@@ -78,155 +116,54 @@ function childLiveView(child: ChildLayout): ViewDef {
  * view reads its parent's view, so grandchildren follow their whole chain. The columns are the
  * table's, without `_deleted_at`.
  */
-export function liveViewDefinitions(catalog: readonly StreamSpec[]): ViewDef[] {
+export function liveViewDefinitions(catalog: readonly StreamSpec[], naming: ViewNaming = UNQUALIFIED): ViewDef[] {
   const views: ViewDef[] = [];
   for (const stream of catalog) {
     const layout = streamLayout(stream);
-    const columns = layout.columns.map((c) => c.name);
+    const name = qualifiedName(stream);
+    const what = stream.description.trim();
     if (stream.parent) {
       const parentTable = tableName({ family: stream.family, name: stream.parent.stream });
       const key = stream.parent.key;
       views.push(
-        liveView(layout.table, columns, `Live rows of ${layout.table}: not deleted, and the ${parentTable} row is live.`, {
-          table: parentTable,
-          pairs: [
-            [ORGANIZATION_ID, ORGANIZATION_ID],
-            [key, key],
-          ],
-        }),
+        liveView(
+          {
+            table: layout.table,
+            stream: name,
+            columns: layout.columns,
+            description:
+              `${what} The live rows of ${layout.table}: records not marked deleted, ` +
+              `whose ${parentTable} record is live in ${liveViewName(parentTable)}.`,
+            parent: {
+              table: parentTable,
+              pairs: [
+                [ORGANIZATION_ID, ORGANIZATION_ID],
+                [key, key],
+              ],
+            },
+          },
+          naming,
+        ),
       );
-    } else views.push(liveView(layout.table, columns, `Live (not deleted) rows of ${layout.table}.`));
-    for (const child of allChildLayouts(layout)) views.push(childLiveView(child));
+    } else {
+      views.push(
+        liveView(
+          {
+            table: layout.table,
+            stream: name,
+            columns: layout.columns,
+            description: `${what} The live rows of ${layout.table}: records not marked deleted (_deleted_at is null).`,
+          },
+          naming,
+        ),
+      );
+    }
+    for (const child of allChildLayouts(layout)) views.push(childLiveView(child, name, naming));
   }
   return views;
 }
 
-/** The catalog's name of a stream's table, or of one of its child tables (`field` path "line_items"). */
-function table(catalog: readonly StreamSpec[], stream: string, childField?: string): string {
-  const spec = catalog.find((s) => qualifiedName(s) === stream);
-  if (!spec) throw new Error(`views: the catalog has no stream ${stream}`);
-  const layout = streamLayout(spec);
-  if (childField === undefined) return layout.table;
-  const child = allChildLayouts(layout).find((c) => c.fieldPath === childField);
-  if (!child) throw new Error(`views: stream ${stream} has no child table for ${childField}`);
-  return child.table;
-}
-
-/** The quoted name of a table's live view. */
-function live(catalog: readonly StreamSpec[], stream: string, childField?: string): string {
-  return q(liveViewName(table(catalog, stream, childField)));
-}
-
-function salesOrderLines(catalog: readonly StreamSpec[]): ViewDef {
-  return {
-    name: 'report_sales_order_lines',
-    description:
-      'Sales-order line items with their order header and customer, amounts also in the base currency ' +
-      '(item_total × the order\u2019s exchange_rate, or ÷ it for an order whose bcy_total shows the rate quoted the other way; ' +
-      'the order\u2019s bcy_total as the list sends it, else total × exchange_rate).',
-    sql: [
-      'SELECT "o"."organization_id", "o"."salesorder_id", "o"."salesorder_number", "o"."date", "o"."status",',
-      '  "o"."customer_id", COALESCE("c"."contact_name", "o"."customer_name") AS "customer_name",',
-      '  "o"."currency_code", "o"."exchange_rate", "o"."total" AS "order_total",',
-      '  COALESCE("o"."bcy_total", "o"."total" * "o"."exchange_rate") AS "order_total_bcy",',
-      '  "l"."line_item_id", "l"."item_order", "l"."item_id", "l"."name" AS "item_name", "l"."quantity", "l"."unit",',
-      '  "l"."rate", "l"."bcy_rate" AS "rate_bcy", "l"."item_total",',
-      // A37: exchange_rate is read as base units per unit of the order's currency, unless the
-      // order's own bcy_total (sent by the list) is nearer total ÷ rate than total × rate.
-      '  "l"."item_total" * CASE WHEN "o"."bcy_total" IS NOT NULL AND "o"."exchange_rate" > 0',
-      '    AND ABS("o"."bcy_total" - "o"."total" / "o"."exchange_rate")',
-      '      < ABS("o"."bcy_total" - "o"."total" * "o"."exchange_rate")',
-      '    THEN 1.0 / "o"."exchange_rate" ELSE "o"."exchange_rate" END AS "item_total_bcy"',
-      `FROM ${live(catalog, 'inventory.sales_orders', 'line_items')} AS "l"`,
-      `JOIN ${live(catalog, 'inventory.sales_orders')} AS "o"`,
-      '  ON "o"."organization_id" = "l"."organization_id" AND "o"."salesorder_id" = "l"."salesorder_id"',
-      `LEFT JOIN ${live(catalog, 'inventory.contacts')} AS "c"`,
-      '  ON "c"."organization_id" = "o"."organization_id" AND "c"."contact_id" = "o"."customer_id"',
-    ],
-  };
-}
-
-function openVendorCredits(catalog: readonly StreamSpec[]): ViewDef {
-  const family = (name: string, refunds: string, bills: string): string[] => [
-    `SELECT '${name}' AS "family", "v"."organization_id", "v"."vendor_credit_id", "v"."vendor_credit_number", "v"."date",`,
-    '  "v"."vendor_id", "v"."vendor_name", "v"."currency_code", "v"."exchange_rate", "v"."total", "v"."balance",',
-    `  (SELECT COUNT(*) FROM ${refunds} AS "r"`,
-    '    WHERE "r"."organization_id" = "v"."organization_id"',
-    '      AND "r"."vendor_credit_id" = "v"."vendor_credit_id") AS "refunds",',
-    `  (SELECT COALESCE(SUM("r"."amount"), 0) FROM ${refunds} AS "r"`,
-    '    WHERE "r"."organization_id" = "v"."organization_id"',
-    '      AND "r"."vendor_credit_id" = "v"."vendor_credit_id") AS "refunded_amount",',
-    `  (SELECT COUNT(*) FROM ${bills} AS "b"`,
-    '    WHERE "b"."organization_id" = "v"."organization_id"',
-    '      AND "b"."vendor_credit_id" = "v"."vendor_credit_id") AS "bills_credited",',
-    `  (SELECT COALESCE(SUM("b"."amount"), 0) FROM ${bills} AS "b"`,
-    '    WHERE "b"."organization_id" = "v"."organization_id"',
-    '      AND "b"."vendor_credit_id" = "v"."vendor_credit_id") AS "credited_amount"',
-    `FROM ${live(catalog, `${name}.vendor_credits`)} AS "v"`,
-    `WHERE "v"."status" = 'open'`,
-  ];
-  return {
-    name: 'report_open_vendor_credits',
-    description:
-      'Open vendor credits (status open) of both families, with the number and sum of their refunds and of the bills they were applied to.',
-    sql: [
-      ...family('books', live(catalog, 'books.vendor_credit_refunds'), live(catalog, 'books.vendor_credit_bills')),
-      'UNION ALL',
-      ...family('inventory', live(catalog, 'inventory.vendor_credit_refunds'), live(catalog, 'inventory.vendor_credits', 'bills_credited')),
-    ],
-  };
-}
-
-function unbilledHours(catalog: readonly StreamSpec[]): ViewDef {
-  return {
-    name: 'report_unbilled_hours',
-    description:
-      'Hours per project and customer: the sum of its live tasks\u2019 unbilled and billed hours, ' +
-      'and the project\u2019s own un_billed_hours as the API sends it.',
-    sql: [
-      'SELECT "p"."organization_id", "p"."project_id", "p"."project_name", "p"."customer_id", "p"."customer_name",',
-      '  "p"."status", COUNT("t"."task_id") AS "tasks",',
-      '  COALESCE(SUM("t"."un_billed_hours"), 0) AS "unbilled_hours", COALESCE(SUM("t"."billed_hours"), 0) AS "billed_hours",',
-      '  "p"."un_billed_hours" AS "project_unbilled_hours"',
-      `FROM ${live(catalog, 'invoice.projects')} AS "p"`,
-      `LEFT JOIN ${live(catalog, 'invoice.tasks')} AS "t"`,
-      '  ON "t"."organization_id" = "p"."organization_id" AND "t"."project_id" = "p"."project_id"',
-      'GROUP BY "p"."organization_id", "p"."project_id", "p"."project_name", "p"."customer_id", "p"."customer_name",',
-      '  "p"."status", "p"."un_billed_hours"',
-    ],
-  };
-}
-
-function recurringByCustomer(catalog: readonly StreamSpec[]): ViewDef {
-  return {
-    name: 'report_recurring_by_customer',
-    description:
-      'Plans and recurring expenses, one row each, with the customer where the API names one ' +
-      '(a recurring expense\u2019s customer_id; plans belong to no customer) and the amount in the base currency.',
-    sql: [
-      'SELECT "e"."organization_id", \'recurring_expense\' AS "item_type", "e"."recurring_expense_id" AS "item_id",',
-      '  "e"."recurrence_name" AS "item_name", "e"."status", NULLIF("e"."customer_id", \'\') AS "customer_id",',
-      '  NULLIF("e"."customer_name", \'\') AS "customer_name", "e"."currency_code", "e"."total" AS "amount",',
-      '  COALESCE("e"."bcy_total", "e"."total" * "e"."exchange_rate") AS "amount_bcy",',
-      '  "e"."repeat_every", "e"."recurrence_frequency" AS "repeat_unit"',
-      `FROM ${live(catalog, 'billing.recurring_expenses')} AS "e"`,
-      'UNION ALL',
-      'SELECT "p"."organization_id", \'plan\' AS "item_type", "p"."plan_code" AS "item_id",',
-      '  "p"."name" AS "item_name", "p"."status", CAST(NULL AS TEXT) AS "customer_id",',
-      '  CAST(NULL AS TEXT) AS "customer_name", "o"."currency_code", "p"."recurring_price" AS "amount",',
-      '  "p"."recurring_price" AS "amount_bcy", "p"."interval" AS "repeat_every", "p"."interval_unit" AS "repeat_unit"',
-      `FROM ${live(catalog, 'billing.plans')} AS "p"`,
-      `LEFT JOIN ${live(catalog, 'billing.organizations')} AS "o" ON "o"."organization_id" = "p"."organization_id"`,
-    ],
-  };
-}
-
-/** Views that answer everyday questions; each reads only `_live` views. */
-export function modelledViewDefinitions(catalog: readonly StreamSpec[]): ViewDef[] {
-  return [salesOrderLines(catalog), openVendorCredits(catalog), unbilledHours(catalog), recurringByCustomer(catalog)];
-}
-
 /** Every view, in an order where each view comes after the views it reads. */
-export function viewDefinitions(catalog: readonly StreamSpec[]): ViewDef[] {
-  return [...liveViewDefinitions(catalog), ...modelledViewDefinitions(catalog)];
+export function viewDefinitions(catalog: readonly StreamSpec[], naming: ViewNaming = UNQUALIFIED): ViewDef[] {
+  return [...liveViewDefinitions(catalog, naming), ...modelledViewDefinitions(catalog, naming)];
 }

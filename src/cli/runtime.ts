@@ -40,6 +40,8 @@ export function openConfiguredWarehouse(config: Config, logger?: Logger): Promis
     retryMs: config.warehouse.retry_s * 1000,
     busyTimeoutMs: config.warehouse.busy_timeout_s * 1000,
     pragmas: config.warehouse.pragmas,
+    ...(config.warehouse.schema !== undefined ? { schema: config.warehouse.schema } : {}),
+    ...(config.warehouse.views_schema !== undefined ? { viewsSchema: config.warehouse.views_schema } : {}),
     ...(logger ? { logger } : {}),
   });
 }

@@ -1,6 +1,10 @@
-/** `svcsync sandbox`: run the local stand-in for the four API families until interrupted. */
+/**
+ * `svcsync sandbox`: run the local stand-in for the four API families until interrupted;
+ * `svcsync sandbox mutate` changes the data of one running elsewhere (sandbox-mutate.ts).
+ */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import {
+  DEFAULT_MAX_VERSIONS,
   DEFAULT_VARIANTS,
   HOSTILE_VARIANTS,
   PLANS,
@@ -15,6 +19,7 @@ import {
   type SandboxOptions,
   type Variants,
 } from '../../sandbox/index.js';
+import { sandboxMutateCommand } from './sandbox-mutate.js';
 
 function integer(name: string, min: number, max: number) {
   return (raw: string): number => {
@@ -108,6 +113,7 @@ interface Options {
   unlimited?: boolean;
   preset: Preset;
   variant?: Partial<Variants>;
+  maxVersions: number;
 }
 
 const q = (s: string): string => JSON.stringify(s);
@@ -142,6 +148,13 @@ export function sandboxCommand(): Command {
       `take the other choice where the spec is open (repeatable; without a value, the hostile setting): ${VARIANT_NAMES.join(', ')}`,
       parseVariant,
     )
+    .option(
+      '--max-versions <n>',
+      'past record versions kept for truth at an instant, all organizations together',
+      integer('--max-versions', 0, 100_000_000),
+      DEFAULT_MAX_VERSIONS,
+    )
+    .addCommand(sandboxMutateCommand())
     .action(async (o: Options) => {
       const options: SandboxOptions = {
         host: o.host,
@@ -162,10 +175,13 @@ export function sandboxCommand(): Command {
         },
         preset: o.preset,
         ...(o.variant ? { variants: o.variant } : {}),
+        maxVersions: o.maxVersions,
       };
       const sb = await startSandbox(options);
       process.stdout.write(configSnippet(sb.url, sb.credentials, o, sb.organizations(), sb.variants));
-      process.stderr.write(`sandbox listening on ${sb.url} (Ctrl-C to stop)\n`);
+      process.stderr.write(
+        `sandbox listening on ${sb.url} (Ctrl-C to stop); change its data with \`svcsync sandbox mutate --url ${sb.url} --modify 5%\`\n`,
+      );
       await new Promise<void>((resolve) => {
         const stop = (): void => {
           process.off('SIGINT', stop);

@@ -231,6 +231,11 @@ const leaseSchema = z
     path: ['heartbeat_seconds'],
   });
 
+/** A Postgres schema of svcsync's warehouse: lower case, so it needs no quoting in a search_path. */
+const warehouseSchemaName = z
+  .string()
+  .regex(/^[a-z_][a-z0-9_]{0,49}$/, 'expected a Postgres schema name: lower-case letters, digits and "_", at most 50');
+
 const warehouseUrl = z.string().regex(/^(sqlite:|postgres:\/\/|postgresql:\/\/)/, 'expected sqlite:PATH or postgres://USER@HOST:PORT/DB');
 
 /**
@@ -251,8 +256,25 @@ const warehouseSchema = z
         pragmas: z
           .array(z.string().regex(/^[a-z_]+\s*=\s*-?[A-Za-z0-9_]+$/, 'expected NAME = VALUE, e.g. "mmap_size = 268435456"'))
           .default([]),
+        /**
+         * Postgres: the schema svcsync's tables (and its own `_svcsync_` tables) live in, made when
+         * missing; unset, the connection's current schema (the URL's search_path, else public).
+         */
+        schema: warehouseSchemaName.optional(),
+        /**
+         * Postgres: the schema of the `_live` and `report_` views, made when missing; unset, the
+         * tables' schema. A BI tool shown only this schema shows only the views (docs/bi.md).
+         */
+        views_schema: warehouseSchemaName.optional(),
       })
-      .strict(),
+      .strict()
+      .superRefine((w, ctx) => {
+        if (!w.url.startsWith('sqlite:')) return;
+        for (const key of ['schema', 'views_schema'] as const) {
+          if (w[key] !== undefined)
+            ctx.addIssue({ code: 'custom', path: [key], message: 'applies to a Postgres warehouse only (SQLite has no schemas)' });
+        }
+      }),
   ])
   .transform((w) => (typeof w === 'string' ? { url: w, retry_s: 60, busy_timeout_s: 10, pragmas: [] } : w));
 

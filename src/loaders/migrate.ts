@@ -189,8 +189,8 @@ export async function migrateToLatest(warehouse: Warehouse, options: MigrateOpti
   const catalog = options.catalog ?? CATALOG;
   const objects =
     options.derivedRevision === undefined
-      ? derivedObjectsOf(catalog, warehouse.dialect)
-      : deriveObjects(catalog, warehouse.dialect, options.derivedRevision);
+      ? derivedObjectsOf(catalog, warehouse.dialect, warehouse.schemas)
+      : deriveObjects(catalog, warehouse.dialect, options.derivedRevision, warehouse.schemas);
   const logger = options.logger ?? warehouse.logger;
   const migrations = options.migrations ?? MIGRATIONS;
   const names = await appliedMigrations(warehouse);

@@ -39,6 +39,8 @@ export interface ReadonlyRolePlan {
   role: string;
   /** The warehouse's schema: current_schema() of svcsync's connection. */
   schema: string;
+  /** The schema of the views (`warehouse.views_schema`), when they have one of their own. */
+  viewsSchema?: string;
   /** The user svcsync connects as, which runs the migrations and so owns the tables they create. */
   owner: string;
   /** Whether the role exists already: then only the grants are applied again. */
@@ -53,20 +55,27 @@ export interface ReadonlyRolePlan {
  */
 export function readonlyRoleStatements(plan: ReadonlyRolePlan): string[] {
   const role = quoteIdent(validateRoleName(plan.role));
-  const schema = quoteIdent(plan.schema);
+  // The views' schema too, when they have one: a BI tool shown only it reads the views alone.
+  const schemas = [...new Set([plan.schema, plan.viewsSchema ?? plan.schema])].map(quoteIdent);
   return [
     ...(plan.exists ? [] : [`CREATE ROLE ${role} NOLOGIN`]),
-    `GRANT USAGE ON SCHEMA ${schema} TO ${role}`,
-    `GRANT SELECT ON ALL TABLES IN SCHEMA ${schema} TO ${role}`,
-    `ALTER DEFAULT PRIVILEGES FOR ROLE ${quoteIdent(plan.owner)} IN SCHEMA ${schema} GRANT SELECT ON TABLES TO ${role}`,
+    ...schemas.flatMap((schema) => [
+      `GRANT USAGE ON SCHEMA ${schema} TO ${role}`,
+      `GRANT SELECT ON ALL TABLES IN SCHEMA ${schema} TO ${role}`,
+      `ALTER DEFAULT PRIVILEGES FOR ROLE ${quoteIdent(plan.owner)} IN SCHEMA ${schema} GRANT SELECT ON TABLES TO ${role}`,
+    ]),
   ];
 }
 
 /** What to tell the user afterwards: how a tool's login gets the role's rights. */
-export function readonlyRoleHint(role: string): string {
+export function readonlyRoleHint(role: string, schemas?: { schema: string; viewsSchema?: string }): string {
+  const path = schemas?.viewsSchema === undefined ? undefined : `${schemas.viewsSchema}, ${schemas.schema}`;
   return (
     `Create a login for each tool as a member of it, in psql (choose the password there, not on svcsync's command line):\n` +
     `  CREATE USER metabase LOGIN PASSWORD '...' IN ROLE ${role};\n` +
+    (path === undefined
+      ? ''
+      : `  ALTER ROLE metabase SET search_path = ${path};   -- the views first, then the tables, for unqualified names\n`) +
     `Run svcsync migrate --create-readonly-role ${role} again at any time: it re-applies the grants.`
   );
 }
@@ -74,6 +83,8 @@ export function readonlyRoleHint(role: string): string {
 export interface ReadonlyRoleResult {
   role: string;
   schema: string;
+  /** The views' schema when they have one of their own. */
+  viewsSchema?: string;
   created: boolean;
   statements: string[];
 }
@@ -93,7 +104,15 @@ export async function createReadonlyRole(warehouse: Warehouse, name: string): Pr
       });
     }
     const found = await trx.executeQuery(CompiledQuery.raw('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]));
-    const statements = readonlyRoleStatements({ role, schema, owner, exists: found.rows.length > 0 });
+    const views = warehouse.schemas?.views;
+    const viewsSchema = views !== undefined && views !== schema ? views : undefined;
+    const statements = readonlyRoleStatements({
+      role,
+      schema,
+      owner,
+      exists: found.rows.length > 0,
+      ...(viewsSchema !== undefined ? { viewsSchema } : {}),
+    });
     for (const statement of statements) {
       try {
         await trx.executeQuery(CompiledQuery.raw(statement));
@@ -104,7 +123,7 @@ export async function createReadonlyRole(warehouse: Warehouse, name: string): Pr
         });
       }
     }
-    return { role, schema, created: found.rows.length === 0, statements };
+    return { role, schema, ...(viewsSchema !== undefined ? { viewsSchema } : {}), created: found.rows.length === 0, statements };
   });
 }
 

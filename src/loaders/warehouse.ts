@@ -54,12 +54,26 @@ export interface Warehouse {
   faults: FaultPolicy;
   /** Where the warehouse's own events are told (retries, a derived-objects refusal); `OpenOptions.logger`. */
   logger?: Logger;
+  /**
+   * Postgres: the schema of the tables (the connection's current schema) and of the views
+   * (`warehouse.views_schema`, else the same). SQLite has none.
+   */
+  schemas?: WarehouseSchemas;
   /** SQLite only, when opened with `sqlStats`: time spent per statement shape (the benchmark's). */
   sqlStats?(): SqlStat[];
   close(): Promise<void>;
 }
 
+export interface WarehouseSchemas {
+  tables: string;
+  views: string;
+}
+
 export interface OpenOptions {
+  /** Postgres: the schema of the tables (`warehouse.schema`), made when missing; else the URL's current schema. */
+  schema?: string;
+  /** Postgres: the schema of the views (`warehouse.views_schema`), made when missing; else the tables'. */
+  viewsSchema?: string;
   /** Postgres connections in the pool. */
   poolSize?: number;
   /** SQLite: extra PRAGMA statements after svcsync's own (the benchmark's experiments). */
@@ -151,6 +165,34 @@ async function transactionOf<T>(db: AnyKysely, work: (trx: AnyTransaction) => Pr
   });
 }
 
+/**
+ * The URL with `search_path` set to `schema` for every session (`options=-c search_path=...`, after
+ * any options the URL has, so it wins): the tables, svcsync's state, kysely's migration records and
+ * the leases all live there. Schema names are lower-case identifiers (config), so need no quoting.
+ */
+export function withSearchPath(url: string, schema: string): string {
+  const parsed = new URL(url);
+  const given = parsed.searchParams.get('options');
+  parsed.searchParams.set('options', `${given ? `${given} ` : ''}-c search_path=${schema}`);
+  return parsed.toString();
+}
+
+/**
+ * Makes the configured schemas that do not exist yet (looked up first: CREATE SCHEMA needs a
+ * right on the database that a user of an existing schema may lack), and says where the tables
+ * and the views are.
+ */
+async function prepareSchemas(db: AnyKysely, options: Pick<OpenOptions, 'schema' | 'viewsSchema'>): Promise<WarehouseSchemas> {
+  for (const schema of new Set([options.schema, options.viewsSchema])) {
+    if (schema === undefined) continue;
+    const found = await db.executeQuery(CompiledQuery.raw('SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1', [schema]));
+    if (found.rows.length === 0) await db.executeQuery(CompiledQuery.raw(`CREATE SCHEMA IF NOT EXISTS "${schema}"`));
+  }
+  const current = await db.executeQuery<{ schema: string | null }>(CompiledQuery.raw('SELECT current_schema() AS schema'));
+  const tables = options.schema ?? current.rows[0]?.schema ?? 'public';
+  return { tables, views: options.viewsSchema ?? tables };
+}
+
 export async function openWarehouse(url: string, options: OpenOptions = {}): Promise<Warehouse> {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length) || './warehouse.db';
@@ -213,6 +255,7 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
     };
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
+    if (options.schema !== undefined) url = withSearchPath(url, options.schema);
     setPgTypeParsers();
     const timings = { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings };
     const pool = new pg.Pool({
@@ -235,8 +278,9 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
       onRetry: retryReporter(options.logger),
     };
     const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new PostgresDialect({ pool }), faults) });
+    let schemas: WarehouseSchemas;
     try {
-      await db.executeQuery(CompiledQuery.raw('SELECT 1'));
+      schemas = await prepareSchemas(db, options);
     } catch (error) {
       await db.destroy().catch(() => undefined);
       throw classifyWarehouseError(error, faults);
@@ -246,6 +290,7 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
       db,
       dialect: 'postgres',
       sql: POSTGRES,
+      schemas,
       leases,
       faults,
       ...(options.logger ? { logger: options.logger } : {}),

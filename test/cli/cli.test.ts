@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { PG_BASE_URL } from '../helpers/dialects.js';
 
 const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
 
@@ -209,5 +211,39 @@ describe('the command line', () => {
     const plan = await cli(['plan', '--config', path], env);
     expect(plan.code, plan.stderr).toBe(0);
     expect(plan.stdout).toContain(orgId);
+  }, 60_000);
+
+  it('schema --dbt writes dbt sources for the configured warehouse: SQLite, and Postgres with schema and views_schema', async () => {
+    const rest = connection('secret').slice(1);
+    const sqlite = write('dbt-sqlite.yaml', [`warehouse: sqlite:${join(dir, 'dbt.db')}`, ...rest]);
+    const out = await cli(['schema', '--dbt', '--config', sqlite], { SVC_REFRESH_TOKEN: 'r' });
+    expect(out.code, out.stderr).toBe(0);
+    type Sources = { sources: Array<{ name: string; database?: string; schema: string; tables: Array<{ name: string }> }> };
+    const lite = parse(out.stdout) as Sources;
+    expect(lite.sources.map((s) => [s.name, s.schema, s.database])).toEqual([
+      ['svcsync', 'main', undefined],
+      ['svcsync_views', 'main', undefined],
+    ]);
+    expect(lite.sources[1]!.tables.map((t) => t.name)).toContain('report_sales_order_lines');
+
+    // Named as the run's schemas are, so the run's teardown drops them (test/global-setup.ts).
+    const suffix = `${process.env['SVCSYNC_TEST_RUN'] ?? 'x'}_${process.pid}_${Date.now()}`;
+    const postgres = write('dbt-postgres.yaml', [
+      'warehouse:',
+      `  url: ${PG_BASE_URL}`,
+      `  schema: t_${suffix}_raw`,
+      `  views_schema: t_${suffix}_views`,
+      ...rest,
+    ]);
+    const file = join(dir, 'sources.yml');
+    const pgOut = await cli(['schema', '--dbt', file, '--config', postgres], { SVC_REFRESH_TOKEN: 'r' });
+    expect(pgOut.code, pgOut.stderr).toBe(0);
+    expect(pgOut.stderr).toContain(`wrote ${file}`);
+    const pgSources = parse(readFileSync(file, 'utf8')) as Sources;
+    const database = new URL(PG_BASE_URL).pathname.slice(1);
+    expect(pgSources.sources.map((s) => [s.name, s.schema, s.database])).toEqual([
+      ['svcsync', `t_${suffix}_raw`, database],
+      ['svcsync_views', `t_${suffix}_views`, database],
+    ]);
   }, 60_000);
 });

@@ -97,8 +97,18 @@ function add(groups: Map<string, Group>, key: string, value: number, tolerance =
 
 const REVENUE_STATUSES = (status: unknown): boolean => status !== 'draft' && status !== 'void';
 
+/**
+ * How the sandbox quotes exchange_rate: `default`, base-currency units per unit of the record's
+ * currency; `inverse`, the other way (variant inverseExchangeRate, A37).
+ */
+type Reading = 'default' | 'inverse';
+
 /** What each question's answer must be, from the truth. */
-type Check = (e: E2E, rows: Rec[], summary: SyncSummary) => number;
+type Check = (e: E2E, rows: Rec[], summary: SyncSummary, reading: Reading) => number;
+
+/** Base-currency units per unit of the order's currency, whichever way the sandbox quoted it. */
+const baseRate = (order: Rec, reading: Reading): number =>
+  reading === 'inverse' ? 1 / Number(order['exchange_rate']) : Number(order['exchange_rate']);
 
 function inventoryOrders(e: E2E): Array<{ org: string; order: Rec; precision: number }> {
   return e.sandbox.organizations().flatMap((o) =>
@@ -111,14 +121,14 @@ function inventoryOrders(e: E2E): Array<{ org: string; order: Rec; precision: nu
 }
 /** The list's bcy_total is total × rate rounded to the price precision (the truth holds the single record). */
 const bcyTolerance = (precision: number): number => 0.51 * 10 ** -precision + 1e-9;
-const orderBcy = (order: Rec): number => Number(order['total']) * Number(order['exchange_rate']);
+const orderBcy = (order: Rec, reading: Reading): number => Number(order['total']) * baseRate(order, reading);
 
 const CHECKS: Record<number, Check> = {
-  1: (e, rows) => {
+  1: (e, rows, _, reading) => {
     const expected = new Map<string, Group>();
     for (const { org, order, precision } of inventoryOrders(e)) {
       if (!REVENUE_STATUSES(order['status'])) continue;
-      add(expected, `${org}|${String(order['date']).slice(0, 7)}`, orderBcy(order), bcyTolerance(precision));
+      add(expected, `${org}|${String(order['date']).slice(0, 7)}`, orderBcy(order, reading), bcyTolerance(precision));
     }
     const actual = byKey(rows, ['organization_id', 'month']);
     expect([...actual.keys()].sort()).toEqual([...expected.keys()].sort());
@@ -128,7 +138,7 @@ const CHECKS: Record<number, Check> = {
     }
     return rows.length;
   },
-  2: (e, rows) => {
+  2: (e, rows, _, reading) => {
     const names = new Map<string, unknown>();
     for (const o of e.sandbox.organizations())
       for (const c of e.sandbox.truth(o.ids.inventory, 'inventory', 'contacts'))
@@ -137,7 +147,7 @@ const CHECKS: Record<number, Check> = {
     for (const { org, order, precision } of inventoryOrders(e)) {
       if (!REVENUE_STATUSES(order['status'])) continue;
       const key = `${org}|${String(order['customer_id'])}`;
-      add(groups, key, orderBcy(order), bcyTolerance(precision));
+      add(groups, key, orderBcy(order, reading), bcyTolerance(precision));
       groups.get(key)!.name = names.get(key) ?? order['customer_name'];
     }
     const top = [...groups.entries()].sort(([ka, a], [kb, b]) => b.sum - a.sum || (ka < kb ? -1 : 1)).slice(0, 10);
@@ -220,23 +230,37 @@ const CHECKS: Record<number, Check> = {
     }
     return rows.length;
   },
-  6: (e, rows) => {
+  6: (e, rows, _, reading) => {
     const expected = new Map<string, Group>();
     const quantities = new Map<string, number>();
-    for (const { org, order } of inventoryOrders(e)) {
+    // A line's unit price in the base currency: its rate at the order's rate, rounded to the price
+    // precision where the API sends bcy_rate, derived (unrounded) where it does not.
+    const prices = new Map<string, { min: number; max: number; tolerance: number }>();
+    let foreign = 0;
+    for (const { org, order, precision } of inventoryOrders(e)) {
       if (!REVENUE_STATUSES(order['status'])) continue;
+      const rate = baseRate(order, reading);
+      if (rate !== 1) foreign++;
       for (const line of order['line_items'] as Rec[]) {
         const key = keyOf([org, line['item_id'], line['name']]);
-        add(expected, key, Number(line['item_total']) * Number(order['exchange_rate']));
+        add(expected, key, Number(line['item_total']) * rate);
         quantities.set(key, (quantities.get(key) ?? 0) + Number(line['quantity']));
+        const price = Number(line['rate']) * rate;
+        const tolerance = line['bcy_rate'] === undefined ? 1e-6 : bcyTolerance(precision);
+        const p = prices.get(key) ?? { min: price, max: price, tolerance };
+        prices.set(key, { min: Math.min(p.min, price), max: Math.max(p.max, price), tolerance: Math.max(p.tolerance, tolerance) });
       }
     }
+    expect(foreign, 'orders in a currency other than the base currency').toBeGreaterThan(0);
     const actual = byKey(rows, ['organization_id', 'item_id', 'item_name']);
     expect([...actual.keys()].sort()).toEqual([...expected.keys()].sort());
     for (const [key, g] of expected) {
       expect(num(actual.get(key)!['lines']), key).toBe(g.count);
       expectClose(actual.get(key)!['quantity'], quantities.get(key)!, `${key} quantity`);
       expectClose(actual.get(key)!['sales_bcy'], g.sum, `${key} sales_bcy`);
+      const p = prices.get(key)!;
+      expectClose(actual.get(key)!['lowest_rate_bcy'], p.min, `${key} lowest_rate_bcy`, p.tolerance);
+      expectClose(actual.get(key)!['highest_rate_bcy'], p.max, `${key} highest_rate_bcy`, p.tolerance);
     }
     expectNonIncreasing(rows, 'sales_bcy');
     return rows.length;
@@ -318,11 +342,21 @@ const CHECKS: Record<number, Check> = {
   },
 };
 
-describe.each(DIALECTS)('the example questions of docs/bi.md on %s', (dialect) => {
+/**
+ * Every question against the default server, and against one that quotes exchange_rate the other
+ * way and sends no line's bcy_rate (variants inverseExchangeRate and omitLineBcyRate, A37), so the
+ * base-currency figures are derived in the direction each order's bcy_total shows.
+ */
+describe.each(
+  DIALECTS.flatMap((dialect) => [
+    { dialect, reading: 'default' as const, server: 'the default sandbox' },
+    { dialect, reading: 'inverse' as const, server: 'a sandbox quoting exchange_rate the other way, without bcy_rate' },
+  ]),
+)('the example questions of docs/bi.md on $dialect against $server', ({ dialect, reading }) => {
   let e: E2E;
   let summary: SyncSummary;
   beforeAll(async () => {
-    e = await startE2E(dialect);
+    e = await startE2E(dialect, reading === 'inverse' ? { variants: { inverseExchangeRate: true, omitLineBcyRate: true } } : {});
     summary = await e.sync();
     expectExit(summary, 0);
   }, 180_000);
@@ -338,6 +372,6 @@ describe.each(DIALECTS)('the example questions of docs/bi.md on %s', (dialect) =
     const rows = await e.query<Rec>(q.sql[dialect]);
     const check = CHECKS[q.n];
     expect(check, `a check for question ${q.n}`).toBeDefined();
-    expect(check!(e, rows, summary), `question ${q.n} answers with rows`).toBeGreaterThan(0);
+    expect(check!(e, rows, summary, reading), `question ${q.n} answers with rows`).toBeGreaterThan(0);
   });
 });

@@ -126,6 +126,7 @@ async function viewRows(e: E2E, dialect: Dialect, view: string, organizationId: 
  */
 async function expectSalesOrderLines(e: E2E, dialect: Dialect, inverse = false): Promise<number> {
   let n = 0;
+  let foreign = 0;
   for (const org of e.sandbox.organizations()) {
     const id = org.ids.inventory;
     const names = new Map(e.sandbox.truth(id, 'inventory', 'contacts').map((c) => [String(c['contact_id']), c['contact_name']]));
@@ -147,13 +148,21 @@ async function expectSalesOrderLines(e: E2E, dialect: Dialect, inverse = false):
       expectClose(row['quantity'], Number(line['quantity']), `${label} quantity`);
       expectClose(row['item_total'], Number(line['item_total']), `${label} item_total`);
       expectClose(row['item_total_bcy'], Number(line['item_total']) * rate, `${label} item_total_bcy`);
+      // The unit price in the base currency: the line's bcy_rate (the rate at the order's rate, rounded to
+      // the organization's price precision) where the API sends one, else derived from the order's rate.
+      const precision = Number(order['price_precision']);
+      const rateBcy = Number(line['rate']) * rate;
+      const sent = line['bcy_rate'] !== undefined;
+      expectClose(row['rate_bcy'], rateBcy, `${label} rate_bcy${sent ? '' : ' (derived)'}`, sent ? 0.51 * 10 ** -precision + 1e-9 : 1e-6);
+      if (rate !== 1) foreign++;
       // bcy_total is sent by the list only (the truth holds the single record): it is the total at the
       // order's rate, rounded to the organization's price precision.
-      const precision = Number(order['price_precision']);
       expectClose(row['order_total_bcy'], Number(order['total']) * rate, `${label} order_total_bcy`, 0.51 * 10 ** -precision + 1e-9);
       n++;
     }
   }
+  // Lines in a foreign currency are where rate_bcy and rate differ: some must be there to compare.
+  expect(foreign, 'lines in a currency other than the base currency').toBeGreaterThan(0);
   return n;
 }
 
@@ -344,20 +353,33 @@ describe.each(DIALECTS)('views on %s', (dialect) => {
   }, 120_000);
 });
 
-describe('report_sales_order_lines under the other reading of exchange_rate (A37)', () => {
+/**
+ * The base-currency figures where the line items carry no bcy_rate (variant omitLineBcyRate), under
+ * both readings of exchange_rate (A37; variant inverseExchangeRate): rate_bcy is then derived from
+ * the line's rate and the order's exchange_rate, in the direction the order's bcy_total shows.
+ */
+describe.each(
+  DIALECTS.flatMap((dialect) => [
+    { dialect, inverse: false, reading: 'base units per unit of the order\u2019s currency' },
+    { dialect, inverse: true, reading: 'the other way (A37)' },
+  ]),
+)('report_sales_order_lines on $dialect without bcy_rate, exchange_rate quoted $reading', ({ dialect, inverse }) => {
   let e: E2E;
   beforeAll(async () => {
-    e = await startE2E('sqlite', { variants: { inverseExchangeRate: true } });
+    e = await startE2E(dialect, { variants: { inverseExchangeRate: inverse, omitLineBcyRate: true } });
     expectExit(await e.sync(), 0);
   }, 180_000);
   afterAll(async () => {
     await e?.close();
   });
 
-  it("takes the direction from each order's bcy_total: base-currency amounts equal the truth's", async () => {
+  it("derives rate_bcy and item_total_bcy in the direction each order's bcy_total shows: they equal the truth's", async () => {
     const orders = e.sandbox.organizations().flatMap((o) => e.sandbox.truth(o.ids.inventory, 'inventory', 'sales_orders'));
-    expect(orders.some((o) => typeof o['exchange_rate'] === 'number' && o['exchange_rate'] < 1)).toBe(true);
-    expect(await expectSalesOrderLines(e, 'sqlite', true)).toBeGreaterThan(10);
+    const lines = orders.flatMap((o) => o['line_items'] as Rec[]);
+    expect(lines.length).toBeGreaterThan(10);
+    expect(lines.every((l) => !('bcy_rate' in l))).toBe(true);
+    if (inverse) expect(orders.some((o) => typeof o['exchange_rate'] === 'number' && o['exchange_rate'] < 1)).toBe(true);
+    expect(await expectSalesOrderLines(e, dialect, inverse)).toBeGreaterThan(10);
   });
 });
 

@@ -46,8 +46,9 @@ function columnRow(r) {
  */
 export async function derivedSnapshot(dialect, query) {
   const tables = sortBy(
-    (await query('SELECT table_name, stream, parent_table, description FROM _svcsync_tables')).map((r) => ({
+    (await query('SELECT table_name, kind, stream, parent_table, description FROM _svcsync_tables')).map((r) => ({
       table_name: r.table_name,
+      kind: r.kind,
       stream: r.stream,
       parent_table: r.parent_table,
       description: r.description,

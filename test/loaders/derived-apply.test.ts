@@ -222,7 +222,10 @@ describe.each(DIALECTS)('the derived objects on %s', (dialect) => {
     const warnings = log.records.filter((r) => r['level'] === 'warn');
     expect(warnings).toHaveLength(1);
     expect(String(warnings[0]!['msg'])).toMatch(
-      /made by svcsync \S+ \(derived revision 1\), newer than this svcsync .* \(derived revision 0\)/,
+      new RegExp(
+        `made by svcsync \\S+ \\(derived revision ${DERIVED_REVISION}\\), ` +
+          `newer than this svcsync .* \\(derived revision ${DERIVED_REVISION - 1}\\)`,
+      ),
     );
     expect(String(warnings[0]!['msg'])).toContain('the sync runs');
 

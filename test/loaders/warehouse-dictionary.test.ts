@@ -1,6 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CATALOG, relationships, sqlType, tableDefinitions } from '../../src/catalog/index.js';
+import { viewDefinitions } from '../../src/catalog/views.js';
 import { columnComment, literal } from '../../src/loaders/derived/derived-objects.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
@@ -9,6 +10,7 @@ import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialect
 const defs = tableDefinitions(CATALOG);
 const rels = relationships(CATALOG);
 const foreignKeys = rels.filter((r) => r.kind === 'foreign_key');
+const views = viewDefinitions(CATALOG);
 
 describe('the relationships behind the dictionary', () => {
   it('has a foreign key for every child table, and none for a stream table', () => {
@@ -78,7 +80,7 @@ describe.each(DIALECTS)('the dictionary after migrateToLatest on %s', (dialect) 
     await migrateToLatest(wh);
 
     const tables = await rows<{ table_name: string; stream: string; parent_table: string | null; description: string }>(
-      'SELECT table_name, stream, parent_table, description FROM _svcsync_tables ORDER BY table_name',
+      "SELECT table_name, stream, parent_table, description FROM _svcsync_tables WHERE kind = 'table' ORDER BY table_name",
     );
     expect(tables).toEqual(
       defs
@@ -86,7 +88,7 @@ describe.each(DIALECTS)('the dictionary after migrateToLatest on %s', (dialect) 
         .sort((a, b) => (a.table_name < b.table_name ? -1 : 1)),
     );
 
-    const columns = await rows<ColumnRow>('SELECT * FROM _svcsync_columns');
+    const columns = (await rows<ColumnRow>('SELECT * FROM _svcsync_columns')).filter((c) => !views.some((v) => v.name === c.table_name));
     expect(columns.length).toBe(defs.reduce((n, d) => n + d.columns.length, 0));
     const byKey = new Map(columns.map((c) => [`${c.table_name}.${c.column_name}`, c]));
     for (const d of defs) {
@@ -206,5 +208,143 @@ describe('the Postgres constraints and comments after migrateToLatest', () => {
     expect(byColumn.get('inventory_sales_orders._deleted_at')).toMatch(/never removed/);
     expect(byColumn.get('inventory_sales_orders._hash')).toMatch(/SHA-1/);
     expect(byColumn.get('billing_plans.plan_code')).toContain('plan\u2019s id');
+  });
+});
+
+/**
+ * Whether a description tells a BI user more than the API field's name: at least three words once
+ * the name and the "API field: ..." part are taken out ("API field: salesorder_number" is none).
+ */
+export function saysMore(text: string | null | undefined, column: string): boolean {
+  if (!text) return false;
+  const rest = text.replace(/API field: \S+/g, '').replaceAll(column, '');
+  return (rest.match(/[A-Za-z]{2,}/g) ?? []).length >= 3;
+}
+
+describe('saysMore', () => {
+  it.each<[string | null, string, boolean]>([
+    [null, 'salesorder_number', false],
+    ['API field: salesorder_number.', 'salesorder_number', false],
+    ['salesorder_number as sent. API field: salesorder_number.', 'salesorder_number', false],
+    ['The order’s number as the customer sees it. API field: salesorder_number.', 'salesorder_number', true],
+  ])('%s', (text, column, expected) => {
+    expect(saysMore(text, column)).toBe(expected);
+  });
+});
+
+/** Columns a BI user reads as data: not svcsync's own bookkeeping (`_raw`, `_synced_at`, `_position`, ...). */
+const isData = (column: string): boolean => !column.startsWith('_');
+
+describe.each(DIALECTS)('what a BI user sees on %s is described, views included', (dialect) => {
+  let tw: TestWarehouse;
+  let wh: Warehouse;
+  afterEach(async () => {
+    await wh?.close();
+    await tw?.drop();
+  });
+
+  async function rows<T>(text: string, params: unknown[] = []): Promise<T[]> {
+    return (await wh.db.executeQuery<T>(CompiledQuery.raw(text, params))).rows;
+  }
+
+  /** The warehouse's views and their columns, in order, as the database itself reports them. */
+  async function actualViews(): Promise<Map<string, Array<{ name: string; type: string }>>> {
+    const found =
+      dialect === 'postgres'
+        ? await rows<{ t: string; name: string; type: string }>(
+            `SELECT c.table_name AS t, c.column_name AS name, c.data_type AS type FROM information_schema.columns c
+               JOIN information_schema.views v ON v.table_schema = c.table_schema AND v.table_name = c.table_name
+              WHERE c.table_schema = current_schema() ORDER BY c.table_name, c.ordinal_position`,
+          )
+        : await rows<{ t: string; name: string; type: string }>(
+            `SELECT m.name AS t, p.name AS name, p.type AS type FROM sqlite_master m, pragma_table_info(m.name) p
+              WHERE m.type = 'view' ORDER BY m.name, p.cid`,
+          );
+    const out = new Map<string, Array<{ name: string; type: string }>>();
+    for (const r of found) out.set(r.t, [...(out.get(r.t) ?? []), { name: r.name, type: r.type }]);
+    return out;
+  }
+
+  it('every view is in _svcsync_tables (kind view) and _svcsync_columns, column for column, and described', async () => {
+    tw = await freshWarehouse(dialect);
+    wh = await tw.open();
+    await migrateToLatest(wh);
+    const listed = await rows<{ table_name: string; description: string; stream: string }>(
+      "SELECT table_name, description, stream FROM _svcsync_tables WHERE kind = 'view' ORDER BY table_name",
+    );
+    const actual = await actualViews();
+    expect(listed.map((v) => v.table_name)).toEqual([...actual.keys()].sort());
+    expect(listed.length).toBe(views.length);
+    for (const v of listed) {
+      expect(saysMore(v.description, v.table_name), `${v.table_name}: ${v.description}`).toBe(true);
+      expect(v.stream, v.table_name).toMatch(/^[a-z]+\.[a-z_]+(, [a-z]+\.[a-z_]+)*$/);
+    }
+    const columns = await rows<ColumnRow>(
+      `SELECT c.* FROM _svcsync_columns c JOIN _svcsync_tables t ON t.table_name = c.table_name WHERE t.kind = 'view'
+        ORDER BY c.table_name, c.position`,
+    );
+    for (const [view, shown] of actual) {
+      const own = columns.filter((c) => c.table_name === view);
+      expect(
+        own.map((c) => c.column_name),
+        `${view}: the dictionary's columns are the view's`,
+      ).toEqual(shown.map((c) => c.name));
+      // Postgres reports each column's type: the dictionary's must be it.
+      if (dialect === 'postgres') {
+        const name = (type: string): string => (type === 'timestamp with time zone' ? 'timestamptz' : type);
+        expect(
+          own.map((c) => c.type),
+          `${view}: the dictionary's types are the view's`,
+        ).toEqual(shown.map((c) => name(c.type)));
+      }
+    }
+  });
+
+  it('at least 90 % of the data columns of the tables and views have a description that says more than the field name', async () => {
+    tw = await freshWarehouse(dialect);
+    wh = await tw.open();
+    await migrateToLatest(wh);
+    const columns = (await rows<ColumnRow>('SELECT * FROM _svcsync_columns')).filter((c) => isData(c.column_name));
+    const described = columns.filter((c) => saysMore(c.description, c.column_name));
+    const viewColumns = columns.filter((c) => views.some((v) => v.name === c.table_name));
+    expect(viewColumns.length).toBeGreaterThan(800);
+    expect(described.length / columns.length).toBeGreaterThanOrEqual(0.9);
+    const reports = columns.filter((c) => c.table_name.startsWith('report_'));
+    expect(reports.length).toBeGreaterThan(50);
+    expect(reports.filter((c) => !saysMore(c.description, c.column_name)).map((c) => `${c.table_name}.${c.column_name}`)).toEqual([]);
+  });
+});
+
+describe('on Postgres, a BI tool reading comments sees the same descriptions', () => {
+  let tw: TestWarehouse;
+  let wh: Warehouse;
+  afterEach(async () => {
+    await wh?.close();
+    await tw?.drop();
+  });
+
+  it('every view carries a comment, and 90 % of the data columns of tables and views one that says more than the field name', async () => {
+    tw = await freshWarehouse('postgres');
+    wh = await tw.open();
+    await migrateToLatest(wh);
+    const run = async <T>(text: string): Promise<T[]> => (await wh.db.executeQuery<T>(CompiledQuery.raw(text))).rows;
+    const relations = await run<{ name: string; kind: string; comment: string | null }>(
+      `SELECT c.relname AS name, c.relkind AS kind, obj_description(c.oid, 'pg_class') AS comment FROM pg_class c
+        WHERE c.relkind IN ('r', 'v') AND c.relnamespace = current_schema()::regnamespace`,
+    );
+    const viewsFound = relations.filter((r) => r.kind === 'v');
+    expect(viewsFound.length).toBe(views.length);
+    for (const v of viewsFound) expect(saysMore(v.comment, v.name), `${v.name}: ${v.comment}`).toBe(true);
+    const columns = await run<{ t: string; c: string; comment: string | null }>(
+      `SELECT c.relname AS t, a.attname AS c, col_description(c.oid, a.attnum) AS comment
+         FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+        WHERE c.relkind IN ('r', 'v') AND c.relnamespace = current_schema()::regnamespace
+          AND c.relname NOT LIKE '\\_svcsync\\_%' AND a.attname NOT LIKE '\\_%'`,
+    );
+    const onViews = columns.filter((c) => viewsFound.some((v) => v.name === c.t));
+    expect(onViews.length).toBeGreaterThan(800);
+    const described = columns.filter((c) => saysMore(c.comment, c.c));
+    expect(described.length / columns.length).toBeGreaterThanOrEqual(0.9);
+    expect(onViews.filter((c) => !saysMore(c.comment, c.c)).length / onViews.length).toBeLessThanOrEqual(0.1);
   });
 });

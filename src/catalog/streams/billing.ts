@@ -21,7 +21,7 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
     cursor: { field: 'updated_time' },
     kind: 'settings',
     columns: [
-      col('plan_code', 'id', { spec: '2.7', description: 'Unique code chosen by the caller; the plan\u2019s id.' }),
+      col('plan_code', 'id', { spec: '2.7', description: 'The plan\u2019s id: a unique code the organization chose for it.' }),
       ...cols(
         {
           name: 'text',
@@ -43,11 +43,16 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
         },
         { spec: '2.7' },
       ),
-      col('billing_cycles', 'integer', { spec: '2.7', description: '-1 means the plan bills until cancelled.' }),
+      col('billing_cycles', 'integer', {
+        spec: '2.7',
+        description: 'How many times a subscription to the plan is billed; -1 means until it is cancelled.',
+      }),
       ...cols({ product_type: 'text', hsn_or_sac: 'text' }, { spec: '2.7' }),
       col('sat_item_key_code', 'text', {
         spec: '2.7',
-        description: 'Mexico product code; the spec says number, kept as text so leading zeros survive.',
+        description:
+          'Mexico: the SAT product or service key of the plan, for electronic invoices; ' +
+          'text (the spec says number) so leading zeros survive.',
       }),
       ...cols({ unitkey_code: 'text', url: 'text', created_time: 'timestamp', updated_time: 'timestamp' }, { spec: '2.7' }),
     ],
@@ -56,12 +61,14 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
         field: 'tags',
         key: 'tag_id',
         spec: '2.7',
+        description: 'Reporting tags on the plan, with the option chosen for each.',
         columns: cols({ tag_id: 'id', tag_option_id: 'id', tag_name: 'text', tag_option_name: 'text', is_tag_mandatory: 'boolean' }),
       },
       {
         field: 'custom_fields',
         key: 'customfield_id',
         spec: '2.7',
+        description: 'The organization\u2019s custom fields on the plan, with their values and how they print.',
         columns: [
           col('customfield_id', 'id', { alsoAt: [['custom_field_id']] }),
           ...cols({
@@ -136,10 +143,7 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
         },
         { spec: '2.6' },
       ),
-      ...cols(
-        { vendor_id: 'id', vendor_name: 'text' },
-        { spec: '2.6', description: 'Spec 2.6 mentions "vendor related fields" without naming them; these two are assumed.' },
-      ),
+      ...cols({ vendor_id: 'id', vendor_name: 'text' }, { spec: '2.6' }),
       ...cols(
         {
           currency_id: 'id',
@@ -198,7 +202,7 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
           tax_exemption_code: 'text',
           tax_exemption_id: 'id',
         },
-        { spec: '2.6', description: 'The expense\u2019s single line item (one object in responses).' },
+        { spec: '2.6' },
       ),
     ],
     children: [
@@ -218,6 +222,7 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
         field: 'custom_fields',
         key: 'customfield_id',
         spec: '2.6',
+        description: 'The organization\u2019s custom fields on the recurring expense, with their values.',
         columns: [col('customfield_id', 'id', { alsoAt: [['custom_field_id']] }), col('value', 'text')],
       },
     ],

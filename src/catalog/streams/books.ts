@@ -45,7 +45,7 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
         { spec: '2.4', sources: LIST },
       ),
       ...cols({ cost_rate: 'number', is_employee: 'boolean', created_time: 'timestamp' }, { spec: '2.4', sources: DETAIL }),
-      col('custom_fields', 'json', { spec: '2.4', sources: DETAIL, description: 'Kept whole: spec 2.4 does not show its shape.' }),
+      col('custom_fields', 'json', { spec: '2.4', sources: DETAIL }),
     ],
     children: [
       {
@@ -77,10 +77,8 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
         key: 'line_item_id',
         sources: DETAIL,
         spec: '2.8',
-        columns: [
-          ...VENDOR_CREDIT_LINE_ITEM_COLUMNS,
-          ...cols({ project_id: 'id', project_name: 'text' }, { description: 'Books line items carry the project (spec 2.8).' }),
-        ],
+        description: 'The credit\u2019s line items: what was returned or credited, its quantity, price, tax and account.',
+        columns: [...VENDOR_CREDIT_LINE_ITEM_COLUMNS, ...cols({ project_id: 'id', project_name: 'text' })],
         children: [VENDOR_CREDIT_LINE_ITEM_TAGS],
       },
       ...VENDOR_CREDIT_DETAIL_CHILDREN,
@@ -150,13 +148,13 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
         },
         { spec: '2.10' },
       ),
-      col('events', 'json', { spec: '2.10', description: 'Event names that fire the webhook (array of strings).' }),
+      col('events', 'json', { spec: '2.10' }),
       ...cols(
         { is_new_response_format: 'boolean', placeholder: 'text', is_hidden: 'boolean', lock_type: 'text', lock_reason: 'text' },
         { spec: '2.10' },
       ),
       ...cols({ is_active: 'boolean', is_from_plugin: 'boolean', created_time: 'timestamp' }, { spec: '2.10' }),
-      col('related_rules', 'json', { spec: '2.10', description: 'Kept whole: spec 2.10 does not show the elements\u2019 fields.' }),
+      col('related_rules', 'json', { spec: '2.10' }),
     ],
     children: WEBHOOK_PARAMETER_LISTS.map((field) => ({
       field,

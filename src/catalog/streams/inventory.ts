@@ -306,6 +306,7 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
         key: 'line_item_id',
         sources: DETAIL,
         spec: '2.5',
+        description: 'The order\u2019s line items: the item sold, its quantity, unit price, discount, tax and fulfilment.',
         columns: [
           ...cols({
             line_item_id: 'id',
@@ -389,6 +390,7 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
         key: 'custom_field_id',
         sources: LIST,
         spec: '2.5 list item fields',
+        description: 'The organization\u2019s custom fields on the order, with their values (sent by the list).',
         columns: [
           col('custom_field_id', 'id', { alsoAt: [['customfield_id']] }),
           ...cols({ index: 'integer', label: 'text', value: 'text' }),
@@ -419,6 +421,7 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
         key: 'line_item_id',
         sources: DETAIL,
         spec: '2.8',
+        description: 'The credit\u2019s line items: what was returned or credited, its quantity, price, tax and account.',
         columns: VENDOR_CREDIT_LINE_ITEM_COLUMNS,
         children: [VENDOR_CREDIT_LINE_ITEM_TAGS],
       },

@@ -99,14 +99,15 @@ export const VENDOR_CREDIT_LINE_ITEM_COLUMNS: readonly ColumnSpec[] = [
     reverse_charge_vat_amount: 'number',
     stock_on_hand: 'number',
   }),
-  col('item_custom_fields', 'json', { description: 'Array kept whole: spec 2.8 does not show its elements\u2019 fields.' }),
-  col('serial_numbers', 'json', { description: 'Array of serial-number strings (spec 2.8 names it in the request).' }),
+  col('item_custom_fields', 'json'),
+  col('serial_numbers', 'json'),
 ];
 
 export const VENDOR_CREDIT_LINE_ITEM_TAGS: ChildSpec = {
   field: 'tags',
   key: 'tag_id',
   spec: '2.8',
+  description: 'Reporting tags on the line item, with the option chosen for each.',
   columns: cols({ tag_id: 'id', tag_option_id: 'id' }),
 };
 
@@ -131,12 +132,14 @@ export const VENDOR_CREDIT_DETAIL_CHILDREN: readonly ChildSpec[] = only(DETAIL, 
     field: 'documents',
     key: 'document_id',
     spec: '2.8',
+    description: 'Files attached to the credit.',
     columns: cols({ document_id: 'id', file_name: 'text' }),
   },
   {
     field: 'custom_fields',
     key: 'custom_field_id',
     spec: '2.8',
+    description: 'The organization\u2019s custom fields on the credit, with their values.',
     columns: [col('custom_field_id', 'id', { alsoAt: [['customfield_id']] }), ...cols({ label: 'text', value: 'text', index: 'integer' })],
   },
   {

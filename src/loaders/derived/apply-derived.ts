@@ -97,18 +97,42 @@ async function runStatements(db: AnyDb, dialect: DialectName, statements: readon
   for (let i = 0; i < statements.length; i += chunk) await sql.raw(statements.slice(i, i + chunk).join(';\n')).execute(db);
 }
 
-async function existingViews(db: AnyDb, dialect: DialectName): Promise<Set<string>> {
-  const r =
-    dialect === 'postgres'
-      ? await sql<{ name: string }>`SELECT viewname AS name FROM pg_catalog.pg_views WHERE schemaname = current_schema()`.execute(db)
-      : await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'view'`.execute(db);
-  return new Set(r.rows.map((v) => v.name));
+/**
+ * A view as the record and the derived objects name it: `name`, in the connection's schema, or
+ * `schema.name` when the views live in a schema of their own (`warehouse.views_schema`).
+ */
+function viewParts(entry: string): { schema: string | undefined; name: string } {
+  const dot = entry.indexOf('.');
+  return dot < 0 ? { schema: undefined, name: entry } : { schema: entry.slice(0, dot), name: entry.slice(dot + 1) };
+}
+
+/** The views that exist among those named, each as the DROP statement that removes it. */
+async function existingViewDrops(db: AnyDb, dialect: DialectName, entries: readonly string[]): Promise<string[]> {
+  if (dialect === 'sqlite') {
+    const r = await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'view'`.execute(db);
+    const have = new Set(r.rows.map((v) => v.name));
+    return entries.filter((e) => have.has(e)).map((e) => `DROP VIEW ${ident(e)}`);
+  }
+  const schemas = [...new Set(entries.map((e) => viewParts(e).schema).filter((s): s is string => s !== undefined))];
+  const r = await sql<{ schema: string; name: string; here: boolean }>`SELECT schemaname AS schema, viewname AS name,
+      schemaname = current_schema() AS here FROM pg_catalog.pg_views
+      WHERE schemaname = current_schema() OR schemaname = ANY(${schemas}::text[])`.execute(db);
+  const have = new Set(r.rows.map((v) => `${v.schema}.${v.name}`));
+  const current = r.rows.find((v) => v.here)?.schema;
+  return entries.flatMap((entry) => {
+    const { schema, name } = viewParts(entry);
+    const where = schema ?? current;
+    if (where === undefined || !have.has(`${where}.${name}`)) return [];
+    return [`DROP VIEW ${schema === undefined ? ident(name) : `${ident(schema)}.${ident(name)}`}`];
+  });
 }
 
 /**
  * Drops svcsync's views, dependents first: those the record names (in reverse creation order),
  * then any of `current` that exist (a warehouse whose views no record lists). Without CASCADE: a
  * view of the user's own that reads one of them stops the drop, with an error that names it.
+ * Views the record places elsewhere than `current` (views_schema set, changed or unset since) are
+ * dropped where they are, so they move with the setting.
  */
 async function dropDerivedViews(
   db: AnyDb,
@@ -116,14 +140,9 @@ async function dropDerivedViews(
   recorded: readonly string[] | undefined,
   current: readonly string[],
 ): Promise<void> {
-  const existing = await existingViews(db, target.dialect);
   const order = [...new Set([...[...(recorded ?? [])].reverse(), ...[...current].reverse()])];
   try {
-    await runStatements(
-      db,
-      target.dialect,
-      order.filter((name) => existing.has(name)).map((name) => `DROP VIEW ${ident(name)}`),
-    );
+    await runStatements(db, target.dialect, await existingViewDrops(db, target.dialect, order));
   } catch (error) {
     throw viewsInUse(error, target) ?? error;
   }

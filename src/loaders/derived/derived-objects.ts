@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { relationships, sqlType, tableDefinitions, type Relationship, type StreamSpec, type TableDef } from '../../catalog/index.js';
-import { viewDefinitions } from '../../catalog/views.js';
+import { qualifiedNaming, UNQUALIFIED } from '../../catalog/view-types.js';
+import { viewDefinitions, type ViewDef } from '../../catalog/views.js';
 import { ident } from '../sql-dialect.js';
 import type { Warehouse } from '../warehouse.js';
 
@@ -18,21 +19,36 @@ import type { Warehouse } from '../warehouse.js';
  * change needs no bump: the hash follows it. A warehouse whose recorded revision is higher than
  * this belongs to a newer svcsync, whose objects this one leaves alone.
  */
-export const DERIVED_REVISION = 1;
+export const DERIVED_REVISION = 2;
 
 type DialectName = Warehouse['dialect'];
 
 export interface DerivedView {
+  /** The view's name, `schema.name` when the views live in a schema of their own (`warehouse.views_schema`). */
   name: string;
   /** The statement that creates it. */
   create: string;
 }
 
+/**
+ * Where the views go on Postgres: in `views`, reading the tables in `tables`. When the two differ
+ * the views' SQL names every table and view with its schema; when they are the same (the
+ * default) nothing is qualified and the objects are those of every earlier version.
+ */
+export interface DerivedPlacement {
+  tables: string;
+  views: string;
+}
+
 export interface DictionaryTable {
   table_name: string;
+  /** A table's stream; for a view, the streams whose tables it reads, comma-separated. */
   stream: string;
+  /** A child table's parent table; a child table's live view reads its parent's live view. */
   parent_table: string | null;
   description: string;
+  /** `table` or `view`. */
+  kind: 'table' | 'view';
 }
 
 export interface DictionaryColumn {
@@ -71,8 +87,14 @@ export interface DerivedObjects {
 
 /** Descriptions of the dictionary's own tables, which no catalog entry describes. */
 const OWN_TABLES: ReadonlyArray<[string, string]> = [
-  ['_svcsync_tables', 'Every warehouse table svcsync writes, with the stream behind it and its description.'],
-  ['_svcsync_columns', 'Every warehouse column: its type, the API field it comes from, its description and what it references.'],
+  [
+    '_svcsync_tables',
+    'Every warehouse table svcsync writes and every view it makes (kind: table or view), with the streams behind it and its description.',
+  ],
+  [
+    '_svcsync_columns',
+    'Every column of those tables and views: its type, the API field it comes from, its description and what it references.',
+  ],
 ];
 
 /**
@@ -120,7 +142,40 @@ function dictionaryColumns(defs: readonly TableDef[], rels: readonly Relationshi
   );
 }
 
-function comments(defs: readonly TableDef[]): string[] {
+/** The views' columns, after the tables' in the dictionary; a live view's columns point where its table's do. */
+function viewColumns(views: readonly ViewDef[], tableColumns: readonly DictionaryColumn[], dialect: DialectName): DictionaryColumn[] {
+  const byTable = new Map<string, DictionaryColumn>(tableColumns.map((c) => [`${c.table_name}.${c.column_name}`, c]));
+  return views.flatMap((v) =>
+    v.columns.map((c, position): DictionaryColumn => {
+      const same = v.table === undefined ? undefined : byTable.get(`${v.table}.${c.name}`);
+      return {
+        table_name: v.name,
+        column_name: c.name,
+        position,
+        type: sqlType(c.type, dialect),
+        catalog_type: c.type,
+        nullable: c.nullable ? 1 : 0,
+        api_field: c.source,
+        description: c.description === '' ? null : c.description,
+        references_table: same?.references_table ?? null,
+        references_column: same?.references_column ?? null,
+        relationship: same?.relationship ?? null,
+      };
+    }),
+  );
+}
+
+function viewTables(views: readonly ViewDef[]): DictionaryTable[] {
+  return views.map((v) => ({
+    table_name: v.name,
+    stream: v.streams.join(', '),
+    parent_table: v.parentView ?? null,
+    description: v.description,
+    kind: 'view',
+  }));
+}
+
+function comments(defs: readonly TableDef[], views: readonly ViewDef[], viewName: (name: string) => string): string[] {
   return [
     ...OWN_TABLES.map(([table, text]) => `COMMENT ON TABLE ${ident(table)} IS ${literal(text)}`),
     ...defs.map((d) => `COMMENT ON TABLE ${ident(d.name)} IS ${literal(d.description)}`),
@@ -128,6 +183,13 @@ function comments(defs: readonly TableDef[]): string[] {
       d.columns.map(
         (c) => `COMMENT ON COLUMN ${ident(d.name)}.${ident(c.name)} IS ${literal(columnComment(c.source, c.description ?? null))}`,
       ),
+    ),
+    ...views.map((v) => `COMMENT ON VIEW ${viewName(v.name)} IS ${literal(v.description)}`),
+    ...views.flatMap((v) =>
+      v.columns.map((c) => {
+        const text = columnComment(c.source, c.description === '' ? null : c.description);
+        return `COMMENT ON COLUMN ${viewName(v.name)}.${ident(c.name)} IS ${literal(text)}`;
+      }),
     ),
   ];
 }
@@ -144,28 +206,50 @@ function foreignKeys(rels: readonly Relationship[]): DerivedForeignKey[] {
 }
 
 /** Everything the catalog derives for a warehouse of this dialect, and its digest. */
-export function deriveObjects(catalog: readonly StreamSpec[], dialect: DialectName, revision = DERIVED_REVISION): DerivedObjects {
+export function deriveObjects(
+  catalog: readonly StreamSpec[],
+  dialect: DialectName,
+  revision = DERIVED_REVISION,
+  placement?: DerivedPlacement,
+): DerivedObjects {
   const defs = tableDefinitions(catalog);
   const rels = relationships(catalog);
   const postgres = dialect === 'postgres';
+  const apart = postgres && placement !== undefined && placement.views !== placement.tables ? placement : undefined;
+  const views = viewDefinitions(catalog, apart ? qualifiedNaming(apart.tables, apart.views) : UNQUALIFIED);
+  const tableColumns = dictionaryColumns(defs, rels, dialect);
+  const viewName = (name: string): string => (apart ? `${ident(apart.views)}.${ident(name)}` : ident(name));
   const content = {
-    views: viewDefinitions(catalog).map((v) => ({ name: v.name, create: `CREATE VIEW ${ident(v.name)} AS\n${v.sql.join('\n')}` })),
-    tables: defs.map((d) => ({ table_name: d.name, stream: d.stream, parent_table: d.parentTable ?? null, description: d.description })),
-    columns: dictionaryColumns(defs, rels, dialect),
-    comments: postgres ? comments(defs) : [],
+    views: views.map((v) => ({
+      name: apart ? `${apart.views}.${v.name}` : v.name,
+      create: `CREATE VIEW ${viewName(v.name)} AS\n${v.sql.join('\n')}`,
+    })),
+    tables: [
+      ...defs.map((d): DictionaryTable => ({
+        table_name: d.name,
+        stream: d.stream,
+        parent_table: d.parentTable ?? null,
+        description: d.description,
+        kind: 'table',
+      })),
+      ...viewTables(views),
+    ],
+    columns: [...tableColumns, ...viewColumns(views, tableColumns, dialect)],
+    comments: postgres ? comments(defs, views, viewName) : [],
     foreignKeys: postgres ? foreignKeys(rels) : [],
   };
   const hash = createHash('sha256').update(JSON.stringify(content)).digest('hex');
   return { revision, hash, ...content };
 }
 
-const cache = new WeakMap<readonly StreamSpec[], Map<DialectName, DerivedObjects>>();
+const cache = new WeakMap<readonly StreamSpec[], Map<string, DerivedObjects>>();
 
-/** `deriveObjects` once per catalog and dialect: `migrateToLatest` asks before every run. */
-export function derivedObjectsOf(catalog: readonly StreamSpec[], dialect: DialectName): DerivedObjects {
-  let byDialect = cache.get(catalog);
-  if (!byDialect) cache.set(catalog, (byDialect = new Map<DialectName, DerivedObjects>()));
-  let objects = byDialect.get(dialect);
-  if (!objects) byDialect.set(dialect, (objects = deriveObjects(catalog, dialect)));
+/** `deriveObjects` once per catalog, dialect and placement: `migrateToLatest` asks before every run. */
+export function derivedObjectsOf(catalog: readonly StreamSpec[], dialect: DialectName, placement?: DerivedPlacement): DerivedObjects {
+  let byKey = cache.get(catalog);
+  if (!byKey) cache.set(catalog, (byKey = new Map<string, DerivedObjects>()));
+  const key = `${dialect} ${placement?.tables ?? ''} ${placement?.views ?? ''}`;
+  let objects = byKey.get(key);
+  if (!objects) byKey.set(key, (objects = deriveObjects(catalog, dialect, DERIVED_REVISION, placement)));
   return objects;
 }
