@@ -76,7 +76,7 @@ export function sortOrganizations<T extends { connection: string; organizationId
   );
 }
 
-/** `failing`: the service refused its token last time; `unknown`: no daemon or worker run has used it yet. */
+/** `failing`: the service refused its token last time; `unknown`: no run has used it yet. */
 export type ConnectionState = 'failing' | 'ok' | 'unknown';
 
 const HINT_MARK = '\n  → ';
@@ -102,6 +102,21 @@ export function authorizationOf(
   }
   if (answered > 0) return { connection, result: 'ok', at, error: null, hint: null };
   return null;
+}
+
+/**
+ * What one run says about each connection it was asked to sync (see `authorizationOf`): a
+ * connection whose organizations were discovered was accepted, since discovery is answered only
+ * to an authorized token.
+ */
+export function authorizationsOfRun(
+  summary: { organizations: ReadonlyArray<{ connection: string }>; connectionFailures: readonly ConnectionFailure[] },
+  connections: readonly string[],
+  at: number,
+): AuthorizationSeen[] {
+  return connections
+    .map((c) => authorizationOf(c, summary.connectionFailures, summary.organizations.filter((o) => o.connection === c).length, at))
+    .filter((seen): seen is AuthorizationSeen => seen !== null);
 }
 
 /** What `/healthz` answers: `failing` (503) names the connections and organizations behind it. */

@@ -67,9 +67,9 @@ export interface StatusOrganization {
 /** A configured connection, whether or not it reached any organization. */
 export interface StatusConnection {
   connection: string;
-  /** `failing` when the service refused its token last time (nothing of it can sync), `unknown` before any daemon or worker run used it. */
+  /** `failing` when the service refused its token last time (nothing of it can sync), `unknown` before any run used it. */
   state: ConnectionState;
-  /** The last authorization result a daemon's or a worker's run saw (`_svcsync_connections`); null before any. */
+  /** The last authorization result a run saw (`_svcsync_connections`); null before any. */
   authorization: {
     result: 'ok' | 'refused';
     at: string;

@@ -73,7 +73,7 @@ function connectionItem(c: StatusConnection, now: number): string {
       `<div class="err">${esc(a?.error ?? 'the service refused its token')}</div>` +
       (a?.hint ? `<div class="hint">→ ${esc(a.hint)}</div>` : '');
   } else if (c.state === 'ok') what = ` — authorized ${timeTag(a!.at, now)}`;
-  else what = ' — not checked yet (no daemon or worker run has used its token)';
+  else what = ' — not checked yet (no run has used its token)';
   return (
     `<li class="conn" data-connection="${esc(c.connection)}" data-state="${c.state}"><b class="${c.state}">● ${c.state}</b> ` +
     `<b>${esc(c.connection)}</b>${what}<div class="sub">${orgs} · ${esc(c.families.join(', '))} · ${hooks}</div></li>`

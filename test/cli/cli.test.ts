@@ -213,6 +213,25 @@ describe('the command line', () => {
     expect(plan.stdout).toContain(orgId);
   }, 60_000);
 
+  it('a hand-run sync records its verdict on the connection: status shows one that cannot log in as failing, then ok again', async () => {
+    type Doc = { connections: Array<{ connection: string; state: string; authorization: { result: string; hint: string | null } | null }> };
+    const env = { SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token };
+    const good = write('auth-good.yaml', connection(sandbox.credentials.client_secret));
+    const bad = write('auth-bad.yaml', connection('not-the-client-secret'));
+    const refused = await cli(['sync', '--config', bad], env);
+    expect(refused.code, refused.stderr).toBe(3);
+    const failing = JSON.parse((await cli(['status', '--config', bad, '--json'], env)).stdout) as Doc;
+    const acme = failing.connections.find((c) => c.connection === 'acme')!;
+    expect(acme.state).toBe('failing');
+    expect(acme.authorization?.result).toBe('refused');
+    expect(acme.authorization?.hint).toBeTruthy();
+    expect((await cli(['status', '--config', bad], env)).stdout).toMatch(/connection acme: .*cannot authorize/);
+    const again = await cli(['sync', '--config', good], env);
+    expect(again.code, again.stderr).toBe(0);
+    const ok = JSON.parse((await cli(['status', '--config', good, '--json'], env)).stdout) as Doc;
+    expect(ok.connections.find((c) => c.connection === 'acme')).toMatchObject({ state: 'ok', authorization: { result: 'ok' } });
+  }, 60_000);
+
   it('schema --dbt writes dbt sources for the configured warehouse: SQLite, and Postgres with schema and views_schema', async () => {
     const rest = connection('secret').slice(1);
     const sqlite = write('dbt-sqlite.yaml', [`warehouse: sqlite:${join(dir, 'dbt.db')}`, ...rest]);

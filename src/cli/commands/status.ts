@@ -16,7 +16,7 @@ export function renderConnections(connections: readonly StatusConnection[]): str
       lines.push(`  ${a?.error ?? 'the service refused its token'}`);
       if (a?.hint) lines.push(`  → ${a.hint}`);
     } else if (c.state === 'ok') lines.push(`connection ${c.connection}: ok — authorized ${a!.at} (${orgs})`);
-    else lines.push(`connection ${c.connection}: not checked yet — no daemon or worker run has used its token (${orgs})`);
+    else lines.push(`connection ${c.connection}: not checked yet — no run has used its token (${orgs})`);
   }
   return lines;
 }

@@ -8,6 +8,8 @@ import { createProgress } from '../progress.js';
 import { stopOnSignals, loadRuntime, withWarehouse, type Cli, type GlobalOptions } from '../runtime.js';
 import { renderSummary } from '../summary.js';
 import { jsonOutput } from '../json-output.js';
+import { authorizationsOfRun } from '../../scheduler/health.js';
+import { recordAuthorization } from '../../state/connection-auth.js';
 
 interface SyncFlags {
   connection?: string;
@@ -49,8 +51,8 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
   const progress = createProgress(rt.logger, Boolean(process.stderr.isTTY) && !flags.json);
   let summary: SyncSummary;
   try {
-    summary = await withWarehouse(rt, (warehouse) =>
-      runSync({
+    summary = await withWarehouse(rt, async (warehouse) => {
+      const run = await runSync({
         config: rt.config,
         warehouse,
         clock: rt.clock,
@@ -66,8 +68,15 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
         organization: flags.org,
         streams: flags.stream,
         waitForLease: flags.wait ?? false,
-      }),
-    );
+      });
+      // A run from cron is the only one a laptop user has: `svcsync status` shows its verdict on each connection, as a daemon's.
+      const asked = rt.config.connections.map((c) => c.name).filter((name) => !flags.connection || name === flags.connection);
+      for (const seen of authorizationsOfRun(run, asked, rt.clock.now()))
+        await recordAuthorization(warehouse.db, seen).catch((err: unknown) =>
+          rt.logger.warn({ err, connection: seen.connection }, "could not record the connection's authorization result"),
+        );
+      return run;
+    });
   } catch (error) {
     if (!stopped()) throw error;
     progress.stop();
