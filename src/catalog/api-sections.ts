@@ -58,7 +58,7 @@ export function citeSources(spec: string): string {
     .join('; ');
 }
 
-/** A description for markdown beside docs/api.md: each `docs/api.md §N` citation a link to its section, and assumptions a link to theirs. */
+/** A description for markdown beside docs/api.md: each `docs/api.md §N` a link to its section, and assumptions to theirs. */
 export function linkApiSections(text: string): string {
   return text
     .replace(/docs\/assumptions\.md (?=A\d)/g, '[assumptions](assumptions.md) ')
