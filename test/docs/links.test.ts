@@ -5,6 +5,21 @@ import { anchors, documentPaths, links, prose, readDocument, ROOT } from './mark
 
 const DOCS = documentPaths();
 
+/** Phrases that narrate how the project was built rather than what svcsync does. */
+const HISTORY = [
+  /\bchanged this round\b/i,
+  /\bthis round\b/i,
+  /\bthe audit\b/i,
+  /\baudit's run\b/i,
+  /\bissues? \d+\b/i,
+  /\bstop \d+\b/i,
+  /\b(?:this|that|the (?:earlier|previous|next|last)|an earlier) session\b/i,
+  /\b(?:earlier|previous|older) versions? of svcsync\b/i,
+  /\bsvcsync used to\b/i,
+  /\bknown problems\b/i,
+  /\*\*fixed:/i,
+];
+
 /** Where a link points, relative to the root (`undefined` outside the repository), and its anchor. */
 function resolveLink(from: string, target: string): { path: string | undefined; anchor: string | undefined } {
   const hash = target.indexOf('#');
@@ -64,6 +79,21 @@ describe('the documents (README.md, docs/*.md)', () => {
         .forEach((line, index) => {
           const m = /\bspec(?:'s)? (?:§ ?)?\d|§ ?\d+(?:\.\d+)?(?![\d\]])/.exec(line.replace(/\[§\d+(?:\.\d+)?\]\(api\.md#[^)]*\)/g, ''));
           if (m && doc !== 'docs/api.md') found.push(`${doc}:${index + 1} "${m[0]}" is not a link into docs/api.md`);
+        });
+    }
+    expect(found).toEqual([]);
+  });
+
+  it("speak to users, never of the project's history", () => {
+    const found: string[] = [];
+    for (const doc of DOCS) {
+      readDocument(doc)
+        .split('\n')
+        .forEach((line, index) => {
+          for (const phrase of HISTORY) {
+            const m = phrase.exec(line);
+            if (m) found.push(`${doc}:${index + 1} "${m[0]}"`);
+          }
         });
     }
     expect(found).toEqual([]);
