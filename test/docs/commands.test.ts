@@ -66,6 +66,19 @@ function withoutComment(line: string): string {
   return line;
 }
 
+const GLOBAL_OPTIONS = buildProgram({ exit: () => undefined }).options.flatMap((o) => [o.long, o.short]);
+
+/**
+ * Whether the words after a `svcsync` are its arguments: a subcommand-like word or a global
+ * option. `svcsync` as another program's argument (`docker run --name svcsync -p ...`,
+ * `docker exec svcsync svcsync check`) is not an invocation.
+ */
+function isInvocation(words: readonly string[]): boolean {
+  const first = words[0];
+  if (first === undefined || first === 'svcsync') return false;
+  return /^[a-z]/.test(first) || GLOBAL_OPTIONS.includes(first.split('=')[0]);
+}
+
 /** Every `svcsync ...` or `node bin/svcsync.js ...` invocation in the documents' fenced shell blocks. */
 function documentedCommands(): DocumentedCommand[] {
   const out: DocumentedCommand[] = [];
@@ -82,9 +95,12 @@ function documentedCommands(): DocumentedCommand[] {
       for (const { line, text: raw } of lines) {
         const text = withoutComment(raw);
         // A command may follow `cd dir &&`, `ExecStart=`, a cron schedule or `$ `.
-        for (const m of text.matchAll(/(?:^|[\s=&;(])(?:(?:\S*\/)?node\s+(?:\S*\/)?bin\/svcsync\.js|(?:\S*\/)?svcsync)(?=\s|$)(.*)$/g)) {
+        for (const m of text.matchAll(
+          /(?:^|[\s=&;(])(?:(?:\S*\/)?node\s+(?:\S*\/)?bin\/svcsync\.js|(?:\S*\/)?svcsync)(?=\s|$)(?=(.*)$)/g,
+        )) {
           // Optional parts written `[--flag value]` are checked like the rest.
-          out.push({ where: `${doc}:${line}`, words: shellWords(optionalParts(m[1] ?? '')) });
+          const words = shellWords(optionalParts(m[1] ?? ''));
+          if (isInvocation(words)) out.push({ where: `${doc}:${line}`, words });
         }
       }
     }
