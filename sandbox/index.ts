@@ -1,5 +1,5 @@
 /**
- * A local server that behaves like the four API families of ../shared/spec/api.md, for the
+ * A local server that behaves like the four API families of docs/api.md, for the
  * demo, the end-to-end tests and the benchmarks. Self-contained: it shares no code with the
  * client, so a misreading of the spec in one cannot hide the same misreading in the other.
  */

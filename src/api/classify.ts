@@ -191,7 +191,9 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
   if (status === 400 && /per_page/i.test(serverMessage ?? '')) {
     return new FatalError(what, {
       ...details,
-      hint: 'the server refused the page size: set sync.per_page to the largest value it accepts (its maximum is not in the spec; A19).',
+      hint:
+        'the server refused the page size: set sync.per_page to the largest value it accepts ' +
+        '(the API does not document its maximum; docs/assumptions.md A19).',
     });
   }
   if (status === 400) {

@@ -47,7 +47,8 @@ export function resolveAccountsUrl(
   const url = connection.accounts_url ?? regions?.[connection.region] ?? DEFAULT_ACCOUNTS_URLS[connection.region];
   if (!url) {
     throw new ConfigError(
-      `connections[${connectionIndex}].accounts_url: region ${connection.region} has no authorization server in the spec; set accounts_url`,
+      `connections[${connectionIndex}].accounts_url: region ${connection.region} has no known authorization server ` +
+        '(docs/api.md §1, docs/assumptions.md A1); set accounts_url',
     );
   }
   return url.replace(/\/+$/, '');

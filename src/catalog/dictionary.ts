@@ -1,3 +1,4 @@
+import { linkApiSections } from './api-sections.js';
 import type { Relationship } from './relationships.js';
 import { sqlType, type Dialect, type TableDef } from './tables.js';
 import type { ViewDef } from './view-types.js';
@@ -116,7 +117,7 @@ function renderViews(
 
 /** The tables part of docs/warehouse.md: an index, then every table with both dialects' types, then the views. */
 export function renderWarehouseMarkdown(defs: readonly TableDef[], views: readonly ViewDef[] = []): string {
-  const out: string[] = [...renderErd(defs), '## Tables', ''];
+  const out: string[] = ['## Tables', ''];
   out.push(
     ...markdownTable(
       ['table', 'stream', 'parent', 'primary key'],
@@ -142,7 +143,8 @@ export function renderWarehouseMarkdown(defs: readonly TableDef[], views: readon
     );
   }
   out.push(...renderViews(views, (type) => [sqlType(type, 'sqlite'), sqlType(type, 'postgres')], ['SQLite', 'Postgres'], '#'));
-  return out.join('\n');
+  // Beside docs/api.md, a citation of one of its sections is a link to it.
+  return [...renderErd(defs), ...out.map(linkApiSections)].join('\n');
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   type Source,
   type StreamSpec,
 } from './types.js';
+import { citeSources } from './api-sections.js';
 import { fieldDescription } from './descriptions.js';
 
 /**
@@ -144,7 +145,7 @@ function buildStreamLayout(stream: StreamSpec): StreamLayout {
     primaryKey,
     columns,
     children,
-    description: `${stream.description} Stream ${qualifiedName(stream)}; spec ${stream.spec}.`,
+    description: `${stream.description} Stream ${qualifiedName(stream)}; ${citeSources(stream.spec)}.`,
   };
 }
 
@@ -231,7 +232,7 @@ function buildChildLayout(
     children,
     description: `${child.description ?? `Elements of ${child.field}[].`} Keyed by ${
       child.key ?? 'position'
-    } within the parent row of ${parentTable}${child.spec ? `; spec ${child.spec}` : ''}.`,
+    } within the parent row of ${parentTable}${child.spec ? `; ${citeSources(child.spec)}` : ''}.`,
   };
 }
 

@@ -17,7 +17,11 @@ import { sandboxCommand } from './sandbox-command.js';
 export function buildProgram(cli: { exit: (code: number) => void }): Command {
   const program = new Command('svcsync')
     .description('Keep a SQLite or Postgres warehouse current with the books, inventory, invoice and billing API families.')
-    .option('-c, --config <path>', 'configuration file (YAML or JSON)', './svcsync.yaml')
+    .option(
+      '-c, --config <path>',
+      'configuration file (YAML or JSON); default: $SVCSYNC_CONFIG, else the first of ./svcsync.yaml, ' +
+        '$XDG_CONFIG_HOME/svcsync/svcsync.yaml (~/.config), /etc/svcsync/svcsync.yaml',
+    )
     .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (default: info; warn on a terminal)')
     .version(svcsyncVersion(), '-V, --version', "print svcsync's version and exit")
     .showHelpAfterError('(run with --help for usage)')

@@ -1,4 +1,4 @@
-import { loadConfig, DEFAULT_CONFIG_PATH } from '../config/load.js';
+import { loadLocatedConfig, type ConfigLocation } from '../config/locate.js';
 import type { Config } from '../config/schema.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { createLogger, type Logger } from '../core/logger.js';
@@ -13,6 +13,10 @@ export interface GlobalOptions {
 
 export interface Runtime {
   config: Config;
+  /** The file the configuration came from, and how it was found. */
+  configLocation?: ConfigLocation;
+  /** Whether SVCSYNC_WAREHOUSE replaced the file's warehouse URL. */
+  warehouseFromEnv?: boolean;
   logger: Logger;
   secrets: SecretRegistry;
   clock: Clock;
@@ -28,9 +32,9 @@ export function logLevelFor(global: GlobalOptions, fromConfig: string | undefine
 
 export function loadRuntime(global: GlobalOptions): Runtime {
   const secrets = new SecretRegistry();
-  const config = loadConfig(global.config ?? DEFAULT_CONFIG_PATH, { secrets });
+  const { config, location, warehouseFromEnv } = loadLocatedConfig(global.config, { secrets });
   const logger = createLogger({ level: logLevelFor(global, config.log_level), secrets });
-  return { config, logger, secrets, clock: systemClock };
+  return { config, configLocation: location, warehouseFromEnv, logger, secrets, clock: systemClock };
 }
 
 /** Opens the configured warehouse with the configured lease timings and fault settings. */

@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { isStreamName } from '../catalog/index.js';
 import { ConfigError } from '../core/errors.js';
 import type { SecretRegistry } from '../core/secrets.js';
-import { configSchema, type Config } from './schema.js';
+import { configSchema, warehouseUrl, type Config } from './schema.js';
 
 export const DEFAULT_CONFIG_PATH = './svcsync.yaml';
 
@@ -126,8 +126,29 @@ function unknownStreams(config: Config): string[] {
   return out;
 }
 
-/** Reads YAML or JSON from disk and validates it. */
-export function loadConfig(path: string = DEFAULT_CONFIG_PATH, options: { env?: Env; secrets?: SecretRegistry } = {}): Config {
+/**
+ * The document with its warehouse URL replaced (`SVCSYNC_WAREHOUSE`): a `warehouse:` object keeps
+ * its other keys (schemas, retries), a URL alone or no `warehouse:` becomes the URL.
+ */
+export function withWarehouseUrl(document: unknown, url: string): unknown {
+  const checked = warehouseUrl.safeParse(url);
+  if (!checked.success) {
+    throw new ConfigError('SVCSYNC_WAREHOUSE is not a warehouse URL.', [], {
+      hint: 'Set it to sqlite:PATH or postgres://USER@HOST:PORT/DB, or unset it to use the file\u2019s warehouse.',
+    });
+  }
+  const doc = document && typeof document === 'object' && !Array.isArray(document) ? (document as Record<string, unknown>) : {};
+  const current = doc['warehouse'];
+  const warehouse =
+    current && typeof current === 'object' && !Array.isArray(current) ? { ...(current as Record<string, unknown>), url } : url;
+  return { ...doc, warehouse };
+}
+
+/** Reads YAML or JSON from disk and validates it; `warehouseUrl` replaces the file's warehouse URL. */
+export function loadConfig(
+  path: string = DEFAULT_CONFIG_PATH,
+  options: { env?: Env; secrets?: SecretRegistry; warehouseUrl?: string } = {},
+): Config {
   const full = resolve(path);
   if (!existsSync(full)) {
     throw new ConfigError(`No configuration file at ${full}.`, [], {
@@ -142,6 +163,7 @@ export function loadConfig(path: string = DEFAULT_CONFIG_PATH, options: { env?: 
     const detail = parseErrorText(error);
     throw new ConfigError(`${path} could not be parsed: ${detail}`, [], { hint: 'Check the indentation and quoting near the line named.' });
   }
+  if (options.warehouseUrl !== undefined) document = withWarehouseUrl(document, options.warehouseUrl);
   return parseConfig(document, { ...options, source: path });
 }
 

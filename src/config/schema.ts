@@ -236,7 +236,9 @@ const warehouseSchemaName = z
   .string()
   .regex(/^[a-z_][a-z0-9_]{0,49}$/, 'expected a Postgres schema name: lower-case letters, digits and "_", at most 50');
 
-const warehouseUrl = z.string().regex(/^(sqlite:|postgres:\/\/|postgresql:\/\/)/, 'expected sqlite:PATH or postgres://USER@HOST:PORT/DB');
+export const warehouseUrl = z
+  .string()
+  .regex(/^(sqlite:|postgres:\/\/|postgresql:\/\/)/, 'expected sqlite:PATH or postgres://USER@HOST:PORT/DB');
 
 /**
  * Where the data goes: a URL alone (`warehouse: sqlite:./warehouse.db`), or the URL with the

@@ -37,7 +37,7 @@ export interface HookTarget {
   connection: string;
   family: string;
   organizationId: string;
-  /** Stream names within the family (`invoices`) or qualified (`books.invoices`); empty: every incremental stream. */
+  /** Stream names within the family (`sales_orders`) or qualified (`inventory.sales_orders`); empty: every incremental stream. */
   streams: string[];
 }
 

@@ -4,7 +4,8 @@ import { parse as parseYaml } from 'yaml';
 import { exchangeGrantCode, resolveAccountsUrl, revokeToken } from '../../api/oauth.js';
 import { requiredScopes } from '../../api/scopes.js';
 import { CATALOG } from '../../catalog/index.js';
-import { DEFAULT_CONFIG_PATH, interpolateEnv } from '../../config/load.js';
+import { interpolateEnv } from '../../config/load.js';
+import { locateConfig } from '../../config/locate.js';
 import { REGIONS, type Region } from '../../config/plans.js';
 import { FAMILIES, type Family } from '../../catalog/families.js';
 import type { ConnectionConfig } from '../../config/schema.js';
@@ -38,8 +39,9 @@ function exchangeCredentials(
   redirectUri?: string | undefined;
 } {
   let fromFile: Record<string, unknown> | undefined;
-  const path = cli.global().config ?? DEFAULT_CONFIG_PATH;
-  if (existsSync(path)) {
+  // The file is optional here: the flags and SVC_CLIENT_* may carry everything.
+  const path = optionalConfigPath(cli.global().config);
+  if (path !== undefined && existsSync(path)) {
     const doc = interpolateEnv(parseYaml(readFileSync(path, 'utf8')) ?? {}, { ...process.env }, []) as {
       connections?: Array<Record<string, unknown>>;
     };
@@ -182,4 +184,13 @@ export function authCommand(cli: Cli): Command {
       );
     });
   return auth;
+}
+
+/** The configuration file `--config`, SVCSYNC_CONFIG or the lookup names, if any. */
+function optionalConfigPath(flag: string | undefined): string | undefined {
+  try {
+    return locateConfig(flag).path;
+  } catch {
+    return undefined;
+  }
 }

@@ -6,6 +6,7 @@ import { CATALOG } from '../../catalog/index.js';
 import { isOrganizationList, qualifiedName, type StreamSpec } from '../../catalog/types.js';
 import type { Family } from '../../catalog/families.js';
 import { AuthorizationError, ExitCode, describeError } from '../../core/errors.js';
+import { describeLocation } from '../../config/locate.js';
 import { hasNoOrganizationList, organizationsForUnlistedFamily } from '../../extractors/discovery.js';
 import { listOrganizations } from '../../extractors/discovery.js';
 import { recordsOf } from '../../extractors/pager.js';
@@ -25,6 +26,8 @@ export function checkCommand(cli: Cli): Command {
     .option('--no-streams', 'only list organizations (one request per family)')
     .action(async (flags: { connection?: string; streams: boolean }) => {
       const rt = loadRuntime(cli.global());
+      // Which file was read (and whether the environment moved the warehouse): the first question when a check surprises.
+      if (rt.configLocation) process.stdout.write(`${describeLocation(rt.configLocation, rt.warehouseFromEnv === true).join('\n')}\n`);
       let worst: number = ExitCode.ok;
       await withWarehouse(rt, async (warehouse) => {
         await migrateToLatest(warehouse);

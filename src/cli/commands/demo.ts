@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { Command } from 'commander';
 import { CompiledQuery } from 'kysely';
 import { parseConfig } from '../../config/load.js';
@@ -113,7 +113,9 @@ export function demoCommand(cli: Cli): Command {
             "(the sandbox's clock ran 60× faster; requests stayed within the plan's limits in its time).\n",
         );
         process.stdout.write(await runExampleQueries(warehouse));
-        process.stdout.write(`\nThe warehouse is ${file}. Try: sqlite3 ${flags.db} '.tables'   or   node bin/svcsync.js schema\n`);
+        // Installed, the command is `svcsync`; in a checkout, the script.
+        const self = basename(process.argv[1] ?? '') === 'svcsync.js' ? 'node bin/svcsync.js' : 'svcsync';
+        process.stdout.write(`\nThe warehouse is ${file}. Try: sqlite3 ${flags.db} '.tables'   or   ${self} schema\n`);
         cli.exit(summary.exitCode);
       } finally {
         progress.stop();

@@ -1,6 +1,6 @@
 import { relative, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { DEFAULT_CONFIG_PATH } from '../../config/load.js';
+import { CONFIG_ENV } from '../../config/locate.js';
 import { migrateToLatest } from '../../loaders/migrate.js';
 import { REFERENCE_RECORDS } from '../../scheduler/estimate.js';
 import { loadPlanOrganizations, planOrganization, renderPlan } from '../../scheduler/plan.js';
@@ -27,7 +27,9 @@ function defaultCronCommand(config: string | undefined): string {
   const cwd = process.cwd();
   const bin = process.argv[1] ? relative(cwd, resolve(process.argv[1])) : 'bin/svcsync.js';
   const file = bin.startsWith('..') ? resolve(process.argv[1]!) : bin;
-  const cfg = config && config !== DEFAULT_CONFIG_PATH ? ` --config ${config}` : '';
+  // cron's environment has no SVCSYNC_CONFIG: a file it named is named on the line.
+  const named = config ?? process.env[CONFIG_ENV];
+  const cfg = named ? ` --config ${named}` : '';
   return `cd ${cwd} && node ${file}${cfg}`;
 }
 
