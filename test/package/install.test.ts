@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
@@ -50,6 +50,8 @@ describe('the npm package', () => {
     mkdirSync(join(installed, 'build/Release'), { recursive: true });
     copyFileSync(join(built, 'build/Release/better_sqlite3.node'), join(installed, 'build/Release/better_sqlite3.node'));
   }, 600_000);
+  // The prefix holds a whole install (tens of MB): gone with the test.
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('holds the compiled command, sandbox and migrations, and no sources or tests', () => {
     for (const f of [
