@@ -15,7 +15,7 @@ function duration(ms: number): string {
 }
 
 /** An organization's mark by status: done, paused for the quota, left to the process that owns it, else failed. */
-const MARKS: Partial<Record<SyncSummary['organizations'][number]['status'], string>> = { ok: '✓', quota: '⏸', busy: '↷' };
+const MARKS: Partial<Record<SyncSummary['organizations'][number]['status'], string>> = { ok: '✓', quota: '⏸', busy: '↷', stopped: '⏹' };
 
 /** The one-screen summary every run ends with. */
 export function renderSummary(summary: SyncSummary): string {
@@ -23,6 +23,8 @@ export function renderSummary(summary: SyncSummary): string {
   const elapsed = Date.parse(summary.finishedAt) - Date.parse(summary.startedAt);
   lines.push(`svcsync ${summary.command} — run ${summary.runId}, ${duration(elapsed)}, ${summary.requests} API requests`);
   // A warehouse fault is told once, with what to do; each organization it stopped says so in one line.
+  if (summary.stopped)
+    lines.push(`  ⏹ stopped (${summary.stopped}): what is below was committed; run the same command again to continue where it stopped`);
   if (summary.warehouseFault) lines.push(`  ✗ warehouse: ${summary.warehouseFault.split('\n').join('\n    ')}`);
   for (const f of summary.connectionFailures) lines.push(`  ✗ connection ${f.connection}: ${f.error}`);
   for (const f of summary.skippedFamilies) lines.push(`  ✗ connection ${f.connection}: ${f.error}`);
