@@ -36,14 +36,16 @@ export function renderSummary(summary: SyncSummary): string {
     );
     lines.push(
       `  ${mark} ${org.connection} / organization ${org.organizationId} (${org.families.join(', ')}): ${org.status}, ` +
-        `${totals.records} records read, ${totals.written} written, ${totals.deleted} marked deleted`,
+        `${totals.records} records, ${totals.written} written, ${totals.deleted} marked deleted`,
     );
     const notable = org.streams.filter((s) => s.records > 0 || s.requests > 0 || s.status !== 'ok');
     for (const s of notable) {
       const status = s.status === 'ok' ? '' : `  ${s.status}${s.error ? `: ${s.error.split('\n')[0]}` : ''}`;
+      // Records of the stream, rows changed, then what it cost: records received (a record's
+      // single-record read is a second) and requests.
       lines.push(
-        `      ${pad(s.stream, 36)} ${lpad(String(s.records), 8)} read ${lpad(String(s.written), 8)} written ` +
-          `${lpad(String(s.requests), 6)} req${status}`,
+        `      ${pad(s.stream, 36)} ${lpad(String(s.records), 8)} records ${lpad(String(s.written), 8)} written ` +
+          `${lpad(String(s.reads), 8)} reads ${lpad(String(s.requests), 6)} req${status}`,
       );
       // Data-shape warnings: one line per field and kind, however many records had it.
       for (const w of s.warnings ?? []) {

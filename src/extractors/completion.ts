@@ -111,8 +111,8 @@ export async function completeDetails(
               if (!isGone(ctx, error)) throw error;
             }
             await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
-            tally.records++;
-            tally.written++;
+            // The record and its change were counted with its list page: this is one more read of it.
+            tally.reads++;
             if (!record) tally.deleted++;
           });
         }),
@@ -187,7 +187,7 @@ export async function completeChildren(
             }
             const syncedAt = ctx.stamp.next();
             for (const r of records) r.row['_synced_at'] = syncedAt;
-            await commitChildren(ctx, {
+            const { changed } = await commitChildren(ctx, {
               key,
               child,
               parent,
@@ -199,7 +199,8 @@ export async function completeChildren(
             });
             tally.pages += pagesRead;
             tally.records += records.length;
-            tally.written += records.length;
+            tally.reads += records.length;
+            tally.written += changed;
             if (gone) tally.deleted++;
           });
         }),

@@ -25,7 +25,11 @@ export interface StreamOutcome {
   stream: string;
   status: StreamStatus;
   pages: number;
+  /** The stream's records (a list record and its single-record read are one). */
   records: number;
+  /** Records received: list records, single-record reads, child records. */
+  reads: number;
+  /** Rows new or changed. */
   written: number;
   deleted: number;
   requests: number;
@@ -109,6 +113,7 @@ function counts(tally: StreamTally): Omit<StreamOutcome, 'organizationId' | 'str
   return {
     pages: tally.pages,
     records: tally.records,
+    reads: tally.reads,
     written: tally.written,
     deleted: tally.deleted,
     requests: tally.meter.requests,
@@ -164,6 +169,7 @@ export async function syncOrganization(
       status: 'ok',
       pages: 0,
       records: 0,
+      reads: 0,
       written: 0,
       deleted: 0,
       requests: 0,
@@ -227,6 +233,8 @@ export async function syncOrganization(
       status: base.status,
       pages: base.pages,
       records: base.records,
+      reads: base.reads,
+      written: base.written,
       requests: base.requests,
       error: base.error ?? null,
       warnings: base.warnings.length ? JSON.stringify(base.warnings) : null,

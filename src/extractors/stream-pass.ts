@@ -118,7 +118,7 @@ async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Wa
     const end = plan.finished ? passEnd(stream, pass, cursor) : undefined;
     const { deleted } = await commitPage(ctx, { key, stream, syncedAt, ...plan, ...(end ? { end } : { position: pass }) });
     stored.written(plan.rows);
-    countPage(tally, { pages: 1, records: page.records.length, written: plan.rows.length, deleted });
+    countPage(tally, { pages: 1, records: page.records.length, reads: page.records.length, written: plan.changed, deleted });
     reportPage(ctx, key, page.page, tally);
     if (plan.finished) break;
   }
@@ -141,6 +141,7 @@ function since(before: PageCounts, now: PageCounts): PageCounts {
   return {
     pages: now.pages - before.pages,
     records: now.records - before.records,
+    reads: now.reads - before.reads,
     written: now.written - before.written,
     deleted: now.deleted - before.deleted,
   };
@@ -157,11 +158,12 @@ function passEnd(stream: StreamSpec, pass: PassState, cursor: string | null): { 
   };
 }
 
-type PageCounts = Pick<StreamTally, 'pages' | 'records' | 'written' | 'deleted'>;
+type PageCounts = Pick<StreamTally, 'pages' | 'records' | 'reads' | 'written' | 'deleted'>;
 
 function countPage(tally: StreamTally, page: PageCounts): void {
   tally.pages += page.pages;
   tally.records += page.records;
+  tally.reads += page.reads;
   tally.written += page.written;
   tally.deleted += page.deleted;
 }

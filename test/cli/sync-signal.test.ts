@@ -70,7 +70,7 @@ describe('svcsync sync interrupted by SIGINT (a real process)', () => {
     // The summary of what was committed goes to stdout, as a finished run's does.
     expect(first.stdout).toContain('⏹ stopped (interrupted by SIGINT)');
     expect(first.stdout).toMatch(new RegExp(`⏹ p / organization ${organizationId} .*: stopped`));
-    expect(first.stdout).toMatch(/inventory\.contacts +\d+ read +\d+ written .* stopped/);
+    expect(first.stdout).toMatch(/inventory\.contacts +\d+ records +\d+ written .* stopped/);
     expect(first.stdout).toContain('Result: partial: some work is left for the next run (exit 4)');
     const w = await openWarehouse(tw.url);
     try {
@@ -83,7 +83,7 @@ describe('svcsync sync interrupted by SIGINT (a real process)', () => {
       expect(Number(state[0]?.pass_next_page)).toBeGreaterThanOrEqual(2);
       const rows = await w.db.selectFrom('inventory_contacts').select('contact_id').execute();
       expect(rows.length).toBe((Number(state[0]!.pass_next_page) - 1) * 2);
-      const line = /inventory\.contacts +(\d+) read +(\d+) written/.exec(first.stdout);
+      const line = /inventory\.contacts +(\d+) records +(\d+) written/.exec(first.stdout);
       expect(line?.slice(1).map(Number)).toEqual([rows.length, rows.length]);
       const runs = await w.db.selectFrom('_svcsync_runs').select('status').execute();
       expect(runs.map((r): unknown => r.status)).toEqual(['stopped']);
