@@ -15,6 +15,7 @@ import { holding } from './record-budget.js';
 import { raiseIfStopped } from './stop.js';
 import { newTally, type StreamTally } from './stream-tally.js';
 import { detailIsEnabled, normalizePage } from './stream-pass.js';
+import { recordRepairs, repairMessage } from './text-repairs.js';
 
 /** Items taken from the queue per transaction. */
 const BATCH = 50;
@@ -102,10 +103,20 @@ export async function completeDetails(
             raiseIfStopped(ctx);
             const syncedAt = ctx.stamp.next();
             try {
-              const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal, meter: tally.meter });
+              const repaired: string[] = [];
+              const body = await ctx.client.get({
+                family: stream.family,
+                organizationId,
+                path,
+                signal: ctx.signal,
+                meter: tally.meter,
+                repaired,
+              });
               const raw = singleRecord(body, detail.recordKeys, `GET ${stream.family}${path}`, qualifiedName(stream));
               record = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt, runId: ctx.runId });
               tally.warnings.addAll(record.warnings);
+              if (repaired.length)
+                tally.warnings.addAll(recordRepairs(record.table, record.id, repaired, repairMessage(ctx.warehouse.dialect)));
               tally.drift.addAll(record.unknown);
             } catch (error) {
               if (!isGone(ctx, error)) throw error;
@@ -177,7 +188,16 @@ export async function completeChildren(
               })) {
                 pagesRead++;
                 records.push(
-                  ...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally),
+                  ...normalizePage(
+                    ctx,
+                    child,
+                    organizationId,
+                    page.records,
+                    startedAt,
+                    { key: link.key, value: parentId },
+                    tally,
+                    page.repaired,
+                  ),
                 );
                 permit?.resizeTo(records.length);
               }

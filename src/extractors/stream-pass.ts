@@ -9,6 +9,7 @@ import { IncrementalWindow } from './incremental-window.js';
 import { planPage, type StoredRow } from './page-plan.js';
 import { SeenFilter } from './seen-filter.js';
 import type { StreamTally } from './stream-tally.js';
+import { listRepairs, repairMessage } from './text-repairs.js';
 
 /** What the caller asked for; the pass kind follows from it and the stream. */
 export type SyncMode = 'incremental' | 'backfill' | 'reconcile';
@@ -94,7 +95,7 @@ async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Wa
   const stored = await StoredRows.open(ctx, stream, key.organizationId);
   for await (const page of pages(pageRequest(ctx, key, stream, pass, window, tally))) {
     const syncedAt = ctx.stamp.next();
-    const records = normalizePage(ctx, stream, key.organizationId, page.records, syncedAt, undefined, tally);
+    const records = normalizePage(ctx, stream, key.organizationId, page.records, syncedAt, undefined, tally, page.repaired);
     const view = window.observe(
       records.map((n) => n.changedAt),
       page.sortedBy,
@@ -251,13 +252,14 @@ export function detailIsEnabled(ctx: SyncContext, stream: StreamSpec): boolean {
  * comes. Fields the catalog does not know go to the tally's `drift` (without one, nowhere).
  */
 export function normalizePage(
-  ctx: Pick<SyncContext, 'runId' | 'logger'>,
+  ctx: Pick<SyncContext, 'runId' | 'logger'> & { warehouse?: Pick<SyncContext['warehouse'], 'dialect'> },
   stream: StreamSpec,
   organizationId: string,
   records: RawRecord[],
   syncedAt: string,
   parent?: { key: string; value: string },
   tally?: Pick<StreamTally, 'warnings' | 'drift'>,
+  repaired: readonly string[] = [],
 ): NormalizedRecord[] {
   const out: NormalizedRecord[] = [];
   for (const raw of records) {
@@ -277,6 +279,11 @@ export function normalizePage(
       for (const w of n.warnings) ctx.logger.warn({ table: w.table, record: w.id, field: w.field, kind: w.kind }, w.message);
     }
     out.push(n);
+  }
+  if (repaired.length) {
+    const warnings = listRepairs(tableName(stream), out, repaired, repairMessage(ctx.warehouse?.dialect));
+    if (tally) tally.warnings.addAll(warnings);
+    else for (const w of warnings) ctx.logger.warn({ table: w.table, record: w.id, field: w.field, kind: w.kind }, w.message);
   }
   return out;
 }
