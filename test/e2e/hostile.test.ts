@@ -134,7 +134,7 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     180_000,
   );
 
-  it('A38: names ending in NUL and an unpaired surrogate are stored with U+FFFD on both dialects, counted per stream and field', async () => {
+  it('A38: names ending in NUL and an unpaired surrogate are stored as U+FFFD on both dialects, counted per stream and field', async () => {
     e = await startE2E(dialect, { scale: 20, variants: { oddText: true } }, { sync: { per_page: PER_PAGE } });
     const summary = await e.sync();
     expect(streamFailures(summary)).toEqual([]);
