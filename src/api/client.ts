@@ -70,6 +70,11 @@ export interface GetRequest {
   signal?: AbortSignal | undefined;
   /** Counts every request this call sends, retries included (a stream's report). */
   meter?: RequestMeter | undefined;
+  /**
+   * Where the paths of text repaired in the answer go (A38, `contacts[3].contact_name`): the
+   * caller counts them per stream and field. Without it the client logs one line per answer.
+   */
+  repaired?: string[] | undefined;
 }
 
 /** A count of requests sent on behalf of one stream (or other unit of work). */
@@ -352,11 +357,12 @@ export class ApiClient {
     } catch (err) {
       parseError = err;
     }
-    if (repaired.length)
+    if (repaired.length && req.repaired) req.repaired.push(...repaired);
+    else if (repaired.length)
       log.warn(
         { path: built.display, count: repaired.length, fields: repaired.slice(0, 10) },
-        'The response held text with a NUL character or an unpaired surrogate, which a Postgres warehouse cannot store; ' +
-          'each such character was replaced with U+FFFD in the stored rows and _raw. Nothing to do unless the source data should be fixed.',
+        'The response held text with a NUL character or an unpaired surrogate; each such character was replaced with U+FFFD. ' +
+          'Nothing to do unless the source data should be fixed.',
       );
     const code = body && typeof body === 'object' ? (body as Record<string, unknown>)['code'] : undefined;
     if (typeof code === 'number') attempt.code = code;

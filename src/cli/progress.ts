@@ -4,7 +4,8 @@ import type { ProgressReporter } from '../extractors/context.js';
 
 /**
  * On a terminal: one line per stream in flight with its pages, records and the requests
- * left today. Elsewhere: progress goes to the JSON log (a line per stream, pages at debug).
+ * left today, and one per organization held back (after a takeover) with the time left.
+ * Elsewhere: progress goes to the JSON log (a line per stream, pages at debug).
  */
 export function createProgress(logger: Logger, interactive = Boolean(process.stderr.isTTY)): ProgressReporter & { stop(): void } {
   if (!interactive) {
@@ -40,6 +41,7 @@ export function createProgress(logger: Logger, interactive = Boolean(process.std
     cliProgress.Presets.shades_classic,
   );
   const bars = new Map<string, cliProgress.SingleBar>();
+  const timers = new Set<NodeJS.Timeout>();
   const id = (e: { connection: string; organizationId: string; stream: string }): string =>
     `${e.connection}/${e.organizationId}/${e.stream}`;
   return {
@@ -59,6 +61,22 @@ export function createProgress(logger: Logger, interactive = Boolean(process.std
       bar.update(1, { page: `${e.pages} (${e.status})`, records: e.records });
       bar.stop();
     },
-    stop: () => multibar.stop(),
+    waiting: (e) => {
+      // A line of its own counting down, so that a terminal never sits still without a reason.
+      const name = `${e.organizationId} waiting`.padEnd(44);
+      const left = (): number => Math.max(0, Math.ceil((e.until - Date.now()) / 1000));
+      const bar = multibar.create(1, 0, { name, reason: e.reason, left: left() }, { format: ' {name} | {reason}: {left} s left' });
+      const tick = setInterval(() => {
+        if (left() > 0) return bar.update(0, { left: left() });
+        clearInterval(tick);
+        multibar.remove(bar);
+      }, 1000);
+      tick.unref();
+      timers.add(tick);
+    },
+    stop: () => {
+      for (const t of timers) clearInterval(t);
+      multibar.stop();
+    },
   };
 }

@@ -15,7 +15,7 @@ function duration(ms: number): string {
 }
 
 /** An organization's mark by status: done, paused for the quota, left to the process that owns it, else failed. */
-const MARKS: Partial<Record<SyncSummary['organizations'][number]['status'], string>> = { ok: '✓', quota: '⏸', busy: '↷' };
+const MARKS: Partial<Record<SyncSummary['organizations'][number]['status'], string>> = { ok: '✓', quota: '⏸', busy: '↷', stopped: '⏹' };
 
 /** The one-screen summary every run ends with. */
 export function renderSummary(summary: SyncSummary): string {
@@ -23,6 +23,8 @@ export function renderSummary(summary: SyncSummary): string {
   const elapsed = Date.parse(summary.finishedAt) - Date.parse(summary.startedAt);
   lines.push(`svcsync ${summary.command} — run ${summary.runId}, ${duration(elapsed)}, ${summary.requests} API requests`);
   // A warehouse fault is told once, with what to do; each organization it stopped says so in one line.
+  if (summary.stopped)
+    lines.push(`  ⏹ stopped (${summary.stopped}): what is below was committed; run the same command again to continue where it stopped`);
   if (summary.warehouseFault) lines.push(`  ✗ warehouse: ${summary.warehouseFault.split('\n').join('\n    ')}`);
   for (const f of summary.connectionFailures) lines.push(`  ✗ connection ${f.connection}: ${f.error}`);
   for (const f of summary.skippedFamilies) lines.push(`  ✗ connection ${f.connection}: ${f.error}`);
@@ -34,14 +36,16 @@ export function renderSummary(summary: SyncSummary): string {
     );
     lines.push(
       `  ${mark} ${org.connection} / organization ${org.organizationId} (${org.families.join(', ')}): ${org.status}, ` +
-        `${totals.records} records read, ${totals.written} written, ${totals.deleted} marked deleted`,
+        `${totals.records} records, ${totals.written} written, ${totals.deleted} marked deleted`,
     );
     const notable = org.streams.filter((s) => s.records > 0 || s.requests > 0 || s.status !== 'ok');
     for (const s of notable) {
       const status = s.status === 'ok' ? '' : `  ${s.status}${s.error ? `: ${s.error.split('\n')[0]}` : ''}`;
+      // Records of the stream, rows changed, then what it cost: records received (a record's
+      // single-record read is a second) and requests.
       lines.push(
-        `      ${pad(s.stream, 36)} ${lpad(String(s.records), 8)} read ${lpad(String(s.written), 8)} written ` +
-          `${lpad(String(s.requests), 6)} req${status}`,
+        `      ${pad(s.stream, 36)} ${lpad(String(s.records), 8)} records ${lpad(String(s.written), 8)} written ` +
+          `${lpad(String(s.reads), 8)} reads ${lpad(String(s.requests), 6)} req${status}`,
       );
       // Data-shape warnings: one line per field and kind, however many records had it.
       for (const w of s.warnings ?? []) {

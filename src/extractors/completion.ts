@@ -15,6 +15,7 @@ import { holding } from './record-budget.js';
 import { raiseIfStopped } from './stop.js';
 import { newTally, type StreamTally } from './stream-tally.js';
 import { detailIsEnabled, normalizePage } from './stream-pass.js';
+import { recordRepairs, repairMessage } from './text-repairs.js';
 
 /** Items taken from the queue per transaction. */
 const BATCH = 50;
@@ -102,17 +103,27 @@ export async function completeDetails(
             raiseIfStopped(ctx);
             const syncedAt = ctx.stamp.next();
             try {
-              const body = await ctx.client.get({ family: stream.family, organizationId, path, signal: ctx.signal, meter: tally.meter });
+              const repaired: string[] = [];
+              const body = await ctx.client.get({
+                family: stream.family,
+                organizationId,
+                path,
+                signal: ctx.signal,
+                meter: tally.meter,
+                repaired,
+              });
               const raw = singleRecord(body, detail.recordKeys, `GET ${stream.family}${path}`, qualifiedName(stream));
               record = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt, runId: ctx.runId });
               tally.warnings.addAll(record.warnings);
+              if (repaired.length)
+                tally.warnings.addAll(recordRepairs(record.table, record.id, repaired, repairMessage(ctx.warehouse.dialect)));
               tally.drift.addAll(record.unknown);
             } catch (error) {
               if (!isGone(ctx, error)) throw error;
             }
             await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
-            tally.records++;
-            tally.written++;
+            // The record and its change were counted with its list page: this is one more read of it.
+            tally.reads++;
             if (!record) tally.deleted++;
           });
         }),
@@ -177,7 +188,16 @@ export async function completeChildren(
               })) {
                 pagesRead++;
                 records.push(
-                  ...normalizePage(ctx, child, organizationId, page.records, startedAt, { key: link.key, value: parentId }, tally),
+                  ...normalizePage(
+                    ctx,
+                    child,
+                    organizationId,
+                    page.records,
+                    startedAt,
+                    { key: link.key, value: parentId },
+                    tally,
+                    page.repaired,
+                  ),
                 );
                 permit?.resizeTo(records.length);
               }
@@ -187,7 +207,7 @@ export async function completeChildren(
             }
             const syncedAt = ctx.stamp.next();
             for (const r of records) r.row['_synced_at'] = syncedAt;
-            await commitChildren(ctx, {
+            const { changed } = await commitChildren(ctx, {
               key,
               child,
               parent,
@@ -199,7 +219,8 @@ export async function completeChildren(
             });
             tally.pages += pagesRead;
             tally.records += records.length;
-            tally.written += records.length;
+            tally.reads += records.length;
+            tally.written += changed;
             if (gone) tally.deleted++;
           });
         }),

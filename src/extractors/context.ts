@@ -31,6 +31,8 @@ export interface ProgressReporter {
     records: number;
     pages: number;
   }): void;
+  /** The organization sends nothing until `until` (epoch ms), for `reason`: a terminal shows it with the time left. */
+  waiting?(e: { connection: string; organizationId: string; reason: string; until: number }): void;
 }
 
 export const silentProgress: ProgressReporter = {

@@ -1,6 +1,6 @@
 import type { ApiClient } from '../api/client.js';
 import type { Family } from '../catalog/families.js';
-import { isOrganizationList, type StreamSpec } from '../catalog/types.js';
+import { isOrganizationList, qualifiedName, type StreamSpec } from '../catalog/types.js';
 import type { ConnectionConfig } from '../config/schema.js';
 import { AuthorizationError, ConfigError, describeError, FatalError, type SvcsyncError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
@@ -12,6 +12,7 @@ import type { Stamp } from './context.js';
 import { pages, type RawRecord } from './pager.js';
 import { endsTheRun, raiseIfStopped, type StopRequest } from './stop.js';
 import { normalizePage } from './stream-pass.js';
+import { DriftTally, WarningTally } from './stream-tally.js';
 
 /**
  * Discovery: which organizations a connection reaches, in which families. Each family's
@@ -53,7 +54,14 @@ const MAX_ORGANIZATION_PAGES = 1_000;
 export async function listOrganizations(
   client: ApiClient,
   stream: StreamSpec,
-  opts: { signal: AbortSignal; perPage: number; stop?: StopRequest | undefined; pagingRefused?: Set<string> | undefined },
+  opts: {
+    signal: AbortSignal;
+    perPage: number;
+    stop?: StopRequest | undefined;
+    pagingRefused?: Set<string> | undefined;
+    /** Where the paths of repaired text go (A38), numbered across pages as the records returned are. */
+    repaired?: string[];
+  },
 ): Promise<RawRecord[]> {
   const all: RawRecord[] = [];
   for await (const page of pages({
@@ -69,6 +77,9 @@ export async function listOrganizations(
     maxPages: MAX_ORGANIZATION_PAGES,
     pagingRefused: opts.pagingRefused,
   })) {
+    const offset = all.length;
+    for (const path of page.repaired ?? [])
+      opts.repaired?.push(path.replace(/^([^.[]*)\[(\d+)\]/, (_, key: string, i: string) => `${key}[${offset + Number(i)}]`));
     all.push(...page.records);
   }
   return all;
@@ -195,6 +206,7 @@ export async function discoverOrganizations(ctx: DiscoveryContext, only: string 
     const stream = ctx.catalog.find((s) => s.family === family && isOrganizationList(s));
     if (!stream) continue;
     let records: Record<string, unknown>[];
+    const repaired: string[] = [];
     raiseIfStopped(ctx);
     try {
       records = await listOrganizations(ctx.client, stream, {
@@ -202,6 +214,7 @@ export async function discoverOrganizations(ctx: DiscoveryContext, only: string 
         perPage: ctx.perPage,
         stop: ctx.stop,
         pagingRefused: ctx.pagingRefused,
+        repaired,
       });
     } catch (error) {
       if (endsTheRun(error, ctx.signal)) throw error;
@@ -219,7 +232,10 @@ export async function discoverOrganizations(ctx: DiscoveryContext, only: string 
       throw error;
     }
     const now = ctx.stamp.next();
-    const normalized = normalizePage(ctx, stream, '', records, now);
+    // Data-shape warnings of the list, one line per field and kind (the drift of organization lists is not kept).
+    const tally = { warnings: new WarningTally(), drift: new DriftTally() };
+    const normalized = normalizePage({ ...ctx, warehouse: ctx.record?.warehouse }, stream, '', records, now, undefined, tally, repaired);
+    tally.warnings.log(ctx.logger, { stream: qualifiedName(stream) });
     if (ctx.record)
       await commitOrganizations(ctx.record, { connection: ctx.connection.name, family, syncedAt: now, records: normalized, raw: records });
     for (const raw of records) {

@@ -8,6 +8,7 @@ import type { Logger } from '../core/logger.js';
 import type { Fence, LeaseLost } from '../loaders/lease/fence.js';
 import { applyHandover, processOwner } from '../loaders/lease/lease.js';
 import type { Warehouse } from '../loaders/warehouse.js';
+import type { ProgressReporter } from './context.js';
 import type { OrganizationOutcome } from './organization-sync.js';
 import { raiseIfStopped, type StopRequest } from './stop.js';
 
@@ -26,6 +27,7 @@ export interface LeaseContext {
   clock: Clock;
   signal: AbortSignal;
   stop: StopRequest;
+  progress?: ProgressReporter;
 }
 
 /** The work's result under the lease, or who held the organization instead (null when unknown). */
@@ -42,11 +44,18 @@ export async function withOrganizationLease<T>(
   work: (fence: Fence) => Promise<T>,
 ): Promise<Leased<T>> {
   const connection = ctx.connection.name;
-  const lease = await ctx.warehouse.leases.acquire(connection, organizationId, {
-    wait,
-    signal: ctx.signal,
-    check: () => raiseIfStopped(ctx),
-  });
+  const options = { signal: ctx.signal, check: () => raiseIfStopped(ctx) };
+  let lease = await ctx.warehouse.leases.acquire(connection, organizationId, { ...options, wait: false });
+  if (!lease && wait) {
+    // A wait with no end in sight must say for whom it waits (at the default level).
+    const owner = await ctx.warehouse.leases.ownerOf(connection, organizationId).catch(() => null);
+    ctx.logger.warn(
+      { organization_id: organizationId, owner },
+      `organization ${organizationId} is being synced by another svcsync process (${owner ?? 'owner unknown'}); ` +
+        'waiting for it to finish (--wait). A process that died lets go once its lease expires.',
+    );
+    lease = await ctx.warehouse.leases.acquire(connection, organizationId, { ...options, wait: true });
+  }
   if (!lease) return { held: false, owner: await ctx.warehouse.leases.ownerOf(connection, organizationId).catch(() => null) };
   let limiter: OrgLimiter | null = null;
   let unguard: (() => void) | null = null;
@@ -57,13 +66,21 @@ export async function withOrganizationLease<T>(
     // Every request for the organization first asks whether the lease still holds.
     unguard = limiter.addGuard(() => lease.assertHeld());
     if (lease.handover.kind === 'takeover') {
-      // A wait of up to a minute with nothing to show for it must say why (at the default level).
+      // A wait of up to a minute with nothing to show for it must say why (at the default level), once.
+      const until = ctx.clock.now() + limiter.limits.window_ms;
+      const left = Math.ceil(limiter.limits.window_ms / 1000);
       ctx.logger.warn(
-        { organization_id: organizationId, window_ms: limiter.limits.window_ms },
+        { organization_id: organizationId, window_ms: limiter.limits.window_ms, wait_s: left },
         `organization ${organizationId}: the previous svcsync process ended without releasing it (killed, or cut off), so ` +
-          `its last minute of requests is unknown; waiting ${Math.ceil(limiter.limits.window_ms / 1000)} s (one ` +
-          'per-minute window) before the first request, to keep to the per-minute limit',
+          `its requests of the last per-minute window are unknown; waiting ${left} s before the first request, ` +
+          'to keep to the per-minute limit',
       );
+      ctx.progress?.waiting?.({
+        connection,
+        organizationId,
+        reason: 'the previous process was killed: holding one per-minute window',
+        until,
+      });
     }
     return { held: true, value: await work(lease.fence) };
   } finally {

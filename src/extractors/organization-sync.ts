@@ -17,14 +17,19 @@ import { endsTheRun, raiseIfStopped } from './stop.js';
 import { runStreamPass, type SyncMode } from './stream-pass.js';
 import { requiredScopes } from '../api/scopes.js';
 
-export type StreamStatus = 'ok' | 'failed' | 'quota' | 'skipped';
+/** stopped: the run was asked to stop (a signal, the daemon's shutdown or budget) while the stream was read. */
+export type StreamStatus = 'ok' | 'failed' | 'quota' | 'skipped' | 'stopped';
 
 export interface StreamOutcome {
   organizationId: string;
   stream: string;
   status: StreamStatus;
   pages: number;
+  /** The stream's records (a list record and its single-record read are one). */
   records: number;
+  /** Records received: list records, single-record reads, child records. */
+  reads: number;
+  /** Rows new or changed. */
   written: number;
   deleted: number;
   requests: number;
@@ -39,8 +44,11 @@ export interface OrganizationOutcome {
   connection: string;
   organizationId: string;
   families: Family[];
-  /** busy: another live process owns the organization (its lease), so this run left it alone. */
-  status: 'ok' | 'partial' | 'failed' | 'quota' | 'busy';
+  /**
+   * busy: another live process owns the organization (its lease), so this run left it alone.
+   * stopped: the run was asked to stop while it synced the organization; what it committed is counted.
+   */
+  status: 'ok' | 'partial' | 'failed' | 'quota' | 'busy' | 'stopped';
   streams: StreamOutcome[];
   error?: string;
   /**
@@ -100,6 +108,20 @@ function deniedBy(stream: StreamSpec, denied: { scopes: ReadonlySet<string>; fam
   return missing === undefined ? null : `not authorized: the token lacks scope ${missing}`;
 }
 
+/** A stream's counts as its tally has them. */
+function counts(tally: StreamTally): Omit<StreamOutcome, 'organizationId' | 'stream' | 'status' | 'error'> {
+  return {
+    pages: tally.pages,
+    records: tally.records,
+    reads: tally.reads,
+    written: tally.written,
+    deleted: tally.deleted,
+    requests: tally.meter.requests,
+    warnings: tally.warnings.entries(),
+    drift: tally.drift.entries(),
+  };
+}
+
 /**
  * What ended an organization's run early, beside its outcome: a warehouse fault that outlived
  * its retries, or the loss of its lease. Either way nothing more is written for it; the
@@ -119,7 +141,13 @@ export async function syncOrganization(
   ctx: SyncContext,
   organizationId: string,
   families: Family[],
-  options: { mode: SyncMode; since?: string | undefined; streams?: readonly string[] | undefined },
+  options: {
+    mode: SyncMode;
+    since?: string | undefined;
+    streams?: readonly string[] | undefined;
+    /** Told the organization's outcome so far when the run is stopped under it (the stop itself propagates). */
+    onStopped?: (outcome: OrganizationOutcome) => void;
+  },
 ): Promise<OrganizationRun> {
   const outcome: OrganizationOutcome = { connection: ctx.connection.name, organizationId, families, status: 'ok', streams: [] };
   const { top, allowed } = selectStreams(ctx.catalog, families, options.streams);
@@ -141,6 +169,7 @@ export async function syncOrganization(
       status: 'ok',
       pages: 0,
       records: 0,
+      reads: 0,
       written: 0,
       deleted: 0,
       requests: 0,
@@ -169,7 +198,11 @@ export async function syncOrganization(
     try {
       await work(tally);
     } catch (error) {
-      if (endsTheRun(error, ctx.signal)) throw error;
+      if (endsTheRun(error, ctx.signal)) {
+        // What the stream committed before the stop is still the run's to report.
+        outcome.streams.push({ ...base, ...counts(tally), status: 'stopped' });
+        throw error;
+      }
       base.status = error instanceof QuotaExhaustedError ? 'quota' : 'failed';
       base.error = describeError(error);
       // A lost lease ends the organization here: nothing more is written for it.
@@ -184,15 +217,7 @@ export async function syncOrganization(
       log.error({ stream: name, err: error }, `stream failed: ${describeError(error)}`);
     }
     // Whatever way the stream ended, what it spent and committed is reported.
-    Object.assign(base, {
-      pages: tally.pages,
-      records: tally.records,
-      written: tally.written,
-      deleted: tally.deleted,
-      requests: tally.meter.requests,
-      warnings: tally.warnings.entries(),
-      drift: tally.drift.entries(),
-    });
+    Object.assign(base, counts(tally));
     tally.warnings.log(log, { stream: name });
     outcome.streams.push(base);
     // The warehouse cannot take the stream's record now, or may no longer (the lease is gone); what it committed is in the summary.
@@ -208,6 +233,8 @@ export async function syncOrganization(
       status: base.status,
       pages: base.pages,
       records: base.records,
+      reads: base.reads,
+      written: base.written,
       requests: base.requests,
       error: base.error ?? null,
       warnings: base.warnings.length ? JSON.stringify(base.warnings) : null,
@@ -254,10 +281,15 @@ export async function syncOrganization(
     await drain(stream);
   };
 
-  await runAll(
-    limit,
-    top.map((s) => () => runTree(s)),
-  );
+  try {
+    await runAll(
+      limit,
+      top.map((s) => () => runTree(s)),
+    );
+  } catch (error) {
+    if (endsTheRun(error, ctx.signal)) options.onStopped?.({ ...outcome, status: 'stopped' });
+    throw error;
+  }
 
   const failed = outcome.streams.filter((s) => s.status === 'failed' || s.status === 'quota');
   // Set inside the streams' closures, which the compiler cannot follow.

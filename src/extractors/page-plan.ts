@@ -22,6 +22,8 @@ export interface PagePlanInput {
 export interface PagePlan {
   /** Rows to write: every record on a full read, else the new and changed ones. */
   rows: NormalizedRecord[];
+  /** How many of them are new or changed (a full read rewrites unchanged rows too, changing nothing). */
+  changed: number;
   /** Ids with no stored row: they have no older child rows to mark as gone. */
   fresh: ReadonlySet<string>;
   /** Parents whose child streams are queued for reading. */
@@ -52,6 +54,7 @@ export function planPage(input: PagePlanInput): PagePlan {
   });
   return {
     rows: fullRead ? [...input.records] : changed,
+    changed: changed.length,
     fresh: new Set(input.records.filter((n) => !input.stored.has(n.id)).map((n) => n.id)),
     parents: (fullRead ? input.records : changed).map((n) => n.id),
     details: input.detail ? changed.map((n) => n.id) : [],

@@ -12,6 +12,8 @@ export interface Page {
   hasMore: boolean;
   /** The order `page_context` says the page is in (`sort_column`, `sort_order`), when it says. */
   sortedBy?: SortEcho | undefined;
+  /** Paths of the answer whose text was repaired (A38), such as `contacts[3].contact_name`. */
+  repaired?: readonly string[];
 }
 
 /** What a page's `page_context` reports of its order; a key the server left out or empty is absent. */
@@ -167,20 +169,29 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
   const listName = `${req.stream.family}.${req.stream.name}`;
   let bareFirst = undeclared && (req.pagingRefused?.has(listName) ?? false);
   const sendsPaging = (n: number): boolean => n > 1 || !bareFirst;
+  // Each answer's repaired text paths, kept with the answer until its page is yielded.
+  const repairedOf = new WeakMap<object, string[]>();
   const fetchPage = (n: number): Promise<Record<string, unknown>> => {
     const query: Record<string, string | number> = { ...req.query };
     if (sendsPaging(n)) {
       query['page'] = n;
       query['per_page'] = req.perPage;
     }
-    const pending = req.client.get({
-      family: req.stream.family,
-      organizationId: req.organizationId,
-      path: req.path,
-      query,
-      signal: req.signal,
-      meter: req.meter,
-    });
+    const repaired: string[] = [];
+    const pending = req.client
+      .get({
+        family: req.stream.family,
+        organizationId: req.organizationId,
+        path: req.path,
+        query,
+        signal: req.signal,
+        meter: req.meter,
+        repaired,
+      })
+      .then((body) => {
+        if (repaired.length) repairedOf.set(body, repaired);
+        return body;
+      });
     // A prefetch the caller never collects (it stopped on an error) must not be an unhandled rejection.
     pending.catch(() => undefined);
     return pending;
@@ -240,7 +251,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       const prefetch = more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted && run.stop.reason() === null;
       if (prefetch && budget) ahead = budget.tryAcquire(fullPage(page + 1));
       const next = prefetch && (!budget || ahead) ? fetchPage(page + 1) : null;
-      yield { page, records, hasMore: more, sortedBy: sortEcho(body) };
+      yield { page, records, hasMore: more, sortedBy: sortEcho(body), repaired: repairedOf.get(body) ?? [] };
       if (!more) return;
       if (step.action === 'fail-max-pages') {
         throw new FatalError(`${request}: still more pages after ${walked} pages; stopping so the run cannot loop forever.`, {

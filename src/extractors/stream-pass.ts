@@ -9,6 +9,7 @@ import { IncrementalWindow } from './incremental-window.js';
 import { planPage, type StoredRow } from './page-plan.js';
 import { SeenFilter } from './seen-filter.js';
 import type { StreamTally } from './stream-tally.js';
+import { listRepairs, repairMessage } from './text-repairs.js';
 
 /** What the caller asked for; the pass kind follows from it and the stream. */
 export type SyncMode = 'incremental' | 'backfill' | 'reconcile';
@@ -94,7 +95,7 @@ async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Wa
   const stored = await StoredRows.open(ctx, stream, key.organizationId);
   for await (const page of pages(pageRequest(ctx, key, stream, pass, window, tally))) {
     const syncedAt = ctx.stamp.next();
-    const records = normalizePage(ctx, stream, key.organizationId, page.records, syncedAt, undefined, tally);
+    const records = normalizePage(ctx, stream, key.organizationId, page.records, syncedAt, undefined, tally, page.repaired);
     const view = window.observe(
       records.map((n) => n.changedAt),
       page.sortedBy,
@@ -118,7 +119,7 @@ async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Wa
     const end = plan.finished ? passEnd(stream, pass, cursor) : undefined;
     const { deleted } = await commitPage(ctx, { key, stream, syncedAt, ...plan, ...(end ? { end } : { position: pass }) });
     stored.written(plan.rows);
-    countPage(tally, { pages: 1, records: page.records.length, written: plan.rows.length, deleted });
+    countPage(tally, { pages: 1, records: page.records.length, reads: page.records.length, written: plan.changed, deleted });
     reportPage(ctx, key, page.page, tally);
     if (plan.finished) break;
   }
@@ -141,6 +142,7 @@ function since(before: PageCounts, now: PageCounts): PageCounts {
   return {
     pages: now.pages - before.pages,
     records: now.records - before.records,
+    reads: now.reads - before.reads,
     written: now.written - before.written,
     deleted: now.deleted - before.deleted,
   };
@@ -157,11 +159,12 @@ function passEnd(stream: StreamSpec, pass: PassState, cursor: string | null): { 
   };
 }
 
-type PageCounts = Pick<StreamTally, 'pages' | 'records' | 'written' | 'deleted'>;
+type PageCounts = Pick<StreamTally, 'pages' | 'records' | 'reads' | 'written' | 'deleted'>;
 
 function countPage(tally: StreamTally, page: PageCounts): void {
   tally.pages += page.pages;
   tally.records += page.records;
+  tally.reads += page.reads;
   tally.written += page.written;
   tally.deleted += page.deleted;
 }
@@ -249,13 +252,14 @@ export function detailIsEnabled(ctx: SyncContext, stream: StreamSpec): boolean {
  * comes. Fields the catalog does not know go to the tally's `drift` (without one, nowhere).
  */
 export function normalizePage(
-  ctx: Pick<SyncContext, 'runId' | 'logger'>,
+  ctx: Pick<SyncContext, 'runId' | 'logger'> & { warehouse?: Pick<SyncContext['warehouse'], 'dialect'> },
   stream: StreamSpec,
   organizationId: string,
   records: RawRecord[],
   syncedAt: string,
   parent?: { key: string; value: string },
   tally?: Pick<StreamTally, 'warnings' | 'drift'>,
+  repaired: readonly string[] = [],
 ): NormalizedRecord[] {
   const out: NormalizedRecord[] = [];
   for (const raw of records) {
@@ -275,6 +279,11 @@ export function normalizePage(
       for (const w of n.warnings) ctx.logger.warn({ table: w.table, record: w.id, field: w.field, kind: w.kind }, w.message);
     }
     out.push(n);
+  }
+  if (repaired.length) {
+    const warnings = listRepairs(tableName(stream), out, repaired, repairMessage(ctx.warehouse?.dialect));
+    if (tally) tally.warnings.addAll(warnings);
+    else for (const w of warnings) ctx.logger.warn({ table: w.table, record: w.id, field: w.field, kind: w.kind }, w.message);
   }
   return out;
 }

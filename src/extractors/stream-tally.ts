@@ -88,9 +88,11 @@ export class DriftTally {
  */
 export interface StreamTally {
   pages: number;
-  /** Records committed (list records, detail records, child records). */
+  /** The stream's records committed: list records, or a child stream's records (a record's single-record read is not another). */
   records: number;
-  /** Rows written (new or changed, or every row of a full read). */
+  /** Records received in answers: list records, single-record reads and child records. */
+  reads: number;
+  /** Rows changed: new, or with another `_hash` (an unchanged row a full read rewrites is not counted). */
   written: number;
   deleted: number;
   /** Every request sent for the stream, retries included. */
@@ -101,5 +103,14 @@ export interface StreamTally {
 }
 
 export function newTally(): StreamTally {
-  return { pages: 0, records: 0, written: 0, deleted: 0, meter: { requests: 0 }, warnings: new WarningTally(), drift: new DriftTally() };
+  return {
+    pages: 0,
+    records: 0,
+    reads: 0,
+    written: 0,
+    deleted: 0,
+    meter: { requests: 0 },
+    warnings: new WarningTally(),
+    drift: new DriftTally(),
+  };
 }

@@ -28,7 +28,7 @@ import { syncOrganization, type OrganizationOutcome } from './organization-sync.
 import type { RecordBudget } from './record-budget.js';
 import { clientFor, setUpRun } from './run-setup.js';
 import { runAll } from './settle.js';
-import { endsTheRun, neverStop, type StopRequest } from './stop.js';
+import { endsTheRun, neverStop, StopRequested, type StopRequest } from './stop.js';
 import type { SyncMode } from './stream-pass.js';
 
 export interface SyncRunOptions {
@@ -112,6 +112,25 @@ export interface SyncSummary {
   warehouseFault?: string;
   /** Why the run's end could not be recorded in `_svcsync_runs` (the next run closes the row as abandoned). */
   unrecorded?: string;
+  /** Why the run stopped before its end (a signal, the daemon's shutdown): the summary counts what it committed. */
+  stopped?: string;
+}
+
+/**
+ * A run that was asked to stop (cooperatively or by abandoning the page in flight): it still
+ * carries the summary of what was committed, and it is a StopRequested so that every caller
+ * that lets a stop through lets this one through too.
+ */
+export class RunStopped extends StopRequested {
+  constructor(
+    reason: string,
+    readonly summary: SyncSummary,
+    options?: { cause?: unknown },
+  ) {
+    super(reason);
+    this.name = 'RunStopped';
+    if (options && 'cause' in options) this.cause = options.cause;
+  }
 }
 
 /**
@@ -189,42 +208,56 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
         // jobs find it busy.
         if (options.streams?.length === 0) return;
         const limit = pLimit(config.sync.organization_concurrency);
-        const outcomes = await runAll(
-          limit,
-          [...found.entries()].map(([organizationId, families]) => async () => {
-            if (fault) return notStarted(ctx, organizationId, families, fault);
-            touched.add(organizationId);
-            try {
-              const leased = await withOrganizationLease(ctx, organizationId, options.waitForLease ?? false, (fence) =>
-                syncOrganization({ ...ctx, fence }, organizationId, families, {
-                  mode: options.mode,
-                  since: options.since,
-                  streams: options.streams ?? connection.streams,
-                }),
-              );
-              if (!leased.held) return busyOutcome(ctx, organizationId, families, leased.owner);
-              const { outcome, ended } = leased.value;
-              if (ended instanceof WarehouseError) fault ??= ended;
-              if (ended instanceof LeaseLost) return await lostLease(ctx, outcome, ended);
-              return outcome;
-            } catch (error) {
-              if (endsTheRun(error, options.signal)) throw error;
-              const base = { connection: connection.name, organizationId, families, status: 'failed' as const, streams: [] };
-              if (error instanceof LeaseLost) return await lostLease(ctx, base, error);
-              if (error instanceof WarehouseError) fault ??= error;
-              ctx.logger.error({ organization_id: organizationId, err: error }, `organization failed: ${describeError(error)}`);
-              const failed: OrganizationOutcome = {
-                ...base,
-                status: error instanceof QuotaExhaustedError ? 'quota' : 'failed',
-                error: describeError(error),
-              };
-              if (error instanceof QuotaExhaustedError) failed.resumeAt = error.resumeAt.toISOString();
-              if (error instanceof WarehouseError) failed.failure = 'warehouse';
-              return failed;
-            }
-          }),
-        );
-        organizations.push(...outcomes);
+        const syncOne = async (
+          organizationId: string,
+          families: Family[],
+          onStopped: (o: OrganizationOutcome) => void,
+        ): Promise<OrganizationOutcome> => {
+          if (fault) return notStarted(ctx, organizationId, families, fault);
+          touched.add(organizationId);
+          try {
+            const leased = await withOrganizationLease(ctx, organizationId, options.waitForLease ?? false, (fence) =>
+              syncOrganization({ ...ctx, fence }, organizationId, families, {
+                mode: options.mode,
+                since: options.since,
+                streams: options.streams ?? connection.streams,
+                onStopped,
+              }),
+            );
+            if (!leased.held) return busyOutcome(ctx, organizationId, families, leased.owner);
+            const { outcome, ended } = leased.value;
+            if (ended instanceof WarehouseError) fault ??= ended;
+            if (ended instanceof LeaseLost) return await lostLease(ctx, outcome, ended);
+            return outcome;
+          } catch (error) {
+            if (endsTheRun(error, options.signal)) throw error;
+            const base = { connection: connection.name, organizationId, families, status: 'failed' as const, streams: [] };
+            if (error instanceof LeaseLost) return await lostLease(ctx, base, error);
+            if (error instanceof WarehouseError) fault ??= error;
+            ctx.logger.error({ organization_id: organizationId, err: error }, `organization failed: ${describeError(error)}`);
+            const failed: OrganizationOutcome = {
+              ...base,
+              status: error instanceof QuotaExhaustedError ? 'quota' : 'failed',
+              error: describeError(error),
+            };
+            if (error instanceof QuotaExhaustedError) failed.resumeAt = error.resumeAt.toISOString();
+            if (error instanceof WarehouseError) failed.failure = 'warehouse';
+            return failed;
+          }
+        };
+        // Each organization's outcome lands in its slot as it ends, so that a stopped run still reports the finished ones.
+        const entries = [...found.entries()];
+        const slots: (OrganizationOutcome | undefined)[] = entries.map(() => undefined);
+        try {
+          await runAll(
+            limit,
+            entries.map(([organizationId, families], i) => async () => {
+              slots[i] = await syncOne(organizationId, families, (o) => (slots[i] = o));
+            }),
+          );
+        } finally {
+          organizations.push(...slots.filter((o): o is OrganizationOutcome => o !== undefined));
+        }
         const refused = ctx.halt.authorization;
         if (refused) {
           connectionFailures.push({ connection: connection.name, kind: 'authorization', error: describeError(refused) });
@@ -246,18 +279,6 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
     if (!(error instanceof WarehouseError)) throw error;
     fault ??= error;
   });
-  const aborted = branches.find((b): b is PromiseRejectedResult => b.status === 'rejected');
-  if (aborted) {
-    await finishRun(warehouse.db, runId, {
-      finishedAt: stamp.next(),
-      status: 'stopped',
-      requests: clients.reduce((a, c) => a + c.stats().requests, 0),
-      records: 0,
-      errors: [describeError(aborted.reason)],
-    }).catch((error: unknown) => logger.warn({ err: error }, `could not record the run's end: ${describeError(error)}`));
-    throw aborted.reason;
-  }
-
   const usage: UsageLine[] = [];
   for (const organizationId of touched) {
     const l = limiters.peek(organizationId);
@@ -272,6 +293,35 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
     });
   }
   const requests = clients.reduce((a, c) => a + c.stats().requests, 0);
+  const written = organizations.reduce((a, o) => a + o.streams.reduce((b, s) => b + s.written, 0), 0);
+  const aborted = branches.find((b): b is PromiseRejectedResult => b.status === 'rejected');
+  if (aborted) {
+    const reason = aborted.reason instanceof StopRequested ? aborted.reason.reason : describeError(aborted.reason);
+    const finishedAt = stamp.next();
+    await finishRun(warehouse.db, runId, {
+      finishedAt,
+      status: 'stopped',
+      requests,
+      records: written,
+      errors: [describeError(aborted.reason)],
+    }).catch((error: unknown) => logger.warn({ err: error }, `could not record the run's end: ${describeError(error)}`));
+    if (!endsTheRun(aborted.reason, options.signal)) throw aborted.reason;
+    const summary: SyncSummary = {
+      runId,
+      command: options.command,
+      startedAt,
+      finishedAt,
+      organizations,
+      connectionFailures,
+      skippedFamilies,
+      requests,
+      usage,
+      exitCode: ExitCode.partial,
+      stopped: reason,
+    };
+    throw new RunStopped(reason, summary, { cause: aborted.reason });
+  }
+
   // Set inside the branches' closures, which the compiler cannot follow.
   const runFault = fault as WarehouseError | null;
   const exitCode = exitCodeOf(
@@ -303,7 +353,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
       finishedAt,
       status: runStatusOf(exitCode),
       requests,
-      records: organizations.reduce((a, o) => a + o.streams.reduce((b, s) => b + s.written, 0), 0),
+      records: written,
       errors,
     });
   } catch (error) {

@@ -3,31 +3,34 @@ import type { RequestEvent, TokenCacheRegistry } from '../api/client.js';
 import type { LimiterRegistry } from '../api/limiter.js';
 import { BoundedApiClient, RequestBound, RequestBoundReached } from '../api/request-cap.js';
 import type { Family } from '../catalog/families.js';
-import { isOrganizationList, qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
-import type { Config, ConnectionConfig } from '../config/schema.js';
+import { isOrganizationList, qualifiedName, type StreamSpec } from '../catalog/types.js';
+import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
-import { AuthorizationError, ConfigError, ExitCode, FatalError, QuotaExhaustedError, SvcsyncError, describeError } from '../core/errors.js';
+import { ConfigError, ExitCode, SvcsyncError, describeError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import type { Warehouse } from '../loaders/warehouse.js';
-import { toId } from '../normalize/values.js';
-import { recordVerification, type VerifyStatus } from '../state/verify.js';
-import type { Stamp } from './context.js';
 import { discoverOrganizations } from './discovery.js';
 import { selectStreams } from './organization-sync.js';
-import { pages } from './pager.js';
 import { clientFor, setUpRun } from './run-setup.js';
 import { runAll } from './settle.js';
 import { endsTheRun, neverStop, type StopRequest } from './stop.js';
 import { compareIds } from './verify-compare.js';
+import { verifyChildren } from './verify-children.js';
+import {
+  EXAMPLE_IDS,
+  kindOf,
+  noteFailure,
+  readListIds,
+  recordResult,
+  warehouseIds,
+  type OrganizationBlock,
+  type StreamVerification,
+  type VerifyContext,
+} from './verify-lists.js';
 
 export type { VerifyStatus } from '../state/verify.js';
-
-/** Example ids kept per list (in the report and in `_svcsync_verify`). */
-export const EXAMPLE_IDS = 10;
-
-/** A bound on pages per list, so a server that always says has_more_page cannot loop forever. */
-const MAX_PAGES = 100_000;
+export { EXAMPLE_IDS, type StreamVerification, type VerifyContext } from './verify-lists.js';
 
 export interface VerifyOptions {
   config: Config;
@@ -44,6 +47,9 @@ export interface VerifyOptions {
   streams?: readonly string[] | undefined;
   /** Stop before sending more than this many API requests in all (organization lists included). */
   maxRequests?: number | undefined;
+  /** Also check child streams, by reading the child list of every parent (`--children`), or of `sample` parents. */
+  children?: boolean | undefined;
+  sample?: number | undefined;
   catalog?: readonly StreamSpec[];
   /** Test seams, as for runSync. */
   fetch?: typeof fetch;
@@ -51,31 +57,6 @@ export interface VerifyOptions {
   limiters?: LimiterRegistry;
   tokens?: TokenCacheRegistry;
   onRequest?: (e: RequestEvent) => void;
-}
-
-export interface StreamVerification {
-  connection: string;
-  organizationId: string;
-  /** `family.name` */
-  stream: string;
-  status: VerifyStatus;
-  /** Distinct ids the API listed; null when the list was not read to its end. */
-  apiCount: number | null;
-  /** Live rows (`_deleted_at IS NULL`) of this organization in the stream's table. */
-  warehouseCount: number | null;
-  missingCount: number | null;
-  extraCount: number | null;
-  /** Up to EXAMPLE_IDS ids the API lists and the warehouse lacks. */
-  missing: string[];
-  /** Up to EXAMPLE_IDS ids of live rows the API no longer lists. */
-  extra: string[];
-  pages: number;
-  /** Requests sent for this list (retries included). */
-  requests: number;
-  verifiedAt: string;
-  error?: string;
-  /** For a failed stream: the kind of error (authorization, fatal, ...). */
-  errorKind?: SvcsyncError['kind'] | 'unexpected';
 }
 
 export interface SkippedStream {
@@ -103,21 +84,6 @@ export interface VerifySummary {
   exitCode: ExitCode;
 }
 
-/** What verifying needs, passed explicitly (one per connection). */
-export interface VerifyContext {
-  config: Config;
-  connection: ConnectionConfig;
-  warehouse: Warehouse;
-  client: BoundedApiClient;
-  catalog: readonly StreamSpec[];
-  logger: Logger;
-  clock: Clock;
-  stamp: Stamp;
-  signal: AbortSignal;
-  stop: StopRequest;
-  runId: string;
-}
-
 /** A list read page by page needs nothing but the organization: no `{parent}` in its path. */
 export function isTopLevelList(stream: StreamSpec): boolean {
   return !stream.parent && !stream.path.includes('{');
@@ -136,65 +102,6 @@ export function verifiableStreams(
   const { allowed } = selectStreams(catalog, families, allow);
   const selected = catalog.filter((s) => families.includes(s.family) && !isOrganizationList(s) && allowed(s));
   return { top: selected.filter(isTopLevelList), skipped: selected.filter((s) => !isTopLevelList(s)) };
-}
-
-/** Ids of the organization's live rows in the stream's table, as stored (text). */
-async function warehouseIds(warehouse: Warehouse, stream: StreamSpec, organizationId: string): Promise<string[]> {
-  const rows = await warehouse.db
-    .selectFrom(tableName(stream))
-    .select(`${stream.primaryKey} as id`)
-    .where('organization_id', '=', organizationId)
-    .where('_deleted_at', 'is', null)
-    .execute();
-  return rows.map((r: { id: unknown }) => String(r.id));
-}
-
-/** A list record's id, converted exactly as the normalizer converts it (big numbers stay exact). */
-function idOf(stream: StreamSpec, raw: Record<string, unknown>, request: string): string {
-  const value = raw[stream.primaryKey];
-  const id = value === undefined || value === null ? null : toId(value, { message: null });
-  if (typeof id !== 'string' || id === '') {
-    throw new FatalError(`${request}: a record has no "${stream.primaryKey}"`, {
-      hint: `Every ${qualifiedName(stream)} record should carry its id; report this.`,
-      request,
-    });
-  }
-  return id;
-}
-
-/** Every page of the stream's list (no sort, no floor), ids only; counts pages in `progress`. Writes nothing. */
-async function readListIds(
-  ctx: VerifyContext,
-  organizationId: string,
-  stream: StreamSpec,
-  progress: { pages: number },
-): Promise<Set<string>> {
-  const ids = new Set<string>();
-  for await (const page of pages({
-    client: ctx.client,
-    stream,
-    organizationId,
-    path: stream.path,
-    query: { ...(stream.query ?? {}) },
-    perPage: ctx.config.sync.per_page,
-    startPage: 1,
-    signal: ctx.signal,
-    stop: ctx.stop,
-    maxPages: MAX_PAGES,
-    // The next page only once this one is in: a page requested past the bound would be wasted.
-    prefetch: false,
-  })) {
-    progress.pages++;
-    const request = `GET ${stream.family}${stream.path} page ${page.page}`;
-    for (const raw of page.records) ids.add(idOf(stream, raw, request));
-  }
-  return ids;
-}
-
-interface OrganizationBlock {
-  /** Set once the organization's daily quota is spent: later streams are not tried. */
-  quota: QuotaExhaustedError | null;
-  denied: Set<Family>;
 }
 
 async function verifyStream(
@@ -255,21 +162,7 @@ async function verifyStream(
     }
   } catch (error) {
     if (endsTheRun(error, ctx.signal)) throw error;
-    if (error instanceof RequestBoundReached) {
-      result.status = 'incomplete';
-      result.error =
-        result.pages === 0 ? `not checked: ${error.message}` : `not checked to the end: ${error.message} after ${result.pages} page(s)`;
-    } else if (error instanceof QuotaExhaustedError) {
-      block.quota ??= error;
-      result.status = 'incomplete';
-      result.error = `not checked to the end: the organization's daily quota is spent; it can continue at ${error.resumeAt.toISOString()}`;
-    } else {
-      result.status = 'failed';
-      result.error = describeError(error);
-      result.errorKind = kindOf(error);
-      if (error instanceof AuthorizationError) block.denied.add(stream.family);
-      log.error({ err: error }, `verify failed: ${describeError(error)}`);
-    }
+    noteFailure(result, error, block, stream.family, log);
     try {
       await stored();
     } catch {
@@ -278,28 +171,8 @@ async function verifyStream(
   }
   result.requests = ctx.client.requestsTo(organizationId, stream.family, stream.path);
   result.verifiedAt = ctx.stamp.next();
-  await recordVerification(ctx.warehouse.db, {
-    run_id: ctx.runId,
-    connection: result.connection,
-    organization_id: organizationId,
-    stream: name,
-    verified_at: result.verifiedAt,
-    status: result.status,
-    api_count: result.apiCount,
-    warehouse_count: result.warehouseCount,
-    missing_count: result.missingCount,
-    extra_count: result.extraCount,
-    missing_examples: result.missingCount === null ? null : JSON.stringify(result.missing),
-    extra_examples: result.extraCount === null ? null : JSON.stringify(result.extra),
-    requests: result.requests,
-    error: result.error ?? null,
-  });
+  await recordResult(ctx, result);
   return result;
-}
-
-/** What failed: an svcsync error's kind, else 'unexpected'. */
-function kindOf(error: unknown): SvcsyncError['kind'] | 'unexpected' {
-  return error instanceof SvcsyncError ? error.kind : 'unexpected';
 }
 
 /** The exit code a failure of this kind gives when nothing else was checked; any other kind: unexpected. */
@@ -341,6 +214,11 @@ export function verifyExitCode(
  */
 export async function runVerify(options: VerifyOptions): Promise<VerifySummary> {
   const { config, warehouse, clock, logger } = options;
+  if (options.sample !== undefined && (!options.children || !Number.isInteger(options.sample) || options.sample < 1)) {
+    throw new ConfigError(`--sample: "${options.sample}" needs --children and a positive whole number of parents`, [], {
+      hint: 'For example --children --sample 20.',
+    });
+  }
   if (options.maxRequests !== undefined && (!Number.isInteger(options.maxRequests) || options.maxRequests < 1)) {
     throw new ConfigError(`--max-requests: "${options.maxRequests}" is not a positive whole number`, [], {
       hint: 'For example --max-requests 500.',
@@ -402,21 +280,24 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
         limit,
         [...found.entries()].map(([organizationId, families]) => async () => {
           const { top, skipped: perParent } = verifiableStreams(catalog, families, allow);
+          const parentOf = (s: StreamSpec): StreamSpec | undefined =>
+            catalog.find((p) => p.family === s.family && p.name === s.parent?.stream && isTopLevelList(p));
+          const children = options.children ? perParent.filter((s) => parentOf(s) !== undefined) : [];
           for (const s of perParent) {
             const name = qualifiedName(s);
-            if (!skipped.has(name))
+            if (!children.includes(s) && !skipped.has(name))
               skipped.set(name, {
                 stream: name,
-                reason: `read per ${s.parent?.stream ?? 'parent'} record (${s.path}); verify reads top-level lists only`,
+                reason: `read per ${s.parent?.stream ?? 'parent'} record (${s.path}); \`svcsync verify --children\` reads them`,
               });
           }
           const block: OrganizationBlock = { quota: null, denied: new Set() };
-          // Two lists at a time per organization, as sync reads them.
+          // Two lists at a time per organization, as sync reads them; child lists after the top-level ones.
           const perOrg = pLimit(2);
-          const results = await runAll(
-            perOrg,
-            top.map((stream) => () => verifyStream(ctx, organizationId, stream, block)),
-          );
+          const results = await runAll(perOrg, [
+            ...top.map((stream) => () => verifyStream(ctx, organizationId, stream, block)),
+            ...children.map((child) => () => verifyChildren(ctx, organizationId, child, parentOf(child)!, block, options.sample ?? null)),
+          ]);
           streams.push(...results);
         }),
       );

@@ -107,8 +107,9 @@ function retryReporter(logger: Logger | undefined): FaultPolicy['onRetry'] {
  * Makes the SQLite file's folder, or says in one classified error why it cannot be: no part of
  * the path may be a file, and the nearest existing folder must be writable. Node's recursive
  * mkdir loops for ever where a parent refuses creation without saying why (under /proc).
+ * Returns the first folder it created, if any.
  */
-function prepareSqliteFolder(file: string, faults: FaultPolicy, logger: Logger | undefined): void {
+function prepareSqliteFolder(file: string, faults: FaultPolicy): string | null {
   const folder = dirname(file);
   const missing: string[] = [];
   let at = folder;
@@ -127,7 +128,7 @@ function prepareSqliteFolder(file: string, faults: FaultPolicy, logger: Logger |
   } catch (error) {
     throw classifyWarehouseError(error, faults);
   }
-  if (missing.length > 0) logger?.warn({ folder: missing[0] }, `created the folder ${missing[0]} for the SQLite warehouse ${file}`);
+  return missing[0] ?? null;
 }
 
 export { displayWarehouseUrl };
@@ -204,7 +205,7 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
       onRetry: retryReporter(options.logger),
     };
     const fresh = file !== ':memory:' && !existsSync(file);
-    if (file !== ':memory:') prepareSqliteFolder(file, faults, options.logger);
+    const createdFolder = file !== ':memory:' ? prepareSqliteFolder(file, faults) : null;
     // Another process switching a new file to WAL holds it locked for a moment: waited out like any lock.
     const database = await withFaultRetry(faults, () => {
       let opened: SQLite.Database | null = null;
@@ -220,7 +221,13 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
         return Promise.reject(classifyWarehouseError(error, faults));
       }
     });
-    if (fresh) options.logger?.warn({ warehouse: faults.displayUrl }, `creating a new SQLite warehouse at ${file}`);
+    // Said once, at warn: a typo in the path would otherwise sync into an empty warehouse without a word.
+    if (fresh)
+      options.logger?.warn(
+        { warehouse: faults.displayUrl, ...(createdFolder ? { folder: createdFolder } : {}) },
+        `creating a new, empty SQLite warehouse at ${file}${createdFolder ? ` (and the folder ${createdFolder})` : ''}; ` +
+          'if you meant an existing warehouse, check `warehouse:` in the configuration',
+      );
     database.pragma('synchronous = NORMAL');
     database.pragma('foreign_keys = OFF');
     // A 16 MiB page cache (the default is 2 MiB): upserts into wide tables keyed by text ids

@@ -21,7 +21,8 @@ export interface NormalizeWarning {
   message: string;
 }
 
-export type WarningKind = 'value' | 'not_an_array' | 'element_not_object' | 'no_child_key' | 'repeated_child_key';
+/** text_repaired: a NUL character or an unpaired surrogate the client replaced with U+FFFD (A38). */
+export type WarningKind = 'value' | 'not_an_array' | 'element_not_object' | 'no_child_key' | 'repeated_child_key' | 'text_repaired';
 
 export interface ChildRows {
   table: string;

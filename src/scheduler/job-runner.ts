@@ -10,7 +10,7 @@ import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import { RecordBudget } from '../extractors/record-budget.js';
 import { StopRequested, type StopRequest } from '../extractors/stop.js';
-import { runSync, type SyncSummary } from '../extractors/sync-run.js';
+import { RunStopped, runSync, type SyncSummary } from '../extractors/sync-run.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { recordAuthorization, type AuthorizationSeen } from '../state/connection-auth.js';
@@ -361,6 +361,8 @@ export class JobRunner {
       if (outcome.status === 'ok' && (job.jobClass === 'incremental' || job.jobClass === 'settings'))
         this.history.set(job.id, outcome.requests ?? 0);
     } catch (err) {
+      // A stopped run still counts what it committed.
+      if (err instanceof RunStopped) summary = err.summary;
       outcome = failedOutcome(job, err, controller.signal.aborted);
     } finally {
       run.hard.removeEventListener('abort', onHard);

@@ -84,6 +84,8 @@ export async function recordRunStream(db: AnyDb, row: RunStreamRow): Promise<voi
     status: row.status,
     pages: row.pages,
     records: row.records,
+    reads: row.reads,
+    written: row.written,
     requests: row.requests,
     error: row.error,
     warnings: row.warnings,

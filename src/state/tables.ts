@@ -65,7 +65,12 @@ export interface RunStreamRow {
   finished_at: string | null;
   status: string;
   pages: number;
+  /** The stream's records (a list record and its single-record read are one). */
   records: number;
+  /** Records received: list records, single-record reads, child records (migration 20261128T100000; null before). */
+  reads: number | null;
+  /** Rows new or changed (migration 20261128T100000; null before). */
+  written: number | null;
   requests: number;
   error: string | null;
   /** JSON array of WarningCount (migration 20261122T173000), or null when there were none. */

@@ -113,11 +113,22 @@ export interface ChildrenCommit {
 /**
  * A parent's children are a full refresh: what the parent no longer lists is marked deleted,
  * and its own dependants with it. Grandchild streams are queued for the children written.
+ * Returns how many children were new or changed (every child is rewritten, most unchanged).
  */
-export async function commitChildren(loader: Loader, item: ChildrenCommit): Promise<void> {
+export async function commitChildren(loader: Loader, item: ChildrenCommit): Promise<{ changed: number }> {
   const { key, child, parent, parentId, syncedAt } = item;
   const organizationId = key.organizationId;
+  let changed = 0;
   await loader.warehouse.transaction(async (trx) => {
+    // A child listed twice is written twice, the later copy last.
+    const latest = new Map(item.records.map((r) => [r.id, r]));
+    if (latest.size > 0) {
+      const stored = await loader.writer.storedHashes(trx, tableName(child), child.primaryKey, organizationId, [...latest.keys()]);
+      for (const [id, r] of latest) {
+        const s = stored.get(id);
+        if (!s || s.deleted || s.hash !== r.hash) changed++;
+      }
+    }
     await loader.writer.writeRecords(trx, item.records, syncedAt);
     // Everything this parent still has was just written; older rows of it are gone.
     const removed = await loader.writer.markVanished(trx, tableName(child), organizationId, syncedAt, syncedAt, {
@@ -142,6 +153,7 @@ export async function commitChildren(loader: Loader, item: ChildrenCommit): Prom
     }
     await completePending(trx, key, 'children', [parentId]);
   }, loader.fence);
+  return { changed };
 }
 
 /** One family's organization list: the `{family}_organizations` rows and the daemon's registry of them. */

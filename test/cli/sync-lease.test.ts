@@ -5,6 +5,7 @@ import { openWarehouse } from '../../src/loaders/warehouse.js';
 import { startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 import { writeProcessConfig } from '../helpers/process-config.js';
+import { startCli } from '../helpers/cli-process.js';
 
 const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
 
@@ -88,12 +89,21 @@ describe('a hand-run svcsync sync next to a running sync of the same SQLite ware
       return r;
     });
     await requestsReach(sandbox, organizationId, sandbox.requestLog().byOrganization[organizationId]! + 3);
-    const second = await run(['sync', '--wait', '--config', configPath]);
+    // Slow answers until the second process has found the organization taken, however long it takes to start.
+    sandbox.setFaults({ latencyMs: 2_000 });
+    const started = startCli(['sync', '--wait', '--config', configPath]);
+    let said = '';
+    started.child.stderr?.on('data', (d: Buffer) => (said += d.toString()));
+    for (let i = 0; i < 400 && !said.includes('waiting for it to finish'); i++) await new Promise((r) => setTimeout(r, 50));
+    sandbox.setFaults({ latencyMs: 250 });
+    const second = await started.done;
     // It waited: it ended after the first let go.
     expect(firstEnded).toBeGreaterThan(0);
     const one = await first;
     expect(one.code, one.stderr.slice(-2000)).toBe(0);
     expect(second.code, second.stderr.slice(-2000)).toBe(0);
+    // The wait says for whom it waits, once, at the default level.
+    expect(second.stderr.split('waiting for it to finish (--wait)').length - 1).toBe(1);
     expect(second.stderr).not.toContain('being synced by another process');
     expect(second.stdout).not.toContain('busy');
     expect(await liveContacts()).toBe(sandbox.count(organizationId, 'inventory', 'contacts'));

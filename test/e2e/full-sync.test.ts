@@ -68,6 +68,40 @@ describe.each(DIALECTS)('a full sync on %s', (dialect) => {
     expect(seen.size).toBe(17);
   });
 
+  it("counts records, not reads: each stream's records equal its rows, every one written; its detail reads count apart", async () => {
+    let detailed = 0;
+    for (const org of e.sandbox.organizations()) {
+      const outcome = summary.organizations.find((o) => o.organizationId === org.organization_id)!;
+      for (const s of outcome.streams) {
+        const [family, stream] = s.stream.split('.') as [Family, string];
+        const rows = await e.query<{ n: number | string }>(
+          `SELECT COUNT(*) AS n FROM "${family}_${stream}" WHERE organization_id = ${ph(dialect, 1)}`,
+          [org.organization_id],
+        );
+        const key = `${s.stream} of ${org.organization_id}`;
+        expect(s.records, key).toBe(Number(rows[0]!.n));
+        expect(s.written, key).toBe(s.records);
+        // A record read again from its single-record endpoint is one record and two reads.
+        if (s.stream === 'inventory.sales_orders') {
+          expect(s.reads, key).toBe(2 * s.records);
+          detailed += s.records;
+        } else if (s.reads !== s.records) expect(s.reads, key).toBeGreaterThan(s.records);
+      }
+      expect(outcome.streams.find((s) => s.stream === 'inventory.sales_orders')?.records).toBe(
+        e.sandbox.count(org.organization_id, 'inventory', 'sales_orders'),
+      );
+    }
+    expect(detailed).toBeGreaterThan(0);
+    // What the run recorded per stream carries the same counts.
+    const recorded = await e.query<{ records: number | string; reads: number | string; written: number | string }>(
+      `SELECT records, reads, written FROM _svcsync_run_streams WHERE stream = 'inventory.sales_orders'`,
+    );
+    const orders = summary.organizations.flatMap((o) => o.streams).filter((s) => s.stream === 'inventory.sales_orders');
+    expect(recorded.map((r) => [Number(r.records), Number(r.reads), Number(r.written)]).sort()).toEqual(
+      orders.map((s) => [s.records, s.reads, s.written]).sort(),
+    );
+  });
+
   it('lists every organization in each family', async () => {
     const ids = e.sandbox
       .organizations()

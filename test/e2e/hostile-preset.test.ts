@@ -76,6 +76,12 @@ describe.each(DIALECTS)('the hostile preset and short-lived tokens, on %s', (dia
     expect(log.variants.pagingMutations).toBeGreaterThan(0);
     expect(apiRequests(e)).toBeGreaterThanOrEqual(before.minimum + refused);
     expect(apiRequests(e)).toBeLessThanOrEqual(after.minimum + after.exactMultiples + refused);
+    // The NUL characters it sends make one warning line per organization, stream and field, not one per answer.
+    const repaired = e.log.records.filter((r) => r['level'] === 'warn' && String(r['msg']).includes('NUL character'));
+    const counted = first.organizations.flatMap((o) => o.streams.flatMap((s) => s.warnings.filter((w) => w.kind === 'text_repaired')));
+    expect(repaired.length).toBeGreaterThan(0);
+    expect(repaired.length).toBe(counted.length);
+    expect(counted.reduce((a, w) => a + w.count, 0)).toBeGreaterThan(repaired.length);
     // Records that changed while this run paged are the next run's to read; that run's own
     // changes would be the run after's, so the server stops changing them now.
     e.sandbox.setRequestVariants({ changeWhilePagingEvery: 0 });

@@ -37,7 +37,9 @@ const FAMILIES = 4;
 describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
   let e: E2E;
   const log = new CapturedLog();
-  const verify = (extra: { maxRequests?: number; streams?: string[]; organization?: string } = {}): Promise<VerifySummary> =>
+  const verify = (
+    extra: { maxRequests?: number; streams?: string[]; organization?: string; children?: boolean; sample?: number } = {},
+  ): Promise<VerifySummary> =>
     runVerify({
       config: e.config,
       warehouse: e.warehouse,
@@ -188,6 +190,57 @@ describe.each(DIALECTS)('svcsync verify on %s', (dialect) => {
     expect(find(healed, org.organization_id, 'inventory.sales_orders').apiCount).toBe(
       truthIds(e.sandbox, org.organization_id, 'inventory', 'sales_orders').length,
     );
+  });
+
+  it("--children reads every parent's child list: agrees, then finds a child removed by hand and one added at the source", async () => {
+    const orgs = e.sandbox.organizations();
+    const all = await verify({ children: true });
+    expect(
+      all.exitCode,
+      JSON.stringify(
+        all.streams.filter((x) => x.status !== 'agree'),
+        null,
+        2,
+      ),
+    ).toBe(0);
+    expect(all.skipped).toEqual([]);
+    expect(all.streams.length).toBe(orgs.length * (TOP_LEVEL.length + PER_PARENT.length));
+    for (const org of orgs)
+      for (const name of PER_PARENT) {
+        const [family, stream] = name.split('.') as [Family, string];
+        const r = find(all, org.organization_id, name);
+        const n = e.sandbox.count(org.organization_id, family, stream);
+        expect([r.status, r.apiCount, r.warehouseCount, r.missingCount, r.extraCount], name).toEqual(['agree', n, n, 0, 0]);
+      }
+
+    const org = orgs.find((o) => e.sandbox.count(o.organization_id, 'invoice', 'tasks') >= 2)!.organization_id;
+    const [removed] = (await e.liveIds(org, 'invoice', 'tasks')).sort();
+    const ph = (i: number): string => (dialect === 'postgres' ? `$${i}` : '?');
+    await e.query(`DELETE FROM invoice_tasks WHERE organization_id = ${ph(1)} AND task_id = ${ph(2)}`, [org, removed]);
+    const before = new Set(truthIds(e.sandbox, org, 'invoice', 'tasks'));
+    const created = e.sandbox.mutate({ create: 1, streams: ['invoice.tasks'], organizationId: org });
+    expect(created.created).toBe(1);
+    const added = truthIds(e.sandbox, org, 'invoice', 'tasks').filter((id) => !before.has(id));
+    expect(added.length).toBe(1);
+    const s = await verify({ children: true, streams: ['invoice.tasks'], organization: org });
+    expect(s.exitCode).toBe(4);
+    const r = find(s, org, 'invoice.tasks');
+    expect(r.status).toBe('differ');
+    expect(r.missing).toEqual([removed!, added[0]!].sort());
+    expect(r.extraCount).toBe(0);
+    // Every project's task list was read, within the request count it reports.
+    const projects = e.sandbox.count(org, 'invoice', 'projects');
+    expect(r.requests).toBeGreaterThanOrEqual(projects);
+
+    // A sample reads that many parents' lists only.
+    e.sandbox.resetRequestLog();
+    const sampled = await verify({ children: true, sample: 2, streams: ['invoice.tasks'], organization: org });
+    const t = find(sampled, org, 'invoice.tasks');
+    expect(t.sampledParents).toBe(2);
+    expect(e.sandbox.requestLog().byEndpoint['GET /invoice/v3/projects/{id}/tasks']).toBe(2);
+
+    expectExit(await e.sync('reconcile'), 0);
+    expect((await verify({ children: true })).exitCode).toBe(0);
   });
 
   it('--max-requests stops it: the lists not read to the end are incomplete, never agreeing (exit 4)', async () => {

@@ -206,6 +206,24 @@ describe('warehouse faults on SQLite (real processes)', () => {
     }
   });
 
+  it('a typo in the folder: the new, empty warehouse is told once at warn, naming it; a run on it later says nothing of it', async () => {
+    fresh();
+    const typo = join(dir, 'wharehouse', 'w.db');
+    url = `sqlite:${typo}`;
+    const first = await runCli(['migrate', '--config', config()], { env: { SVCSYNC_LOG_LEVEL: 'warn' } });
+    expect(first.code, first.stderr.slice(-2000)).toBe(0);
+    const told = first.stderr.split('\n').filter((l) => l.includes('new, empty SQLite warehouse'));
+    expect(told, first.stderr.slice(-2000)).toHaveLength(1);
+    const line = JSON.parse(told[0]!) as Record<string, unknown>;
+    expect(line['level']).toBe('warn');
+    expect(line['folder']).toBe(join(dir, 'wharehouse'));
+    expect(String(line['msg'])).toContain(`creating a new, empty SQLite warehouse at ${typo} (and the folder ${join(dir, 'wharehouse')})`);
+    expect(String(line['msg'])).toContain('check `warehouse:`');
+    const again = await runCli(['migrate', '--config', config()], { env: { SVCSYNC_LOG_LEVEL: 'warn' } });
+    expect(again.code, again.stderr.slice(-2000)).toBe(0);
+    expect(again.stderr).not.toContain('new, empty SQLite warehouse');
+  });
+
   it('two processes migrating a fresh file at once: both succeed, each migration recorded once (four tries)', async () => {
     for (let attempt = 0; attempt < 4; attempt++) {
       fresh();

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
 import { isStreamName } from '../../catalog/index.js';
-import { runSync, type SyncSummary } from '../../extractors/sync-run.js';
+import { RunStopped, runSync, type SyncSummary } from '../../extractors/sync-run.js';
 import type { SyncMode } from '../../extractors/stream-pass.js';
 import { parseInstant } from '../../normalize/values.js';
 import { createProgress } from '../progress.js';
@@ -83,6 +83,8 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
     process.stderr.write(
       `svcsync: ${command} stopped. Every committed page is kept; run the same command again to continue where it stopped.\n`,
     );
+    // What the run committed before it stopped, as a finished run reports it.
+    if (error instanceof RunStopped) process.stdout.write(flags.json ? jsonOutput(error.summary) : renderSummary(error.summary));
     return ExitCode.partial;
   } finally {
     progress.stop();
