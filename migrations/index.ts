@@ -18,6 +18,7 @@ import * as derivedObjects from './20261126T090000-derived-objects.js';
 import * as connectionAuth from './20261126T120000-connection-auth.js';
 import * as dictionaryViews from './20261127T090000-dictionary-views.js';
 import * as usageResetsAt from './20261127T100000-usage-resets-at.js';
+import * as historyRecord from './20261128T140000-history-record.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -43,4 +44,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261126T120000-connection-auth': connectionAuth,
   '20261127T090000-dictionary-views': dictionaryViews,
   '20261127T100000-usage-resets-at': usageResetsAt,
+  '20261128T140000-history-record': historyRecord,
 };

@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DIALECTS } from '../helpers/dialects.js';
+import { expectExit, instant, startE2E, type E2E } from '../helpers/e2e.js';
+
+/**
+ * History tables against the sandbox's own history: after rounds of changes and syncs, the
+ * warehouse as of an instant equals what the sandbox held then, as svcsync could have seen it.
+ */
+
+type Rec = Record<string, unknown>;
+
+interface Followed {
+  family: 'inventory' | 'invoice' | 'billing';
+  stream: string;
+  id: string;
+  /** The change field, when the stream has one. */
+  change?: string;
+  /** Fields compared between a version and the sandbox's record. */
+  fields: string[];
+  /** A child table whose rows follow the record: its table, the truth's array, the element id. */
+  lines?: { table: string; array: string; id: string };
+}
+
+const FOLLOWED: Followed[] = [
+  {
+    family: 'inventory',
+    stream: 'sales_orders',
+    id: 'salesorder_id',
+    change: 'last_modified_time',
+    fields: ['status', 'reference_number'],
+    lines: { table: 'inventory_sales_orders__line_items', array: 'line_items', id: 'line_item_id' },
+  },
+  { family: 'invoice', stream: 'projects', id: 'project_id', fields: ['status', 'description'] },
+  { family: 'billing', stream: 'plans', id: 'plan_code', change: 'updated_time', fields: ['recurring_price', 'status'] },
+  { family: 'invoice', stream: 'tasks', id: 'task_id', fields: ['task_name'] },
+];
+
+/** A version as the model of svcsync's history has it. */
+interface ModelVersion {
+  from: number;
+  deleted: boolean;
+  record: Rec;
+}
+
+/** Empty, absent and null are one value (sparse fields); numbers compare as numbers. */
+function norm(v: unknown): unknown {
+  if (v === undefined || v === null || v === '') return null;
+  if (typeof v === 'number') return v;
+  const n = Number(v);
+  return typeof v === 'string' && v.trim() !== '' && Number.isFinite(n) && /^-?[\d.]+$/.test(v) ? n : v;
+}
+
+function view(f: Followed, r: Rec): Rec {
+  const out: Rec = { id: String(r[f.id]) };
+  for (const k of f.fields) out[k] = norm(r[k]);
+  if (f.lines) {
+    const arr = Array.isArray(r[f.lines.array]) ? (r[f.lines.array] as Rec[]) : [];
+    out['lines'] = arr.map((l) => String(l[f.lines!.id])).sort();
+  }
+  return out;
+}
+
+interface Sync {
+  start: number;
+  end: number;
+}
+
+/**
+ * What svcsync's history should say of one stream: every record's versions as the syncs saw them.
+ * A change seen with a change field begins at it; without one, during the sync that saw it; a
+ * record gone begins its deletion during the sync that found it gone.
+ */
+function model(e: E2E, orgId: string, f: Followed, syncs: readonly Sync[]): Map<string, ModelVersion[]> {
+  const byId = new Map<string, ModelVersion[]>();
+  for (const s of syncs) {
+    const seen = new Map(e.sandbox.truthAt(orgId, f.family, f.stream, s.start).map((r) => [String(r[f.id]), r]));
+    for (const [id, r] of seen) {
+      const list = byId.get(id) ?? [];
+      const last = list.at(-1);
+      const changed = !last || last.deleted || JSON.stringify(view(f, last.record)) !== JSON.stringify(view(f, r));
+      if (!changed) continue;
+      const from = f.change ? instant(r[f.change]) : s.start;
+      list.push({ from: last && from <= last.from ? last.from + 1 : from, deleted: false, record: r });
+      byId.set(id, list);
+    }
+    for (const [id, list] of byId) {
+      const last = list.at(-1)!;
+      if (!last.deleted && !seen.has(id)) list.push({ from: s.start, deleted: true, record: last.record });
+    }
+  }
+  return byId;
+}
+
+function expectedAt(versions: Map<string, ModelVersion[]>, f: Followed, t: number): Rec[] {
+  const out: Rec[] = [];
+  for (const list of versions.values()) {
+    const current = list.filter((v) => v.from <= t).at(-1);
+    if (current && !current.deleted) out.push(view(f, current.record));
+  }
+  return out.sort((a, b) => String(a['id']).localeCompare(String(b['id'])));
+}
+
+async function asOf(e: E2E, orgId: string, f: Followed, t: number): Promise<Rec[]> {
+  const p = e.warehouse.sql.param;
+  const at = new Date(t).toISOString();
+  const table = `${f.family}_${f.stream}`;
+  const current = (n: number): string =>
+    `"_valid_from" <= ${p(n)} AND ("_valid_to" IS NULL OR "_valid_to" > ${p(n + 1)}) AND "_change" <> 'deleted'`;
+  const rows = await e.query<Rec>(`SELECT * FROM "${table}_history" WHERE organization_id = ${p(1)} AND ${current(2)}`, [orgId, at, at]);
+  const lines = new Map<string, string[]>();
+  if (f.lines) {
+    const found = await e.query<Rec>(
+      `SELECT "${f.id}" AS parent, "${f.lines.id}" AS line FROM "${f.lines.table}_history" ` +
+        `WHERE organization_id = ${p(1)} AND ${current(2)}`,
+      [orgId, at, at],
+    );
+    for (const l of found) lines.set(String(l['parent']), [...(lines.get(String(l['parent'])) ?? []), String(l['line'])]);
+  }
+  return rows
+    .map((r) => {
+      const out: Rec = { id: String(r[f.id]) };
+      for (const k of f.fields) out[k] = norm(r[k]);
+      if (f.lines) out['lines'] = (lines.get(String(r[f.id])) ?? []).sort();
+      return out;
+    })
+    .sort((a, b) => String(a['id']).localeCompare(String(b['id'])));
+}
+
+describe.each(DIALECTS)('history tables on %s', (dialect) => {
+  let e: E2E;
+  const syncs: Sync[] = [];
+  const quiet: number[] = [];
+
+  async function sync(): Promise<void> {
+    const start = e.sandbox.now();
+    expectExit(await e.sync('reconcile'), 0);
+    syncs.push({ start, end: e.sandbox.now() });
+    e.sandbox.advanceClock(60_000);
+  }
+
+  beforeAll(async () => {
+    e = await startE2E(dialect, { scale: 6, organizations: 1 }, { connection: { history: 'all' } });
+    await sync();
+    for (let round = 0; round < 3; round++) {
+      e.sandbox.advanceClock(10 * 60_000);
+      quiet.push(e.sandbox.now());
+      e.sandbox.advanceClock(10 * 60_000);
+      const streams = ['inventory.sales_orders', 'invoice.projects', 'billing.plans', 'invoice.tasks'];
+      // A restore of a record deleted (and seen deleted) in an earlier round.
+      if (round === 2) e.sandbox.mutate({ restore: 1, streams: ['inventory.sales_orders', 'invoice.projects', 'billing.plans'] });
+      e.sandbox.mutate({
+        modify: 2,
+        create: 1,
+        delete: 1,
+        streams,
+      });
+      e.sandbox.advanceClock(10 * 60_000);
+      quiet.push(e.sandbox.now());
+      e.sandbox.advanceClock(10 * 60_000);
+      await sync();
+    }
+  }, 300_000);
+  afterAll(async () => e?.close());
+
+  it('as of each sync and instants between, every followed stream equals the sandbox as svcsync saw it', async () => {
+    const orgId = e.sandbox.organizations()[0]!.organization_id;
+    const instants = [...syncs.map((s) => s.end), ...quiet].sort((a, b) => a - b);
+    for (const f of FOLLOWED) {
+      const versions = model(e, orgId, f, syncs);
+      for (const t of instants) {
+        const expected = expectedAt(versions, f, t);
+        expect(expected.length, `${f.stream} has records at ${new Date(t).toISOString()}`).toBeGreaterThan(0);
+        expect(await asOf(e, orgId, f, t), `${f.family}.${f.stream} as of ${new Date(t).toISOString()}`).toEqual(expected);
+      }
+    }
+  });
+
+  it('keeps one open version per live record and the change kinds it saw', async () => {
+    const dup = await e.query(
+      `SELECT organization_id, salesorder_id FROM inventory_sales_orders_history WHERE "_valid_to" IS NULL
+       GROUP BY organization_id, salesorder_id HAVING COUNT(*) > 1`,
+    );
+    expect(dup).toEqual([]);
+    const kinds = await e.query<{ change: string }>(`SELECT DISTINCT "_change" AS change FROM invoice_projects_history`);
+    expect(kinds.map((k) => k.change).sort()).toEqual(['created', 'deleted', 'restored', 'updated']);
+    for (const table of ['inventory_sales_orders', 'billing_plans']) {
+      const restored = await e.query(`SELECT 1 FROM ${table}_history WHERE "_change" = 'restored'`);
+      expect(restored.length, table).toBe(1);
+    }
+  });
+});
