@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../helpers/dialects.js';
-import { expectExit, instant, startE2E, type E2E } from '../helpers/e2e.js';
+import { CATALOG } from '../../src/catalog/index.js';
+import { historyPlan } from '../../src/loaders/derived/history-tables.js';
+import { HistoryWriter } from '../../src/loaders/history-writer.js';
+import { expectExit, instant, startE2E, stored, type E2E } from '../helpers/e2e.js';
 
 /**
  * History tables against the sandbox's own history: after rounds of changes and syncs, the
@@ -187,5 +190,149 @@ describe.each(DIALECTS)('history tables on %s', (dialect) => {
       const restored = await e.query(`SELECT 1 FROM ${table}_history WHERE "_change" = 'restored'`);
       expect(restored.length, table).toBe(1);
     }
+  });
+});
+
+/** Versions per history table, and open ones. */
+async function versionCounts(e: E2E, tables: readonly string[]): Promise<Record<string, [number, number]>> {
+  const out: Record<string, [number, number]> = {};
+  for (const t of tables) {
+    const [row] = await e.query<{ n: number | string; open: number | string }>(
+      `SELECT COUNT(*) AS n, SUM(CASE WHEN "_valid_to" IS NULL THEN 1 ELSE 0 END) AS open FROM "${t}_history"`,
+    );
+    out[t] = [Number(row!.n), Number(row!.open)];
+  }
+  return out;
+}
+
+const FOLLOWED_TABLES = [
+  'inventory_sales_orders',
+  'inventory_sales_orders__line_items',
+  'invoice_projects',
+  'invoice_tasks',
+  'billing_plans',
+  'inventory_contacts',
+  'inventory_contact_persons',
+  'books_vendor_credits',
+  'books_vendor_credit_refunds',
+];
+
+describe.each(DIALECTS)('history without changes on %s', (dialect) => {
+  let e: E2E;
+  beforeAll(async () => {
+    e = await startE2E(dialect, { scale: 6, organizations: 1 }, { connection: { history: 'all' } });
+    expectExit(await e.sync(), 0);
+    e.sandbox.advanceClock(10 * 60_000);
+    e.sandbox.mutate({ modify: 2, create: 1, delete: 1 });
+    e.sandbox.advanceClock(10 * 60_000);
+    expectExit(await e.sync('reconcile'), 0);
+  }, 300_000);
+  afterAll(async () => e?.close());
+
+  it('a rerun, a reconcile, a backfill and the same rows written again add no version and close none', async () => {
+    const before = await versionCounts(e, FOLLOWED_TABLES);
+    expect(before['inventory_sales_orders']![0]).toBeGreaterThan(before['inventory_sales_orders']![1]);
+    for (const run of [() => e.sync(), () => e.sync('reconcile'), () => e.sync('backfill', { since: '2000-01-01' })]) {
+      e.sandbox.advanceClock(60_000);
+      expectExit(await run(), 0);
+      expect(await versionCounts(e, FOLLOWED_TABLES)).toEqual(before);
+    }
+    // Every open version is a live row's (or a deleted one's deletion), one each.
+    const live = await e.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM inventory_sales_orders WHERE "_deleted_at" IS NULL`);
+    const open = await e.query<{ n: number | string }>(
+      `SELECT COUNT(*) AS n FROM inventory_sales_orders_history WHERE "_valid_to" IS NULL AND "_change" <> 'deleted'`,
+    );
+    expect(Number(open[0]!.n)).toBe(Number(live[0]!.n));
+  });
+
+  it('the statements of a page run again over every row write nothing (a page that arrives twice)', async () => {
+    const before = await versionCounts(e, FOLLOWED_TABLES);
+    const writer = new HistoryWriter(e.warehouse.sql);
+    const plan = historyPlan(CATALOG, 'all');
+    const orgId = e.sandbox.organizations()[0]!.ids;
+    for (const s of plan.values()) {
+      const organizationId = orgId[s.stream.family];
+      const scope = { kind: 'all', organizationId } as const;
+      const queries = [
+        ...writer.recordQueries(s, scope, new Date(e.sandbox.now()).toISOString(), null),
+        ...writer.deletionQueries(s, scope, null),
+      ];
+      await e.warehouse.batch(queries);
+    }
+    expect(await versionCounts(e, FOLLOWED_TABLES)).toEqual(before);
+  });
+});
+
+describe.each(DIALECTS)('turning history on and off on %s', (dialect) => {
+  let e: E2E;
+  beforeAll(async () => {
+    e = await startE2E(dialect, { scale: 6, organizations: 1 });
+    expectExit(await e.sync(), 0);
+    e.sandbox.advanceClock(10 * 60_000);
+    e.sandbox.mutate({ modify: 2, create: 1, streams: ['inventory.sales_orders'] });
+    e.sandbox.advanceClock(10 * 60_000);
+    expectExit(await e.sync(), 0);
+  }, 300_000);
+  afterAll(async () => e?.close());
+
+  const setHistory = (value: 'off' | string[]): void => {
+    e.config.connections[0]!.history = value;
+  };
+
+  async function rows(table: string): Promise<Rec[]> {
+    return e.query<Rec>(`SELECT * FROM "${table}" ORDER BY salesorder_id, "_valid_from"`);
+  }
+
+  it('starts from the current rows: one created version each, from its change time', async () => {
+    const orgId = e.sandbox.organizations()[0]!.ids.inventory;
+    setHistory(['inventory.sales_orders']);
+    e.sandbox.advanceClock(60_000);
+    expectExit(await e.sync(), 0);
+    const versions = await rows('inventory_sales_orders_history');
+    const truth = e.sandbox.truth(orgId, 'inventory', 'sales_orders');
+    expect(versions.length).toBe(truth.length);
+    for (const r of truth) {
+      const v = versions.filter((x) => String(x['salesorder_id']) === String(r['salesorder_id']));
+      expect(v.map((x) => [x['_change'], x['_valid_to'], stored(x['_valid_from'])])).toEqual([
+        ['created', null, instant(r['last_modified_time'])],
+      ]);
+    }
+    const lines = await e.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM inventory_sales_orders__line_items_history`);
+    const current = await e.query<{ n: number | string }>(
+      `SELECT COUNT(*) AS n FROM inventory_sales_orders__line_items WHERE "_deleted_at" IS NULL`,
+    );
+    expect(Number(lines[0]!.n)).toBe(Number(current[0]!.n));
+    // Other streams keep none.
+    const where = dialect === 'postgres' ? 'pg_tables WHERE schemaname = current_schema() AND tablename' : 'sqlite_master WHERE name';
+    const other = await e.query(`SELECT 1 FROM ${where} = 'billing_plans_history'`);
+    expect(other).toEqual([]);
+  });
+
+  it('turned off, keeps its tables and writes nothing; turned on again, catches up with what changed meanwhile', async () => {
+    setHistory('off');
+    e.sandbox.advanceClock(10 * 60_000);
+    const m = e.sandbox.mutate({ modify: 2, delete: 1, streams: ['inventory.sales_orders'] });
+    expect(m.modified + m.deleted).toBe(3);
+    e.sandbox.advanceClock(10 * 60_000);
+    const before = await rows('inventory_sales_orders_history');
+    expectExit(await e.sync('reconcile'), 0);
+    expect(await rows('inventory_sales_orders_history')).toEqual(before);
+    const record = await e.query<{ disabled_at: string | null }>(
+      `SELECT disabled_at FROM _svcsync_history WHERE table_name = 'inventory_sales_orders'`,
+    );
+    expect(record.map((r) => r.disabled_at === null)).toEqual([false]);
+
+    setHistory(['inventory.sales_orders']);
+    e.sandbox.advanceClock(60_000);
+    expectExit(await e.sync(), 0);
+    const kinds = await e.query<{ change: string; n: number | string }>(
+      `SELECT "_change" AS change, COUNT(*) AS n FROM inventory_sales_orders_history GROUP BY "_change" ORDER BY 1`,
+    );
+    const created = before.length;
+    expect(kinds.map((k) => [k.change, Number(k.n)])).toEqual([
+      ['created', created],
+      ['deleted', 1],
+      ['updated', 2],
+    ]);
   });
 });
