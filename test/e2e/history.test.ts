@@ -3,6 +3,8 @@ import { DIALECTS } from '../helpers/dialects.js';
 import { CATALOG } from '../../src/catalog/index.js';
 import { historyPlan } from '../../src/loaders/derived/history-tables.js';
 import { HistoryWriter } from '../../src/loaders/history-writer.js';
+import { renderStatus } from '../../src/cli/commands/status.js';
+import { collectStatus } from '../../src/scheduler/status-document.js';
 import { expectExit, instant, startE2E, stored, type E2E } from '../helpers/e2e.js';
 
 /**
@@ -263,6 +265,18 @@ describe.each(DIALECTS)('history without changes on %s', (dialect) => {
   });
 });
 
+/** `svcsync status` (the document and its text) shows the sales orders' history, and no other stream's. */
+async function expectStatus(e: E2E, history: { on: boolean; versions: number }): Promise<void> {
+  const orgs = await collectStatus(e.config, e.warehouse, e.sandbox.now());
+  const streams = orgs.flatMap((o) => o.streams);
+  expect(streams.find((s) => s.stream === 'inventory.sales_orders')?.history).toEqual(history);
+  expect(streams.filter((s) => s.history !== undefined).map((s) => s.stream)).toEqual(['inventory.sales_orders']);
+  const line = renderStatus(orgs)
+    .split('\n')
+    .find((l) => l.includes('inventory.sales_orders'));
+  expect(line).toContain(`history ${history.on ? 'on' : 'off'}, ${history.versions} versions`);
+}
+
 describe.each(DIALECTS)('turning history on and off on %s', (dialect) => {
   let e: E2E;
   beforeAll(async () => {
@@ -303,6 +317,7 @@ describe.each(DIALECTS)('turning history on and off on %s', (dialect) => {
     );
     expect(Number(lines[0]!.n)).toBe(Number(current[0]!.n));
     // Other streams keep none.
+    await expectStatus(e, { on: true, versions: versions.length });
     const where = dialect === 'postgres' ? 'pg_tables WHERE schemaname = current_schema() AND tablename' : 'sqlite_master WHERE name';
     const other = await e.query(`SELECT 1 FROM ${where} = 'billing_plans_history'`);
     expect(other).toEqual([]);
@@ -321,6 +336,7 @@ describe.each(DIALECTS)('turning history on and off on %s', (dialect) => {
       `SELECT disabled_at FROM _svcsync_history WHERE table_name = 'inventory_sales_orders'`,
     );
     expect(record.map((r) => r.disabled_at === null)).toEqual([false]);
+    await expectStatus(e, { on: false, versions: before.length });
 
     setHistory(['inventory.sales_orders']);
     e.sandbox.advanceClock(60_000);

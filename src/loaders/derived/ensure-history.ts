@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import type { AnyDb } from '../db.js';
 import { HistoryWriter } from '../history-writer.js';
 import type { Warehouse } from '../warehouse.js';
@@ -8,6 +8,7 @@ import {
   asOfFunctionName,
   asOfFunctionStatement,
   createHistoryStatements,
+  historyTableName,
   historyTables,
   type HistoryPlan,
   type HistoryTable,
@@ -140,4 +141,24 @@ export async function ensureHistory(
 /** What `_svcsync_history` says is on, per connection and table (for status). */
 export async function historyRecord(db: AnyDb): Promise<RecordRow[]> {
   return (await sql<RecordRow>`SELECT * FROM ${sql.id(HISTORY_RECORD_TABLE)}`.execute(db)).rows;
+}
+
+/** Versions per organization (`organization|table`) in the history tables of the tables named. */
+export async function historyVersionCounts(
+  warehouse: Warehouse,
+  tables: ReadonlySet<string>,
+  organizationId: string | undefined,
+): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const where = organizationId === undefined ? '' : ` WHERE "organization_id" = ${warehouse.sql.param(1)}`;
+  for (const table of tables) {
+    const result = await warehouse.db.executeQuery<{ organization_id: string; n: number | string }>(
+      CompiledQuery.raw(
+        `SELECT "organization_id", COUNT(*) AS n FROM "${historyTableName(table)}"${where} GROUP BY "organization_id"`,
+        organizationId === undefined ? [] : [organizationId],
+      ),
+    );
+    for (const r of result.rows) out.set(`${r.organization_id}|${table}`, Number(r.n));
+  }
+  return out;
 }
