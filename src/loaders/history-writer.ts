@@ -148,8 +148,9 @@ export class HistoryWriter {
    * After records were upserted: a version for each record in scope whose row differs from its
    * open version (or that has none, or whose open version is its deletion), beginning at its change
    * time when the stream has one, else at `now`, and always after the version it closes. A version
-   * this run wrote is completed in place instead (a record read in two requests, its list entry
-   * and its single-record read, is one version).
+   * this run wrote, or one with the record's change time, is completed in place instead (a record
+   * read in two requests, its list entry and its single-record read, is one version, even when a
+   * run ended between the two).
    */
   recordQueries(s: StreamHistory, scope: HistoryScope, now: string, runId: string | null): CompiledQuery[] {
     const out: CompiledQuery[] = [];
@@ -164,13 +165,19 @@ export class HistoryWriter {
     if (scope.kind === 'ids' && scope.ids.length === 0) return;
     const t = s.top;
     const keyJoin = (a: string, b: string): string => t.key.map((k) => `${a}.${ident(k)} = ${b}.${ident(k)}`).join(' AND ');
-    if (runId !== null) {
+    if (runId !== null || t.changeColumn !== null) {
       const b = new Params(this.sql);
       const set = t.columns.filter((c) => !t.key.includes(c)).map((c) => `${ident(c)} = t.${ident(c)}`);
+      // The same version: written by this run, or (a run that ended before the record's
+      // single-record read) carrying the same change time.
+      const sameVersion = [
+        ...(runId !== null ? [`h."_run_id" = ${this.text(b, runId)}`] : []),
+        ...(t.changeColumn !== null ? [`t.${ident(t.changeColumn)} = h."_valid_from"`] : []),
+      ];
       out.push(
         CompiledQuery.raw(
           `UPDATE ${ident(t.history)} AS h SET ${set.join(', ')} FROM ${ident(t.table)} AS t ` +
-            `WHERE ${keyJoin('h', 't')} AND h."_valid_to" IS NULL AND h."_change" <> 'deleted' AND h."_run_id" = ${this.text(b, runId)} ` +
+            `WHERE ${keyJoin('h', 't')} AND h."_valid_to" IS NULL AND h."_change" <> 'deleted' AND (${sameVersion.join(' OR ')}) ` +
             `AND ${this.scoped(b, s, 't', scope)} AND t."_deleted_at" IS NULL AND ${this.differs('h', 't', t.compared)}`,
           b.values,
         ),
