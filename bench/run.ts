@@ -22,6 +22,11 @@
  *   status-page                  only with --only status-page: the status page of 1,000 and 100
  *                                organizations, its size and its render time in Chromium
  *                                (bench/status-page.ts; about a minute).
+ *   history-sqlite / history-postgres  only with --only history-sqlite,history-postgres (either or
+ *                                both): the whole catalog at scale 1,000, one organization, with
+ *                                history off and on, then days of a 5 % change: the time ratio and
+ *                                the rows and bytes the history tables gain a day (bench/history.ts;
+ *                                about twenty minutes for both).
  *
  * Options (also as env: BENCH_SCALE, BENCH_ORGS, BENCH_MEM_RECORDS, BENCH_PG_URL; BENCH_KEEP_DB=1
  * keeps each SQLite warehouse and prints its folder):
@@ -1063,6 +1068,14 @@ async function main(): Promise<void> {
       opts.pgUrl,
       ...(opts.quick ? ['--orgs', '200', '--modes', 'daemon,2', '--fires', '1'] : []),
     ];
+    const code = await new Promise<number | null>((res) => spawn(process.execPath, args, { stdio: 'inherit' }).on('exit', res));
+    if (code !== 0) failures++;
+  }
+  // What history costs (bench/history.ts): only when asked for by name.
+  const history = (['sqlite', 'postgres'] as const).filter((d) => opts.only?.includes(`history-${d}`));
+  if (history.length) {
+    const args = [join(here, 'history.js'), '--dialect', history.length === 2 ? 'both' : history[0]!, '--pg', opts.pgUrl];
+    if (opts.quick) args.push('--scale', '100', '--days', '1');
     const code = await new Promise<number | null>((res) => spawn(process.execPath, args, { stdio: 'inherit' }).on('exit', res));
     if (code !== 0) failures++;
   }

@@ -159,6 +159,8 @@ export function renderErd(defs: readonly TableDef[]): string[] {
     'How the tables join, one diagram per family. Solid lines are foreign keys from a child table to its parent table',
     '(enforced on Postgres); dashed lines are references between streams (metadata only). Each table shows its key',
     'columns (PK), the columns that join it to another table (FK), and no other column: see [Tables](#tables).',
+    'A table whose stream keeps history has a `{table}_history` beside it, not drawn: the same columns and joins,',
+    "keyed by the table's key and `_valid_from` (see [History](#history)).",
     '',
   ];
   const families = [...new Set(defs.map((d) => d.stream.split('.')[0] ?? ''))];

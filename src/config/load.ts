@@ -123,6 +123,14 @@ function unknownStreams(config: Config): string[] {
     for (const name of Object.keys(streams ?? {})) if (!isStreamName(name)) out.push(`${where}.streams.${name}: unknown stream ${hint}`);
   };
   config.connections.forEach((c, i) => scheduled(`connections[${i}].schedules`, c.schedules?.streams));
+  const history = (where: string, setting: Config['history'] | undefined): void => {
+    if (!Array.isArray(setting)) return;
+    setting.forEach((name, j) => {
+      if (!isStreamName(name)) out.push(`${where}[${j}]: unknown stream "${name}" ${hint}`);
+    });
+  };
+  history('history', config.history);
+  config.connections.forEach((c, i) => history(`connections[${i}].history`, c.history));
   return out;
 }
 

@@ -150,6 +150,14 @@ const workerSchema = z
   })
   .strict();
 
+/**
+ * Which streams keep history (`{table}_history`, docs/warehouse.md "History"): `all`, `off`, or a
+ * list of streams (`family.stream` or a bare name, as `streams:` takes them). A stream's child
+ * tables and child streams follow it.
+ */
+export const historySchema = z.union([z.literal('all'), z.literal('off'), z.array(nonEmpty).min(1)]);
+export type HistorySetting = z.infer<typeof historySchema>;
+
 const connectionSchema = z
   .object({
     name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a label of letters, digits, ".", "_" or "-"'),
@@ -178,6 +186,8 @@ const connectionSchema = z
     schedules: connectionScheduleSchema.optional(),
     /** The secret a webhook caller presents (`?secret=` or `X-Svcsync-Secret`); unset: hooks are off for this connection. */
     webhook_secret: z.string().min(16, 'expected at least 16 characters (use a long random value, e.g. openssl rand -hex 32)').optional(),
+    /** Overrides the top-level `history` for this connection. */
+    history: historySchema.optional(),
   })
   .strict();
 
@@ -290,6 +300,8 @@ export const configSchema = z
     daemon: daemonSchema.default(daemonSchema.parse({})),
     worker: workerSchema.default(workerSchema.parse({})),
     leases: leaseSchema.default(leaseSchema.parse({})),
+    /** Which streams keep every version svcsync sees (off by default); a connection's own `history` overrides it. */
+    history: historySchema.default('off'),
   })
   .strict()
   .superRefine((cfg, ctx) => {

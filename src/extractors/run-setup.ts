@@ -9,8 +9,12 @@ import type { Clock } from '../core/clock.js';
 import { ConfigError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
+import { ensureHistory } from '../loaders/derived/ensure-history.js';
+import { historyPlan, historySettingOf, type HistoryPlan } from '../loaders/derived/history-tables.js';
+import { HistoryWriter } from '../loaders/history-writer.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import type { Warehouse } from '../loaders/warehouse.js';
+import type { HistorySink } from '../state/history.js';
 import { WarehouseUsageStore } from '../state/usage-store.js';
 import { Stamp } from './context.js';
 import { RecordBudget } from './record-budget.js';
@@ -44,6 +48,8 @@ export interface RunSetup {
   tokens: TokenCacheRegistry;
   records: RecordBudget;
   connections: ConnectionConfig[];
+  /** Each connection's history (by name), for the streams that keep it; absent when none does. */
+  history: ReadonlyMap<string, HistorySink>;
 }
 
 /**
@@ -56,10 +62,22 @@ export async function setUpRun(options: RunInputs): Promise<RunSetup> {
   setMaxListeners(0, options.signal);
   await migrateToLatest(warehouse);
   const store = (): WarehouseUsageStore => new WarehouseUsageStore(warehouse.db, () => clock.now());
+  const runId = `${new Date(clock.now()).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomUUID().slice(0, 8)}`;
+  const catalog = options.catalog ?? CATALOG;
+  const connections = selectConnections(config, options.connection);
+  // Every connection of the configuration, not only the run's: a run of one connection must not mark another's history off.
+  const plans = new Map<string, HistoryPlan>(
+    config.connections.map((c) => [c.name, historyPlan(catalog, historySettingOf(config.history, c.history))]),
+  );
+  // History tables exist before the first page (and a table newly turned on starts from the current rows).
+  await ensureHistory(warehouse, plans, new Date(clock.now()).toISOString(), runId);
+  const writer = new HistoryWriter(warehouse.sql);
+  const history = new Map<string, HistorySink>();
+  for (const [name, plan] of plans) if (plan.size > 0) history.set(name, { plan, writer });
   return {
-    runId: `${new Date(clock.now()).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomUUID().slice(0, 8)}`,
+    runId,
     stamp: new Stamp(clock),
-    catalog: options.catalog ?? CATALOG,
+    catalog,
     // A shared registry (the daemon's) is seen through a view, so the run's flush touches only its organizations.
     limiters: options.limiters?.forRun() ?? new LimiterRegistry({ clock, store: store(), logger }),
     tokens:
@@ -73,7 +91,8 @@ export async function setUpRun(options: RunInputs): Promise<RunSetup> {
         fetch: options.fetch,
       }),
     records: options.records ?? new RecordBudget(config.sync.max_records_in_flight),
-    connections: selectConnections(config, options.connection),
+    connections,
+    history,
   };
 }
 

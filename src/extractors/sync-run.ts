@@ -189,6 +189,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
         stop: options.stop ?? neverStop,
         progress: options.progress ?? silentProgress,
         runId,
+        history: setup.history.get(connection.name),
         halt: { authorization: null },
         pagingRefused: new Set<string>(),
         driftWarned,

@@ -1,12 +1,13 @@
 import { CompiledQuery } from 'kysely';
 import { connectionLimits } from '../api/client.js';
 import { quotaDay, quotaDayAt, type QuotaDay } from '../api/quota-day.js';
-import { CATALOG } from '../catalog/index.js';
+import { CATALOG, findStream } from '../catalog/index.js';
 import { qualifiedName, tableName } from '../catalog/types.js';
 import type { Family } from '../catalog/families.js';
 import { dailyBudget } from '../config/plans.js';
 import { svcsyncVersion } from '../core/version.js';
 import type { Config } from '../config/schema.js';
+import { historyRecord, historyVersionCounts } from '../loaders/derived/ensure-history.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { listAuthorizations } from '../state/connection-auth.js';
@@ -41,6 +42,11 @@ export interface StatusStream {
   pending: number;
   /** Fields the API sent on this stream that the catalog does not know (`_svcsync_drift`). */
   drift: string[];
+  /**
+   * History (`{table}_history`, docs/warehouse.md): whether the connection keeps it for the stream
+   * now, and the versions its table holds for the organization. Absent when it never kept any.
+   */
+  history?: { on: boolean; versions: number };
 }
 
 export interface StatusOrganization {
@@ -274,6 +280,10 @@ async function collect(
     const key = `${d.connection}|${d.organization_id}|${d.stream}`;
     drift.set(key, [...(drift.get(key) ?? []), d.field]);
   }
+  // Only tables svcsync recorded as keeping history have a history table to count.
+  const kept = options.light ? [] : await historyRecord(warehouse.db);
+  const historyOn = new Map(kept.map((r) => [`${r.connection}|${r.table_name}`, r.disabled_at === null]));
+  const versions = await historyVersionCounts(warehouse, new Set(kept.map((r) => r.table_name)), only?.organizationId);
   const pendingBy = new Map<string, number>();
   for (const p of pending) {
     const key = `${p.connection}|${p.organization_id}|${p.stream}`;
@@ -329,6 +339,10 @@ async function collect(
       pending: pendingBy.get(`${s.connection}|${s.organization_id}|${s.stream}`) ?? 0,
       drift: drift.get(`${s.connection}|${s.organization_id}|${s.stream}`) ?? [],
     });
+    const spec = findStream(s.stream);
+    const on = spec ? historyOn.get(`${s.connection}|${tableName(spec)}`) : undefined;
+    if (spec && on !== undefined)
+      entry.streams.at(-1)!.history = { on, versions: versions.get(`${s.organization_id}|${tableName(spec)}`) ?? 0 };
   }
   // The daemon's schedule, from the configuration alone (the same jobs `svcsync daemon` runs).
   const known: KnownOrganization[] = [...orgs.values()].map((o) => ({

@@ -1,6 +1,7 @@
 import { childStreamsOf } from '../catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
 import type { NormalizedRecord } from '../normalize/normalize.js';
+import { historyQueries, recordDeletions, type HistoryLoader } from './history.js';
 import { completePending, enqueuePending, enqueuePendingQueries, type PendingReason } from './pending.js';
 import { passColumns, saveStreamState, saveStreamStateQuery, type PassState, type StreamKey } from './stream-state.js';
 import { stateDb } from './tables.js';
@@ -10,7 +11,7 @@ import type { TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 
 /** What the unit of work writes through: the warehouse and the writer chosen for its dialect. */
-export interface Loader {
+export interface Loader extends HistoryLoader {
   warehouse: Warehouse;
   writer: TableWriter;
   /**
@@ -48,6 +49,7 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
   const { warehouse, writer } = loader;
   const db = warehouse.db;
   const queries = writer.recordQueries(page.rows, page.syncedAt, (n) => page.fresh.has(n.id));
+  queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt));
   for (const child of childStreamsOf(page.stream)) {
     queries.push(
       ...enqueuePendingQueries(db, { ...page.key, stream: qualifiedName(child) }, 'children', page.parents, page.reason, page.syncedAt),
@@ -89,9 +91,11 @@ export async function commitDetail(loader: Loader, item: DetailCommit): Promise<
   await loader.warehouse.transaction(async (trx) => {
     if (item.record) {
       await loader.writer.writeRecords(trx, [item.record], syncedAt);
+      for (const q of historyQueries(loader, stream, key.organizationId, [item.record], syncedAt)) await trx.executeQuery(q);
     } else {
       await loader.writer.markDeleted(trx, tableName(stream), stream.primaryKey, key.organizationId, item.id, syncedAt);
       await cascade(loader, trx, stream, key.organizationId, syncedAt);
+      await recordDeletions(loader, trx, stream, key.organizationId, syncedAt);
     }
     await completePending(trx, key, 'detail', [item.id]);
   }, loader.fence);
@@ -130,6 +134,7 @@ export async function commitChildren(loader: Loader, item: ChildrenCommit): Prom
       }
     }
     await loader.writer.writeRecords(trx, item.records, syncedAt);
+    for (const q of historyQueries(loader, child, organizationId, item.records, syncedAt)) await trx.executeQuery(q);
     // Everything this parent still has was just written; older rows of it are gone.
     const removed = await loader.writer.markVanished(trx, tableName(child), organizationId, syncedAt, syncedAt, {
       column: child.parent!.key,
@@ -138,8 +143,10 @@ export async function commitChildren(loader: Loader, item: ChildrenCommit): Prom
     if (item.parentGone) {
       await loader.writer.markDeleted(trx, tableName(parent), parent.primaryKey, organizationId, parentId, syncedAt);
       await cascade(loader, trx, parent, organizationId, syncedAt);
+      await recordDeletions(loader, trx, parent, organizationId, syncedAt);
     } else if (removed > 0) {
       await cascade(loader, trx, child, organizationId, syncedAt);
+      await recordDeletions(loader, trx, child, organizationId, syncedAt);
     }
     for (const g of childStreamsOf(child)) {
       await enqueuePending(
@@ -205,7 +212,10 @@ export async function markVanishedWithChildren(
   now: string,
 ): Promise<number> {
   const deleted = await loader.writer.markVanished(db, tableName(stream), organizationId, passStartedAt, now);
-  if (deleted > 0) await cascade(loader, db, stream, organizationId, now);
+  if (deleted > 0) {
+    await cascade(loader, db, stream, organizationId, now);
+    await recordDeletions(loader, db, stream, organizationId, now);
+  }
   return deleted;
 }
 

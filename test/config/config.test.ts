@@ -55,6 +55,30 @@ describe('parseConfig', () => {
     expect(ok.connections[0]!.streams).toEqual(['inventory.sales_orders', 'contacts']);
   });
 
+  it('history: off by default, all, or a list of streams checked against the catalog; a connection overrides it', () => {
+    expect(parseConfig({ connections: [base] }, { env: {} }).history).toBe('off');
+    const problems = problemsOf({
+      history: ['inventory.sales_orders', 'inventory.salesorder'],
+      connections: [{ ...base, history: ['plans', 'billing.plan'] }],
+    });
+    expect(problems).toEqual([
+      expect.stringMatching(/^history\[1\]: unknown stream "inventory\.salesorder" .*svcsync schema/),
+      expect.stringMatching(/^connections\[0\]\.history\[1\]: unknown stream "billing\.plan"/),
+    ]);
+    expect(problemsOf({ history: 'some', connections: [base] }).join('\n')).toMatch(/history/);
+    const ok = parseConfig(
+      {
+        history: 'all',
+        connections: [
+          { ...base, history: ['billing.plans'] },
+          { ...base, name: 'b' },
+        ],
+      },
+      { env: {} },
+    );
+    expect([ok.history, ok.connections[0]!.history, ok.connections[1]!.history]).toEqual(['all', ['billing.plans'], undefined]);
+  });
+
   it('interpolates ${VAR} and ${VAR:-default} and registers the secrets it loaded', () => {
     const secrets = new SecretRegistry();
     const config = parseConfig(

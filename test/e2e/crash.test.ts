@@ -1,47 +1,12 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { startSandbox, type Sandbox } from '../../sandbox/index.js';
+import { runCliKilledAfterPages as runCli, type KilledRun as CliRun } from '../helpers/cli-process.js';
 import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 import { ID_FIELDS, truthIds, type Family } from '../helpers/e2e.js';
-
-const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
-
-interface CliRun {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Runs the real command line. With killAfterPages, SIGKILLs it as soon as its log shows that
- * many committed pages: the kill lands at a point of the work, whatever the machine's speed.
- */
-function runCli(args: string[], killAfterPages?: number): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, SVCSYNC_LOG_LEVEL: killAfterPages === undefined ? 'warn' : 'debug' },
-    });
-    let stdout = '';
-    let stderr = '';
-    let pages = 0;
-    child.stdout.on('data', (d) => (stdout += String(d)));
-    child.stderr.on('data', (d) => {
-      const text = String(d);
-      stderr += text;
-      pages += text.split('"msg":"page committed"').length - 1;
-      if (killAfterPages !== undefined && pages >= killAfterPages) child.kill('SIGKILL');
-    });
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr: stderr.slice(-2000) }));
-  });
-}
 
 const CASES = DIALECTS.flatMap((dialect) => (['default', 'hostile'] as const).map((preset) => ({ dialect, preset })));
 

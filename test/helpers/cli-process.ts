@@ -38,5 +38,37 @@ export function runCli(args: readonly string[], options: { env?: NodeJS.ProcessE
   return startCli(args, options).done;
 }
 
+export interface KilledRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the real command line. With killAfterPages, SIGKILLs it as soon as its log shows that
+ * many committed pages: the kill lands at a point of the work, whatever the machine's speed.
+ */
+export function runCliKilledAfterPages(args: string[], killAfterPages?: number): Promise<KilledRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SVCSYNC_LOG_LEVEL: killAfterPages === undefined ? 'warn' : 'debug' },
+    });
+    let stdout = '';
+    let stderr = '';
+    let pages = 0;
+    child.stdout.on('data', (d) => (stdout += String(d)));
+    child.stderr.on('data', (d) => {
+      const text = String(d);
+      stderr += text;
+      pages += text.split('"msg":"page committed"').length - 1;
+      if (killAfterPages !== undefined && pages >= killAfterPages) child.kill('SIGKILL');
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr: stderr.slice(-2000) }));
+  });
+}
+
 /** A stack trace's frame line, which no classified error may print. */
 export const STACK_FRAME = /^\s+at .+\(.+:\d+:\d+\)$|^\s+at .+:\d+:\d+$/m;

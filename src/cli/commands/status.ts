@@ -42,7 +42,8 @@ export function renderStatus(orgs: readonly StatusOrganization[], connections: r
     if (o.nextRuns.length) lines.push(`  next runs: ${o.nextRuns.map((r) => `${r.job} ${r.at}`).join('; ')}`);
     for (const s of o.streams) {
       const last = s.lastStatus ? `${s.lastStatus} ${s.lastFinishedAt ?? ''}` : 'never run';
-      const extra = [s.inProgress, s.pending ? `${s.pending} pending` : null, s.deleted ? `${s.deleted} deleted` : null]
+      const history = s.history ? `history ${s.history.on ? 'on' : 'off'}, ${s.history.versions} versions` : null;
+      const extra = [s.inProgress, s.pending ? `${s.pending} pending` : null, s.deleted ? `${s.deleted} deleted` : null, history]
         .filter(Boolean)
         .join(', ');
       const notes = extra ? `  (${extra})` : '';

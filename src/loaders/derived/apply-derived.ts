@@ -20,7 +20,7 @@ export const DERIVED_TABLE = '_svcsync_derived';
  * objects take it as a transaction lock, so they are never rebuilt while another process runs
  * migrations, nor by two processes at once.
  */
-const MIGRATION_LOCK_KEY = '3853314791062309107';
+export const MIGRATION_LOCK_KEY = '3853314791062309107';
 
 /** What `_svcsync_derived` says of the objects in place. */
 export interface DerivedRecord {
