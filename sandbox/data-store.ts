@@ -69,6 +69,8 @@ class StreamState {
   readonly deleted = new Set<number>();
   readonly childOverlay = new Map<number, Rec[]>();
   readonly listJson = new Map<number, string>();
+  /** List JSON texts kept before the cache starts over; `warm(def, true)` raises it to the whole stream. */
+  listCacheMax = LIST_CACHE_MAX;
   readonly detailJson = new Map<number, string>();
   readonly views = new Map<string, Int32Array>();
   /** Encoded list pages, keyed by view and page; valid until the stream changes. */
@@ -120,8 +122,9 @@ export class OrgData {
     startMs: number,
     readonly variants: Variants = DEFAULT_VARIANTS,
     private readonly ledger: VersionLedger = new VersionLedger(Number.MAX_SAFE_INTEGER),
+    streamCounts: Readonly<Record<string, number>> = {},
   ) {
-    this.g = new OrgGen(seed, org, scale, startMs, variants.uneditedRecords);
+    this.g = new OrgGen(seed, org, scale, startMs, variants.uneditedRecords, streamCounts);
     this.shaped =
       variants.sparseFields > 0 ||
       variants.arrayQuirks ||
@@ -132,7 +135,7 @@ export class OrgData {
       variants.hoursAsNumbers ||
       variants.otherSpellings;
     for (const def of STREAMS) {
-      this.states.set(`${def.family}.${def.stream}`, new StreamState(def, def.kind === 'top' && def.count ? def.count(scale) : 0));
+      this.states.set(`${def.family}.${def.stream}`, new StreamState(def, def.kind === 'top' ? this.g.countOf(def) : 0));
     }
   }
 
@@ -214,17 +217,22 @@ export class OrgData {
     let text = s.listJson.get(slot);
     if (text === undefined) {
       text = toJson(this.listShape(def, this.record(def, slot)), this.org.idStyle);
-      if (s.listJson.size >= LIST_CACHE_MAX) s.listJson.clear();
+      if (s.listJson.size >= s.listCacheMax) s.listJson.clear();
       s.listJson.set(slot, text);
     }
     return text;
   }
 
-  /** Fills the list JSON cache of a top-level stream (up to its bound); returns the records warmed. */
-  warm(def: StreamDef): number {
+  /**
+   * Fills the list JSON cache of a top-level stream (up to its bound, or every record when
+   * `whole`: the bound then rises to the stream's size); returns the records warmed.
+   */
+  warm(def: StreamDef, whole = false): number {
     if (def.parentStream) return 0;
     const slots = this.liveSlots(def);
-    const n = Math.min(slots.length, LIST_CACHE_MAX);
+    const s = this.state(def);
+    if (whole) s.listCacheMax = Math.max(s.listCacheMax, slots.length);
+    const n = Math.min(slots.length, s.listCacheMax);
     for (let i = 0; i < n; i++) this.listJson(def, slots[i]!);
     return n;
   }
