@@ -36,6 +36,7 @@ import { CATALOG, childStreamsOf } from '../src/catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../src/catalog/types.js';
 import type { RequestLog } from '../sandbox/index.js';
 import { summarizeProfile, type CpuProfile, type ProfileSummary } from './profile.js';
+import { renderRequests, runRequestsBench, type RequestsFigures } from './requests.js';
 import type { BareResult, BareSpec, SandboxMessage, SandboxSpec, SqlStat, StreamRef, SyncResult, SyncSpec } from './protocol.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -765,7 +766,12 @@ function tableRow(cells: ReadonlyArray<string | number>): string {
   return `| ${cells.join(' | ')} |`;
 }
 
-function renderMarkdown(results: ScenarioResult[], sandbox: { ran: boolean; output: string; note: string } | null, opts: Options): string {
+function renderMarkdown(
+  results: ScenarioResult[],
+  sandbox: { ran: boolean; output: string; note: string } | null,
+  opts: Options,
+  requests: RequestsFigures | null,
+): string {
   const m = machine();
   const lines: string[] = [];
   lines.push(`Measured ${m.date} on ${m.cores} cores (${m.cpu}), ${m.memGb} GB RAM, Node ${m.node}, commit ${m.commit}.`);
@@ -774,58 +780,60 @@ function renderMarkdown(results: ScenarioResult[], sandbox: { ran: boolean; outp
     `Command: \`npm run bench${opts.quick ? ' -- --quick' : ''}\` (per_page ${opts.perPage}, ` +
       `${opts.concurrency} requests in flight per organization, 4 organizations at once).`,
   );
-  lines.push('');
-  lines.push(
-    '| scenario | warehouse | records | time | list records/s | all records/s | requests (API) | minimum | peak RSS | svcsync CPU ' +
-      '| records per CPU-s | sandbox CPU | load avg | rows = sandbox |',
-  );
-  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
-  for (const r of results) {
-    const time =
-      r.times.length > 1 ? `${fmt(r.elapsedS, 1)} s (median of ${r.times.map((t) => fmt(t, 1)).join(', ')})` : `${fmt(r.elapsedS, 1)} s`;
-    const records = r.childRecords ? `${fmt(r.listRecords)} list + ${fmt(r.childRecords)} child` : fmt(r.listRecords);
+  if (results.length) {
+    lines.push('');
     lines.push(
-      tableRow([
-        r.name,
-        r.dialect,
-        records,
-        time,
-        fmt(r.listRecordsPerS),
-        fmt(r.allRecordsPerS),
-        fmt(r.apiRequests),
-        fmt(r.minimum.total),
-        `${fmt(r.peakRssMb)} MB`,
-        `${fmt(r.svcsyncCpuPct)}%`,
-        fmt(r.recordsPerCpuS),
-        `${fmt(r.sandboxCpuPct)}%`,
-        r.load.map((l) => l.toFixed(1)).join('→'),
-        r.rowsMatch ? 'yes' : 'NO: ' + r.rowMismatches.join('; '),
-      ]),
+      '| scenario | warehouse | records | time | list records/s | all records/s | requests (API) | minimum | peak RSS | svcsync CPU ' +
+        '| records per CPU-s | sandbox CPU | load avg | rows = sandbox |',
     );
-  }
-  lines.push('');
-  lines.push(
-    'Requests: API calls the sandbox answered (token requests are counted apart); minimum = organization lists (one per family) ' +
-      '+ ceil(records / 200) pages per list (at least one) + one single-record request per record of a stream completed by default ' +
-      "+ one request per parent for each child stream, from the sandbox's own counts.",
-  );
-  lines.push('');
-  lines.push('| scenario | org lists | list pages | detail | children | minimum | made | token requests | client counted |');
-  lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-  for (const r of results) {
+    lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+    for (const r of results) {
+      const time =
+        r.times.length > 1 ? `${fmt(r.elapsedS, 1)} s (median of ${r.times.map((t) => fmt(t, 1)).join(', ')})` : `${fmt(r.elapsedS, 1)} s`;
+      const records = r.childRecords ? `${fmt(r.listRecords)} list + ${fmt(r.childRecords)} child` : fmt(r.listRecords);
+      lines.push(
+        tableRow([
+          r.name,
+          r.dialect,
+          records,
+          time,
+          fmt(r.listRecordsPerS),
+          fmt(r.allRecordsPerS),
+          fmt(r.apiRequests),
+          fmt(r.minimum.total),
+          `${fmt(r.peakRssMb)} MB`,
+          `${fmt(r.svcsyncCpuPct)}%`,
+          fmt(r.recordsPerCpuS),
+          `${fmt(r.sandboxCpuPct)}%`,
+          r.load.map((l) => l.toFixed(1)).join('→'),
+          r.rowsMatch ? 'yes' : 'NO: ' + r.rowMismatches.join('; '),
+        ]),
+      );
+    }
+    lines.push('');
     lines.push(
-      tableRow([
-        r.name,
-        r.minimum.organizationLists,
-        fmt(r.minimum.listPages),
-        fmt(r.minimum.detail),
-        fmt(r.minimum.children),
-        fmt(r.minimum.total),
-        fmt(r.apiRequests),
-        r.tokenRequests,
-        fmt(r.clientRequests),
-      ]),
+      'Requests: API calls the sandbox answered (token requests are counted apart); minimum = organization lists (one per family) ' +
+        '+ ceil(records / 200) pages per list (at least one) + one single-record request per record of a stream completed by default ' +
+        "+ one request per parent for each child stream, from the sandbox's own counts.",
     );
+    lines.push('');
+    lines.push('| scenario | org lists | list pages | detail | children | minimum | made | token requests | client counted |');
+    lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+    for (const r of results) {
+      lines.push(
+        tableRow([
+          r.name,
+          r.minimum.organizationLists,
+          fmt(r.minimum.listPages),
+          fmt(r.minimum.detail),
+          fmt(r.minimum.children),
+          fmt(r.minimum.total),
+          fmt(r.apiRequests),
+          r.tokenRequests,
+          fmt(r.clientRequests),
+        ]),
+      );
+    }
   }
   const withBare = results.filter((r) => r.bare);
   if (withBare.length) {
@@ -906,7 +914,7 @@ function renderMarkdown(results: ScenarioResult[], sandbox: { ran: boolean; outp
   }
   const reqOk = results.every((r) => r.apiRequests === r.minimum.total);
   const requestCounts = results.map((r) => `${r.name} ${fmt(r.apiRequests)}/${fmt(r.minimum.total)}`).join(', ');
-  lines.push(`- exactly the minimum number of requests: ${requestCounts} — ${verdict(reqOk)}`);
+  if (results.length) lines.push(`- exactly the minimum number of requests: ${requestCounts} — ${verdict(reqOk)}`);
   if (mem) {
     const first = mem.checkpoints[0];
     const last = mem.checkpoints[mem.checkpoints.length - 1];
@@ -920,6 +928,10 @@ function renderMarkdown(results: ScenarioResult[], sandbox: { ran: boolean; outp
   if (failed.length) {
     lines.push('');
     for (const r of failed) lines.push(`- ${r.name} did not finish cleanly: ${r.error ?? r.rowMismatches.join('; ')}`);
+  }
+  if (requests) {
+    lines.push('');
+    lines.push(renderRequests(requests));
   }
   if (sandbox) {
     lines.push('');
@@ -1120,6 +1132,18 @@ async function main(): Promise<void> {
       console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+  let requests: RequestsFigures | null = null;
+  if (want('requests')) {
+    process.stdout.write(`\n> requests: the reference organization's first sync and a steady day on the free plan ... `);
+    try {
+      requests = await runRequestsBench({ divide: opts.quick ? 10 : 1, perPage: opts.perPage, plan: 'free' });
+      console.log(`first sync ${fmt(requests.firstSync.requests)} requests; steady ${fmt(requests.steady.perDay)} a day`);
+      if (!requests.idsMatch) failures++;
+    } catch (error) {
+      failures++;
+      console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
   const sandbox = want('sandbox') ? await sandboxThroughput(Math.min(opts.timeoutS, 300), opts.quick) : null;
   // The fleet (issue 12, bench/fleet.ts) takes a quarter of an hour: only when asked for by name.
   if (opts.only?.includes('fleet')) {
@@ -1142,9 +1166,9 @@ async function main(): Promise<void> {
     );
     if (code !== 0) failures++;
   }
-  const markdown = renderMarkdown(results, sandbox, opts);
+  const markdown = renderMarkdown(results, sandbox, opts, requests);
   console.log('\n' + markdown);
-  if (opts.json) writeFileSync(opts.json, JSON.stringify({ machine: machine(), options: opts, results, sandbox }, null, 2));
+  if (opts.json) writeFileSync(opts.json, JSON.stringify({ machine: machine(), options: opts, results, sandbox, requests }, null, 2));
   if (opts.writeDocs && opts.experiments.length) console.log('\nnot writing docs/benchmarks.md: this run used --experiment');
   else if (opts.writeDocs) writeDocs(markdown);
   process.exitCode = failures ? 1 : 0;
