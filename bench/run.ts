@@ -230,7 +230,9 @@ interface Minimum {
  * The fewest requests a full sync can make, from the sandbox's own record counts:
  * one organization list per family; ceil(n / per_page) pages per list (at least one);
  * one single-record request per record of a stream completed by default; one request per
- * parent for each child stream (the sandbox gives a parent at most 4 children, under a page).
+ * parent for each child stream (the sandbox gives a parent at most 4 children, under a page),
+ * except the child lists a parent's single record carries whole (books vendor credits, A48) and
+ * those read from a list of all children (inventory refunds, A49: its pages instead).
  */
 function minimumRequests(
   families: readonly string[],
@@ -257,7 +259,11 @@ function minimumRequests(
         if (s.detail?.defaultEnabled) m.detail += n;
       } else m.childRecords += n;
       for (const c of children.get(s) ?? []) {
-        m.children += n;
+        // The sandbox's single records carry these whole, with totals that prove it (A48): no list per parent.
+        const embedded = s.detail?.embeddedChildren?.some((e) => e.stream === c.name) ?? false;
+        // Many parents: the list of all their children, by pages (A49).
+        const allPages = Math.max(1, Math.ceil((perOrg[qualifiedName(c)] ?? 0) / perPage));
+        if (!embedded) m.children += c.allList && n >= 2 ? allPages : n;
         visit(c, false);
       }
     };

@@ -58,7 +58,7 @@ describe('mutation', () => {
     expect(h.sb.warm(org, 'billing', 'events', true)).toBe(250_010);
     const last = await h.json('billing', '/events?per_page=200&page=1251');
     expect((last.body['events'] as unknown[]).length).toBe(10);
-  });
+  }, 120_000);
 
   it('keeps every served list equal to truth after creates, modifies and deletes', async () => {
     const h = await open({ scale: 120, organizations: 2 });

@@ -15,6 +15,8 @@ import { holding } from './record-budget.js';
 import { raiseIfStopped } from './stop.js';
 import { newTally, type StreamTally } from './stream-tally.js';
 import { detailIsEnabled, normalizePage } from './stream-pass.js';
+import { provenEmbedded, type ProvenChildren } from './embedded-children.js';
+import { readAllChildren } from './all-children.js';
 
 /** Items taken from the queue per transaction. */
 const BATCH = 50;
@@ -73,12 +75,15 @@ function fanOut(ctx: SyncContext): number {
  * the detail columns and child tables, and takes the id off the queue in the same
  * transaction: each item commits as soon as it is fetched, so a failure or a spent quota
  * leaves only the unfetched items queued. A record the API no longer has is marked deleted.
+ * Child lists the record embeds and proves complete (`provenEmbedded`), of the child streams
+ * `embedInto` accepts, are written from it and taken off their queue: no request of their own.
  */
 export async function completeDetails(
   ctx: SyncContext,
   organizationId: string,
   stream: StreamSpec,
   tally: StreamTally = newTally(),
+  embedInto: (child: StreamSpec) => boolean = () => false,
 ): Promise<void> {
   if (!stream.detail || !detailIsEnabled(ctx, stream)) return;
   const detail = stream.detail;
@@ -97,6 +102,7 @@ export async function completeDetails(
           raiseIfStopped(ctx);
           const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
           let record: NormalizedRecord | null = null;
+          let proven: ProvenChildren[] = [];
           await holding(ctx.records, 1, ctx.signal, async () => {
             // A stop asked for while waiting for room: nothing is sent.
             raiseIfStopped(ctx);
@@ -107,10 +113,12 @@ export async function completeDetails(
               record = normalizeRecord(stream, raw, { organizationId, source: 'detail', syncedAt, runId: ctx.runId });
               tally.warnings.addAll(record.warnings);
               tally.drift.addAll(record.unknown);
+              proven = provenEmbedded(stream, raw, embedInto);
             } catch (error) {
               if (!isGone(ctx, error)) throw error;
             }
             await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
+            for (const p of proven) await commitEmbedded(ctx, key, stream, item.item_id, item.reason as PendingReason, p, tally);
             tally.records++;
             tally.written++;
             if (!record) tally.deleted++;
@@ -121,6 +129,28 @@ export async function completeDetails(
   }
   const failed = aside.error('single-record reads', qualifiedName(stream));
   if (failed) throw failed;
+}
+
+function withSyncedAt(records: NormalizedRecord[], syncedAt: string): NormalizedRecord[] {
+  for (const r of records) r.row['_synced_at'] = syncedAt;
+  return records;
+}
+
+/** One parent's children from its own single record: committed as a read of their list would commit them. */
+async function commitEmbedded(
+  ctx: SyncContext,
+  parentKey: StreamKey,
+  parent: StreamSpec,
+  parentId: string,
+  reason: PendingReason,
+  { child, entries }: ProvenChildren,
+  tally: StreamTally,
+): Promise<void> {
+  const link = child.parent!;
+  const syncedAt = ctx.stamp.next();
+  const records = normalizePage(ctx, child, parentKey.organizationId, entries, syncedAt, { key: link.key, value: parentId }, tally);
+  const key: StreamKey = { ...parentKey, stream: qualifiedName(child) };
+  await commitChildren(ctx, { key, child, parent, parentId, syncedAt, records, parentGone: false, reason });
 }
 
 /**
@@ -140,6 +170,8 @@ export async function completeChildren(
   const limit = pLimit(fanOut(ctx));
   const passStart = ctx.stamp.next();
   const aside = new SetAside();
+  // Many parents queued: one walk of the list of all their children instead of a list each.
+  const all = await readAllChildren(ctx, key, child, tally);
   for (;;) {
     raiseIfStopped(ctx);
     const batch = await takePending(ctx.warehouse.db, key, 'children', BATCH, passStart);
@@ -155,6 +187,21 @@ export async function completeChildren(
           const records: NormalizedRecord[] = [];
           let gone = false;
           let pagesRead = 0;
+          if (all) {
+            await commitChildren(ctx, {
+              key,
+              child,
+              parent,
+              parentId,
+              syncedAt: startedAt,
+              records: withSyncedAt(all.get(parentId) ?? [], startedAt),
+              parentGone: false,
+              reason: item.reason as PendingReason,
+            });
+            tally.records += all.get(parentId)?.length ?? 0;
+            tally.written += all.get(parentId)?.length ?? 0;
+            return;
+          }
           // The parent's whole list is committed at once, so its pages are held together: the
           // first page's room is waited for, then the share holds what has arrived (past the cap
           // only for a list longer than a page, which is rare).

@@ -242,7 +242,7 @@ export async function syncOrganization(
   const runTree = async (stream: StreamSpec): Promise<void> => {
     await runOne(stream, async (tally) => {
       await runStreamPass(ctx, organizationId, stream, options, tally);
-      await completeDetails(ctx, organizationId, stream, tally);
+      await completeDetails(ctx, organizationId, stream, tally, allowed);
     });
     const drain = async (parent: StreamSpec): Promise<void> => {
       for (const child of childStreamsOf(parent)) {
