@@ -84,6 +84,8 @@ export async function completeDetails(
   stream: StreamSpec,
   tally: StreamTally = newTally(),
   embedInto: (child: StreamSpec) => boolean = () => false,
+  /** Child records written from the records, per child stream (qualified name), for the child's own count. */
+  embedded: Map<string, number> = new Map(),
 ): Promise<void> {
   if (!stream.detail || !detailIsEnabled(ctx, stream)) return;
   const detail = stream.detail;
@@ -118,7 +120,11 @@ export async function completeDetails(
               if (!isGone(ctx, error)) throw error;
             }
             await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
-            for (const p of proven) await commitEmbedded(ctx, key, stream, item.item_id, item.reason as PendingReason, p, tally);
+            for (const p of proven) {
+              await commitEmbedded(ctx, key, stream, item.item_id, item.reason as PendingReason, p, tally);
+              const name = qualifiedName(p.child);
+              embedded.set(name, (embedded.get(name) ?? 0) + p.entries.length);
+            }
             tally.records++;
             tally.written++;
             if (!record) tally.deleted++;

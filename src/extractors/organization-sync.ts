@@ -240,14 +240,21 @@ export async function syncOrganization(
   };
 
   const runTree = async (stream: StreamSpec): Promise<void> => {
+    const embedded = new Map<string, number>();
     await runOne(stream, async (tally) => {
       await runStreamPass(ctx, organizationId, stream, options, tally);
-      await completeDetails(ctx, organizationId, stream, tally, allowed);
+      await completeDetails(ctx, organizationId, stream, tally, allowed, embedded);
     });
     const drain = async (parent: StreamSpec): Promise<void> => {
       for (const child of childStreamsOf(parent)) {
         if (!allowed(child) && !childStreamsOf(child).some(allowed)) continue;
-        await runOne(child, (tally) => completeChildren(ctx, organizationId, child, parent, tally));
+        await runOne(child, (tally) => {
+          // Children the parents' single records carried count as this stream's records read and written.
+          const fromParents = embedded.get(qualifiedName(child)) ?? 0;
+          tally.records += fromParents;
+          tally.written += fromParents;
+          return completeChildren(ctx, organizationId, child, parent, tally);
+        });
         await drain(child);
       }
     };
