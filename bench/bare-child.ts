@@ -10,7 +10,8 @@
  *   keyed by the parent's id and the element's position. Nothing converted beyond what a driver
  *   needs to bind the value.
  * SQLite: one prepared `INSERT ... ON CONFLICT` per row (better-sqlite3). Postgres: one
- * multi-row upsert per table per page; every column text, raw text or jsonb (BareSpec.rawType).
+ * multi-row upsert per table per page, pages committed side by side over a pool of 4 connections
+ * (svcsync writes over a pool too); every column text, raw text or jsonb (BareSpec.rawType).
  * No tricks svcsync could not use; none of svcsync's work (exact ids, instants, hashes, state,
  * retries, limits) either. Usage: node dist/bench/bare-child.js '<BareSpec JSON>'
  */
@@ -80,43 +81,53 @@ function sqliteWriter(path: string): Writer {
   };
 }
 
-async function postgresWriter(url: string): Promise<Writer> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
+/** Connections the Postgres loader writes over: pages commit side by side, as svcsync's pool lets it. */
+const PG_POOL_SIZE = 4;
+
+function postgresWriter(url: string): Writer {
+  const pool = new pg.Pool({ connectionString: url, max: PG_POOL_SIZE });
   const created: string[] = [];
-  // Organizations load side by side on one connection: without this queue, one page's BEGIN
-  // and COMMIT would interleave with another's statements and the transactions would merge.
-  let queue: Promise<unknown> = Promise.resolve();
+  // The tables exist before the first page writes, whichever connection takes it.
+  let tablesReady: Promise<void> | null = null;
+  const createTables = async (): Promise<void> => {
+    for (const c of created.splice(0)) await pool.query(c);
+  };
   const writePage = async (batches: ReadonlyArray<{ table: Table; rows: unknown[][] }>): Promise<void> => {
-    for (const c of created.splice(0)) await client.query(c);
-    await client.query('BEGIN');
-    for (const { table, rows } of batches) {
-      const width = table.columns.length;
-      const names = table.columns.map((c) => `"${c}"`).join(', ');
-      const perStatement = Math.floor(PG_MAX_PARAMETERS / width);
-      for (let at = 0; at < rows.length; at += perStatement) {
-        const chunk = rows.slice(at, at + perStatement);
-        const tuples = chunk.map((_, i) => `(${table.columns.map((__, j) => `$${i * width + j + 1}`).join(', ')})`).join(', ');
-        await client.query(`INSERT INTO "${table.name}" (${names}) VALUES ${tuples} ${upsertTail(table)}`, chunk.flat());
+    await (tablesReady ??= createTables());
+    // One connection per page: its BEGIN and COMMIT must not interleave with another page's statements.
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      for (const { table, rows } of batches) {
+        const width = table.columns.length;
+        const names = table.columns.map((c) => `"${c}"`).join(', ');
+        const perStatement = Math.floor(PG_MAX_PARAMETERS / width);
+        for (let at = 0; at < rows.length; at += perStatement) {
+          const chunk = rows.slice(at, at + perStatement);
+          const tuples = chunk.map((_, i) => `(${table.columns.map((__, j) => `$${i * width + j + 1}`).join(', ')})`).join(', ');
+          await client.query(`INSERT INTO "${table.name}" (${names}) VALUES ${tuples} ${upsertTail(table)}`, chunk.flat());
+        }
       }
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
     }
-    await client.query('COMMIT');
   };
   return {
     prepare(table) {
       const columns = table.columns.map((c) => `"${c}" ${c === 'raw' ? (table.rawType ?? 'text') : 'text'}`).join(', ');
       created.push(`CREATE TABLE IF NOT EXISTS "${table.name}" (${columns}, PRIMARY KEY (${table.key.join(', ')}))`);
     },
-    page(batches) {
-      const done = queue.then(() => writePage(batches));
-      queue = done.catch(() => undefined);
-      return done;
-    },
+    page: (batches) => writePage(batches),
     async count(table) {
-      const r = await client.query<{ n: string }>(`SELECT count(*) AS n FROM "${table}"`);
+      await (tablesReady ??= createTables());
+      const r = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM "${table}"`);
       return Number(r.rows[0]?.n ?? 0);
     },
-    close: () => client.end(),
+    close: () => pool.end(),
   };
 }
 
@@ -258,7 +269,7 @@ async function main(): Promise<void> {
   });
   const token = (await tokenAnswer.json()) as { access_token: string; api_domain?: string };
   const apiBase = token.api_domain ?? spec.sandboxUrl;
-  const writer = spec.dialect === 'sqlite' ? sqliteWriter(spec.warehouse) : await postgresWriter(spec.warehouse);
+  const writer = spec.dialect === 'sqlite' ? sqliteWriter(spec.warehouse) : postgresWriter(spec.warehouse);
   const streams = spec.streams.map((q) => CATALOG.find((s) => qualifiedName(s) === q)!);
   const plans = new Map(streams.map((s) => [s, planOf(s, spec)]));
   for (const plan of plans.values()) allTables(plan).forEach((t) => writer.prepare(t));

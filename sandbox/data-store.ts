@@ -17,6 +17,17 @@ import { currentAt, VersionLedger, type Change, type StoredList, type StoredVers
 /** Children per parent are numbered parentSlot * CHILD_STRIDE + k. */
 export const CHILD_STRIDE = 64;
 const LIST_CACHE_MAX = 250_000;
+/** A vendor credit's total of each embedded list (spec 2.8). */
+const EMBED_TOTALS: Readonly<Record<string, string>> = {
+  vendor_credit_refunds: 'total_refunded_amount',
+  bills_credited: 'total_credits_used',
+};
+
+/** The sum of the entries' `amount`, to the currency's precision. */
+function sumAmounts(rows: readonly Rec[], precision: number): number {
+  const scale = 10 ** precision;
+  return Math.round(rows.reduce((a, r) => a + (typeof r['amount'] === 'number' ? r['amount'] : 0), 0) * scale) / scale;
+}
 const DETAIL_CACHE_MAX = 50_000;
 const PAGE_CACHE_MAX = 400;
 
@@ -69,6 +80,8 @@ class StreamState {
   readonly deleted = new Set<number>();
   readonly childOverlay = new Map<number, Rec[]>();
   readonly listJson = new Map<number, string>();
+  /** List JSON texts kept before the cache starts over; `warm(def, true)` raises it to the whole stream. */
+  listCacheMax = LIST_CACHE_MAX;
   readonly detailJson = new Map<number, string>();
   readonly views = new Map<string, Int32Array>();
   /** Encoded list pages, keyed by view and page; valid until the stream changes. */
@@ -120,8 +133,9 @@ export class OrgData {
     startMs: number,
     readonly variants: Variants = DEFAULT_VARIANTS,
     private readonly ledger: VersionLedger = new VersionLedger(Number.MAX_SAFE_INTEGER),
+    streamCounts: Readonly<Record<string, number>> = {},
   ) {
-    this.g = new OrgGen(seed, org, scale, startMs, variants.uneditedRecords);
+    this.g = new OrgGen(seed, org, scale, startMs, variants.uneditedRecords, streamCounts);
     this.shaped =
       variants.sparseFields > 0 ||
       variants.arrayQuirks ||
@@ -132,7 +146,7 @@ export class OrgData {
       variants.hoursAsNumbers ||
       variants.otherSpellings;
     for (const def of STREAMS) {
-      this.states.set(`${def.family}.${def.stream}`, new StreamState(def, def.kind === 'top' && def.count ? def.count(scale) : 0));
+      this.states.set(`${def.family}.${def.stream}`, new StreamState(def, def.kind === 'top' ? this.g.countOf(def) : 0));
     }
   }
 
@@ -203,8 +217,25 @@ export class OrgData {
       const child = findStream(def.family, embed.stream);
       if (!child) continue;
       const rows = embedded(child, index);
+      // The credit's totals are what its refunds and credited bills add up to (spec 2.8).
+      const total = EMBED_TOTALS[embed.field];
+      if (total && total in out) out[total] = sumAmounts(rows, this.g.profile.price_precision);
       // Variant arrayQuirks: one embedded child is sent as an object, not an array of one.
       out[embed.field] = this.variants.arrayQuirks && rows.length === 1 ? rows[0] : rows;
+    }
+    return out;
+  }
+
+  /** The detail record as served: variant embeddedChildrenDropped leaves entries off its embedded lists. */
+  private served(def: StreamDef, out: Rec): Rec {
+    const share = this.variants.embeddedChildrenDropped;
+    if (share <= 0) return out;
+    for (const embed of def.embeds ?? []) {
+      const v = out[embed.field];
+      let rows: unknown[] = [];
+      if (Array.isArray(v)) rows = v;
+      else if (v !== undefined && v !== null) rows = [v];
+      out[embed.field] = rows.slice(0, rows.length - Math.ceil(rows.length * share));
     }
     return out;
   }
@@ -214,17 +245,22 @@ export class OrgData {
     let text = s.listJson.get(slot);
     if (text === undefined) {
       text = toJson(this.listShape(def, this.record(def, slot)), this.org.idStyle);
-      if (s.listJson.size >= LIST_CACHE_MAX) s.listJson.clear();
+      if (s.listJson.size >= s.listCacheMax) s.listJson.clear();
       s.listJson.set(slot, text);
     }
     return text;
   }
 
-  /** Fills the list JSON cache of a top-level stream (up to its bound); returns the records warmed. */
-  warm(def: StreamDef): number {
+  /**
+   * Fills the list JSON cache of a top-level stream (up to its bound, or every record when
+   * `whole`: the bound then rises to the stream's size); returns the records warmed.
+   */
+  warm(def: StreamDef, whole = false): number {
     if (def.parentStream) return 0;
     const slots = this.liveSlots(def);
-    const n = Math.min(slots.length, LIST_CACHE_MAX);
+    const s = this.state(def);
+    if (whole) s.listCacheMax = Math.max(s.listCacheMax, slots.length);
+    const n = Math.min(slots.length, s.listCacheMax);
     for (let i = 0; i < n; i++) this.listJson(def, slots[i]!);
     return n;
   }
@@ -233,7 +269,7 @@ export class OrgData {
     const s = this.state(def);
     let text = s.detailJson.get(slot);
     if (text === undefined) {
-      text = toJson(this.detailShape(def, slot, this.record(def, slot)), this.org.idStyle);
+      text = toJson(this.served(def, this.detailShape(def, slot, this.record(def, slot))), this.org.idStyle);
       if (s.detailJson.size >= DETAIL_CACHE_MAX) s.detailJson.clear();
       s.detailJson.set(slot, text);
     }

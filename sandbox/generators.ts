@@ -188,7 +188,7 @@ export function email(first: string, last: string, n: number): string {
 
 /** Times of base record `slot`; see StreamDef.timeOrder. */
 export function baseTimes(g: OrgGen, def: StreamDef, slot: number): Times {
-  const n = Math.max(1, def.count ? def.count(g.scale) : 1);
+  const n = Math.max(1, def.count ? g.countOf(def) : 1);
   const stepS = Math.max(2, Math.floor((730 * DAY) / 1000 / n));
   const jitterS = g.hash(def.space, slot, 77) % Math.floor(stepS / 2);
   const top = g.startMs - 60_000;

@@ -30,6 +30,11 @@ export interface SandboxOptions {
   port?: number;
   seed?: number;
   scale?: number;
+  /**
+   * Records per organization of some top-level streams (`family.stream`, up to 1,000,000 each),
+   * where `scale` sets the rest: an organization shaped like a real one (many events, few projects).
+   */
+  streamScale?: Record<string, number>;
   organizations?: number;
   plan?: Plan;
   limits?: Partial<Limits>;
@@ -86,9 +91,10 @@ export interface Sandbox {
   /**
    * Builds and caches the list JSON of every record of a top-level stream, so that serving
    * its pages later costs little: a benchmark then measures the client, not the generator.
-   * Returns the number of records warmed.
+   * Returns the number of records warmed. Up to 250,000 records a stream unless `whole`, which
+   * keeps every record's JSON however many there are (memory grows with the stream).
    */
-  warm(organizationId: string, family: Family, stream: string): number;
+  warm(organizationId: string, family: Family, stream: string, whole?: boolean): number;
   mutate(opts: MutateOptions): MutationSummary;
   issueGrantCode(opts?: { scopes?: string[] }): string;
   setFaults(faults: Faults): void;
@@ -153,6 +159,13 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const maxVersions = options.maxVersions ?? DEFAULT_MAX_VERSIONS;
   check(Number.isInteger(seed), 'seed must be an integer');
   check(Number.isInteger(scale) && scale >= 0 && scale <= 1_000_000, 'scale must be an integer from 0 to 1000000');
+  const streamScale = options.streamScale ?? {};
+  for (const [name, n] of Object.entries(streamScale)) {
+    const [family, stream] = name.split('.');
+    const def = family && stream ? STREAMS.find((d) => d.family === family && d.stream === stream) : undefined;
+    check(def !== undefined && def.kind === 'top', `streamScale: ${name} is not a top-level stream (family.stream)`);
+    check(Number.isInteger(n) && n >= 0 && n <= 1_000_000, `streamScale.${name} must be an integer from 0 to 1000000`);
+  }
   // Past 100 organizations record ids repeat across organizations (an id names the organization's
   // index modulo 100), which the warehouse's (organization_id, id) keys allow.
   check(Number.isInteger(orgCount) && orgCount >= 1 && orgCount <= 1000, 'organizations must be an integer from 1 to 1000');
@@ -173,7 +186,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const clock = new SandboxClock(startMs, timeScale);
   const orgs = buildOrganizations(seed, orgCount, variants);
   const ledger = new VersionLedger(maxVersions);
-  const data = new Map(orgs.map((o) => [o.organization_id, new OrgData(seed, o, scale, startMs, variants, ledger)]));
+  const data = new Map(orgs.map((o) => [o.organization_id, new OrgData(seed, o, scale, startMs, variants, ledger, streamScale)]));
   const { scopes, ...given } = options.credentials ?? {};
   const credentials: Credentials = { ...DEFAULT_CREDENTIALS, ...given };
   let url = '';
@@ -280,10 +293,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       const horizons = [...data.values()].map((d) => d.horizon).filter((h) => h > -Infinity);
       return { versions: ledger.kept, dropped: ledger.dropped, maxVersions, since: horizons.length ? Math.max(...horizons) : null };
     },
-    warm(organizationId, family, stream) {
+    warm(organizationId, family, stream, whole = false) {
       const d = orgData(organizationId, family);
       if (stream === 'organizations') return 0;
-      return d.warm(streamDef(family, stream));
+      return d.warm(streamDef(family, stream), whole);
     },
     count(organizationId, family, stream) {
       const d = orgData(organizationId, family);

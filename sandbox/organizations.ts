@@ -240,8 +240,16 @@ export class OrgGen {
     readonly startMs: number,
     /** Variant uneditedRecords: every generated record changed last when it was created. */
     readonly unedited = false,
+    /** Records of these top-level streams (`family.stream`) instead of the stream's count at `scale`. */
+    private readonly streamCounts: Readonly<Record<string, number>> = {},
   ) {
     this.offsetMs = org.profile.offsetMinutes * 60_000;
+  }
+
+  /** Generated records of a top-level stream: its own count when given, else its count at `scale`. */
+  countOf(def: { family: string; stream: string; count?: (scale: number) => number }): number {
+    if (!def.count) return 0;
+    return this.streamCounts[`${def.family}.${def.stream}`] ?? def.count(this.scale);
   }
 
   get profile(): OrgProfile {

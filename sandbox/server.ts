@@ -525,7 +525,9 @@ export class SandboxServer {
         const end = Math.min(parents.length, page * perPage);
         for (let i = (page - 1) * perPage; i < end; i++) {
           const c = data.children(def, parents[i] as number)[index[i] as number];
-          if (c) items.push(toJson(data.listShape(def, c), data.org.idStyle));
+          // Variant allRefundsWithoutCredit: the entries do not say which credit they refund.
+          const entry = c && this.v.allRefundsWithoutCredit ? omit(c, ['vendor_credit_id', 'vendor_credit_number']) : c;
+          if (entry) items.push(toJson(data.listShape(def, entry), data.org.idStyle));
         }
         return this.page(route.key, items, page, perPage, parents.length, def.reportName, '', 'A');
       }
@@ -710,4 +712,11 @@ function intParam(query: URLSearchParams, name: string, fallback: number, max: n
   const n = Number(raw);
   if (n < 1 || n > max) throw new BadRequest(`Invalid value passed for ${name}: must be an integer between 1 and ${max}`);
   return n;
+}
+
+/** A copy of a record without some fields. */
+function omit(rec: Record<string, unknown>, fields: readonly string[]): Record<string, unknown> {
+  const out = { ...rec };
+  for (const f of fields) delete out[f];
+  return out;
 }

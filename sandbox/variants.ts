@@ -208,6 +208,19 @@ export interface Variants {
    * the sort then sends a first page that looks sorted).
    */
   uneditedRecords: boolean;
+  /**
+   * A vendor credit's single record sends its embedded `vendor_credit_refunds[]` and
+   * `bills_credited[]` short: this share of each array's entries (rounded up) left off the end,
+   * 1 = always empty. Its `total_refunded_amount` and `total_credits_used` still sum every entry
+   * (spec 2.8 lists the arrays but not that they are complete). Truth holds every entry.
+   */
+  embeddedChildrenDropped: number;
+  /**
+   * The inventory family's list of all refunds (`GET /vendorcredits/refunds`, spec 4.8: "all
+   * refunds with pagination", entries not shown) sends entries without `vendor_credit_id` and
+   * `vendor_credit_number`: a client cannot tell which credit each refunds.
+   */
+  allRefundsWithoutCredit: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -250,6 +263,8 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   organizationPageSize: 0,
   inactiveOrganizations: 0,
   uneditedRecords: false,
+  embeddedChildrenDropped: 0,
+  allRefundsWithoutCredit: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -298,6 +313,9 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   // Off: with omitPageContext and ignoreSort nothing shows a walk that the server ignored the
   // sort on a first page that looks sorted (A8); its own test runs with page_context.
   uneditedRecords: false,
+  // Half of every credit's embedded refunds and credited bills left off: svcsync must see from the totals that they are short.
+  embeddedChildrenDropped: 0.5,
+  allRefundsWithoutCredit: true,
 });
 
 /** What `noOrganizationList` may name. */
@@ -376,12 +394,18 @@ export function resolveVariants(preset: Preset | undefined, given: Partial<Varia
 
 const EXTRA_PREFIX = 'x_new_field_';
 
-/** The fields a record must always keep under sparseFields: keys and the change time. */
+/**
+ * The fields a record must always keep under sparseFields: keys and the change time, and a vendor
+ * credit's totals and its refunds' and credited bills' amounts (the totals are the sums of the
+ * amounts, A48: a server that leaves one out does not send a total that still adds up).
+ */
 function protectedFields(def: StreamDef): Set<string> {
   const keep = new Set<string>([def.idField]);
   if (def.parentIdField) keep.add(def.parentIdField);
   if (def.changeField) keep.add(def.changeField);
   for (const e of def.embeds ?? []) keep.add(e.field);
+  if (def.stream === 'vendor_credits') ['total_refunded_amount', 'total_credits_used'].forEach((f) => keep.add(f));
+  if (def.stream === 'vendor_credit_refunds' || def.stream === 'vendor_credit_bills') keep.add('amount');
   return keep;
 }
 const PROTECTED = new Map<StreamDef, Set<string>>();

@@ -162,6 +162,32 @@ describe('data shapes', () => {
   });
 });
 
+describe('streamScale', () => {
+  it('gives the streams it names their own record counts, the others the scale', async () => {
+    const h = await open({ scale: 30, organizations: 1, streamScale: { 'billing.events': 450, 'invoice.projects': 7 } });
+    const org = h.orgs[0]!.organization_id;
+    expect(h.sb.count(org, 'billing', 'events')).toBe(450);
+    expect(h.sb.count(org, 'invoice', 'projects')).toBe(7);
+    expect(h.sb.count(org, 'inventory', 'sales_orders')).toBe(30);
+    expect(await h.all('billing', '/events', 'events', org)).toHaveLength(450);
+    const projects = await h.all('invoice', '/projects', 'projects', org);
+    expect(projects.map((p) => String(p['project_id'])).sort()).toEqual(
+      h.sb
+        .truth(org, 'invoice', 'projects')
+        .map((p) => String(p['project_id']))
+        .sort(),
+    );
+  });
+
+  it('refuses a name that is not a top-level stream, and a count out of range', async () => {
+    await expect(startSandbox({ streamScale: { 'invoice.tasks': 5 } })).rejects.toThrow(
+      /streamScale: invoice.tasks is not a top-level stream/,
+    );
+    await expect(startSandbox({ streamScale: { events: 5 } })).rejects.toThrow(/streamScale: events/);
+    await expect(startSandbox({ streamScale: { 'billing.events': -1 } })).rejects.toThrow(/streamScale.billing.events must be/);
+  });
+});
+
 describe('tokens from a second client', () => {
   it('works with orgRequest and tokenFor directly', async () => {
     const sb = await startSandbox({ scale: 1 });

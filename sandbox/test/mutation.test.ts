@@ -51,6 +51,15 @@ describe('mutation', () => {
     );
   });
 
+  it('warms at most 250,000 list records a stream, and every record when asked for the whole stream', async () => {
+    const h = await open({ scale: 250_010, organizations: 1 });
+    const org = h.orgs[0]!.organization_id;
+    expect(h.sb.warm(org, 'billing', 'events')).toBe(250_000);
+    expect(h.sb.warm(org, 'billing', 'events', true)).toBe(250_010);
+    const last = await h.json('billing', '/events?per_page=200&page=1251');
+    expect((last.body['events'] as unknown[]).length).toBe(10);
+  }, 120_000);
+
   it('keeps every served list equal to truth after creates, modifies and deletes', async () => {
     const h = await open({ scale: 120, organizations: 2 });
     h.sb.advanceClock(60_000);

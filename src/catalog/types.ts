@@ -95,6 +95,12 @@ export interface DetailSpec {
   defaultEnabled: boolean;
   /** The setting in `sync:` that turns it on or off, when there is one. */
   setting?: string;
+  /**
+   * Child streams the single record also embeds (`field`), each with the record's field holding
+   * their total (`total`, the sum of the entries' `amount`): when the entries add up to it, the
+   * children are written from the record and their per-parent list is not read.
+   */
+  embeddedChildren?: ReadonlyArray<{ stream: string; field: string; total: string }>;
 }
 
 export type StreamKind = 'settings' | 'transaction';
@@ -109,6 +115,11 @@ export interface StreamSpec {
   recordsKey: readonly string[];
   /** The record's id field; with organization_id it is the table's primary key. */
   primaryKey: string;
+  /**
+   * A child stream's list of every parent's children at once (paged), read instead of one list
+   * per parent when enough parents are queued; entries name their parent by `parent.key`.
+   */
+  allList?: { path: string; recordsKey: readonly string[] };
   /** Fixed query parameters (filter_by=Status.All so nothing is missed). */
   query?: Readonly<Record<string, string>>;
   /** Whether the endpoint takes page and per_page (all lists do unless the spec says otherwise). */

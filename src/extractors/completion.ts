@@ -16,6 +16,8 @@ import { raiseIfStopped } from './stop.js';
 import { newTally, type StreamTally } from './stream-tally.js';
 import { detailIsEnabled, normalizePage } from './stream-pass.js';
 import { recordRepairs, repairMessage } from './text-repairs.js';
+import { provenEmbedded, type ProvenChildren } from './embedded-children.js';
+import { readAllChildren } from './all-children.js';
 
 /** Items taken from the queue per transaction. */
 const BATCH = 50;
@@ -74,12 +76,17 @@ function fanOut(ctx: SyncContext): number {
  * the detail columns and child tables, and takes the id off the queue in the same
  * transaction: each item commits as soon as it is fetched, so a failure or a spent quota
  * leaves only the unfetched items queued. A record the API no longer has is marked deleted.
+ * Child lists the record embeds and proves complete (`provenEmbedded`), of the child streams
+ * `embedInto` accepts, are written from it and taken off their queue: no request of their own.
  */
 export async function completeDetails(
   ctx: SyncContext,
   organizationId: string,
   stream: StreamSpec,
   tally: StreamTally = newTally(),
+  embedInto: (child: StreamSpec) => boolean = () => false,
+  /** Child records written from the records, per child stream (qualified name), for the child's own count. */
+  embedded: Map<string, EmbeddedCount> = new Map(),
 ): Promise<void> {
   if (!stream.detail || !detailIsEnabled(ctx, stream)) return;
   const detail = stream.detail;
@@ -98,6 +105,7 @@ export async function completeDetails(
           raiseIfStopped(ctx);
           const path = fillPath(detail.path, { [stream.primaryKey]: item.item_id });
           let record: NormalizedRecord | null = null;
+          let proven: ProvenChildren[] = [];
           await holding(ctx.records, 1, ctx.signal, async () => {
             // A stop asked for while waiting for room: nothing is sent.
             raiseIfStopped(ctx);
@@ -118,10 +126,16 @@ export async function completeDetails(
               if (repaired.length)
                 tally.warnings.addAll(recordRepairs(record.table, record.id, repaired, repairMessage(ctx.warehouse.dialect)));
               tally.drift.addAll(record.unknown);
+              proven = provenEmbedded(stream, raw, embedInto);
             } catch (error) {
               if (!isGone(ctx, error)) throw error;
             }
             await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
+            for (const p of proven) {
+              const changed = await commitEmbedded(ctx, key, stream, item.item_id, item.reason as PendingReason, p, tally);
+              const count = embedded.get(qualifiedName(p.child)) ?? { records: 0, written: 0 };
+              embedded.set(qualifiedName(p.child), { records: count.records + p.entries.length, written: count.written + changed });
+            }
             // The record and its change were counted with its list page: this is one more read of it.
             tally.reads++;
             if (!record) tally.deleted++;
@@ -132,6 +146,38 @@ export async function completeDetails(
   }
   const failed = aside.error('single-record reads', qualifiedName(stream));
   if (failed) throw failed;
+}
+
+function withSyncedAt(records: NormalizedRecord[], syncedAt: string): NormalizedRecord[] {
+  for (const r of records) r.row['_synced_at'] = syncedAt;
+  return records;
+}
+
+/** Children a parent's single record carried whole, per child stream: counted as that stream's records and rows changed. */
+export interface EmbeddedCount {
+  records: number;
+  written: number;
+}
+
+/**
+ * One parent's children from its own single record: committed as a read of their list would
+ * commit them. Returns the rows changed.
+ */
+async function commitEmbedded(
+  ctx: SyncContext,
+  parentKey: StreamKey,
+  parent: StreamSpec,
+  parentId: string,
+  reason: PendingReason,
+  { child, entries }: ProvenChildren,
+  tally: StreamTally,
+): Promise<number> {
+  const link = child.parent!;
+  const syncedAt = ctx.stamp.next();
+  const records = normalizePage(ctx, child, parentKey.organizationId, entries, syncedAt, { key: link.key, value: parentId }, tally);
+  const key: StreamKey = { ...parentKey, stream: qualifiedName(child) };
+  const { changed } = await commitChildren(ctx, { key, child, parent, parentId, syncedAt, records, parentGone: false, reason });
+  return changed;
 }
 
 /**
@@ -151,6 +197,8 @@ export async function completeChildren(
   const limit = pLimit(fanOut(ctx));
   const passStart = ctx.stamp.next();
   const aside = new SetAside();
+  // Many parents queued: one walk of the list of all their children instead of a list each.
+  const all = await readAllChildren(ctx, key, child, tally);
   for (;;) {
     raiseIfStopped(ctx);
     const batch = await takePending(ctx.warehouse.db, key, 'children', BATCH, passStart);
@@ -166,6 +214,21 @@ export async function completeChildren(
           const records: NormalizedRecord[] = [];
           let gone = false;
           let pagesRead = 0;
+          if (all) {
+            const { changed } = await commitChildren(ctx, {
+              key,
+              child,
+              parent,
+              parentId,
+              syncedAt: startedAt,
+              records: withSyncedAt(all.get(parentId) ?? [], startedAt),
+              parentGone: false,
+              reason: item.reason as PendingReason,
+            });
+            tally.records += all.get(parentId)?.length ?? 0;
+            tally.written += changed;
+            return;
+          }
           // The parent's whole list is committed at once, so its pages are held together: the
           // first page's room is waited for, then the share holds what has arrived (past the cap
           // only for a list longer than a page, which is rare).

@@ -7,7 +7,7 @@ import { AuthorizationError, describeError, QuotaExhaustedError, WarehouseError 
 import { LeaseLost } from '../loaders/lease/fence.js';
 import { recordRunStream } from '../state/runs.js';
 import { saveStreamState } from '../state/stream-state.js';
-import { completeChildren, completeDetails } from './completion.js';
+import { completeChildren, completeDetails, type EmbeddedCount } from './completion.js';
 import { runAll } from './settle.js';
 import { reportDrift } from './drift-report.js';
 import { newTally, type StreamTally, type WarningCount } from './stream-tally.js';
@@ -267,14 +267,21 @@ export async function syncOrganization(
   };
 
   const runTree = async (stream: StreamSpec): Promise<void> => {
+    const embedded = new Map<string, EmbeddedCount>();
     await runOne(stream, async (tally) => {
       await runStreamPass(ctx, organizationId, stream, options, tally);
-      await completeDetails(ctx, organizationId, stream, tally);
+      await completeDetails(ctx, organizationId, stream, tally, allowed, embedded);
     });
     const drain = async (parent: StreamSpec): Promise<void> => {
       for (const child of childStreamsOf(parent)) {
         if (!allowed(child) && !childStreamsOf(child).some(allowed)) continue;
-        await runOne(child, (tally) => completeChildren(ctx, organizationId, child, parent, tally));
+        await runOne(child, (tally) => {
+          // Children the parents' single records carried count as this stream's records, and the rows they changed as written.
+          const fromParents = embedded.get(qualifiedName(child));
+          tally.records += fromParents?.records ?? 0;
+          tally.written += fromParents?.written ?? 0;
+          return completeChildren(ctx, organizationId, child, parent, tally);
+        });
         await drain(child);
       }
     };

@@ -112,7 +112,10 @@ export async function loadSnapshot(
   return { streams, backfilled: new Set(backfilledRows.map((r) => r.stream)) };
 }
 
-/** Streams of the job's trees whose rows a full-read estimate needs (tops and parents of children). */
+/**
+ * Streams of the job's trees whose rows a full-read estimate needs (tops, parents of children,
+ * and children read from a list of all of them).
+ */
 export function rowsNeeded(job: JobSpec): string[] {
   if (job.mode === 'incremental') return [];
   const out = new Set<string>();
@@ -121,6 +124,7 @@ export function rowsNeeded(job: JobSpec): string[] {
     if (!spec) continue;
     if (!spec.parent) out.add(name);
     else out.add(`${spec.family}.${spec.parent.stream}`);
+    if (spec.allList) out.add(name);
   }
   return [...out];
 }
@@ -129,7 +133,8 @@ export function rowsNeeded(job: JobSpec): string[] {
  * Requests a job is expected to spend. Incremental: each stream's requests in its last
  * run of the same mode (1 when it has none), plus the queued child and single-record work.
  * Reconcile and backfill: every page of each list (rows / per_page, less the pages a pass in
- * progress has done) plus one request per parent for child streams.
+ * progress has done) plus one request per parent for child streams, or the pages of the list
+ * of all children where a child stream has one (A49).
  */
 export function estimateJob(job: JobSpec, snap: OrgSnapshot, perPage: number, catalog: readonly StreamSpec[] = CATALOG): number {
   if (job.jobClass === 'organizations') return 0;
@@ -156,7 +161,10 @@ export function estimateJob(job: JobSpec, snap: OrgSnapshot, perPage: number, ca
       total += pages + (s?.pending.detail ?? 0);
     } else {
       const parentRows = snap.streams.get(`${spec.family}.${spec.parent.stream}`)?.rows ?? 0;
-      total += Math.max(parentRows, pending, 1);
+      // As readAllChildren decides: the list of all children once enough parents are queued.
+      const allPages = Math.ceil((s?.rows ?? 0) / perPage) + 1;
+      if (spec.allList && parentRows >= Math.max(2, allPages)) total += allPages;
+      else total += Math.max(parentRows, pending, 1);
     }
   }
   return total;

@@ -68,7 +68,16 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
     query: { filter_by: 'Status.All' },
     paginated: true,
     cursor: { field: 'last_modified_time', sort: { params: { sort_column: 'last_modified_time', sort_order: 'D' } } },
-    detail: { path: '/vendorcredits/{vendor_credit_id}', recordKeys: ['vendor_credit'], defaultEnabled: true },
+    detail: {
+      path: '/vendorcredits/{vendor_credit_id}',
+      recordKeys: ['vendor_credit'],
+      defaultEnabled: true,
+      // Spec 2.8 lists both arrays on the record; A-entry in docs/assumptions.md on when they are complete.
+      embeddedChildren: [
+        { stream: 'vendor_credit_refunds', field: 'vendor_credit_refunds', total: 'total_refunded_amount' },
+        { stream: 'vendor_credit_bills', field: 'bills_credited', total: 'total_credits_used' },
+      ],
+    },
     kind: 'transaction',
     columns: [...VENDOR_CREDIT_LIST_COLUMNS, ...VENDOR_CREDIT_DETAIL_COLUMNS],
     children: [

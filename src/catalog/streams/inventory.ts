@@ -448,6 +448,8 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
     recordsKey: ['vendor_credit_refunds'],
     primaryKey: 'vendor_credit_refund_id',
     paginated: false,
+    // Spec 4.8: "all refunds with pagination", its key not shown: the per-credit list's (A49).
+    allList: { path: '/vendorcredits/refunds', recordsKey: ['vendor_credit_refunds', 'refunds'] },
     parent: { stream: 'vendor_credits', key: 'vendor_credit_id' },
     kind: 'transaction',
     columns: VENDOR_CREDIT_REFUND_COLUMNS,
