@@ -276,9 +276,10 @@ export async function syncOrganization(
       for (const child of childStreamsOf(parent)) {
         if (!allowed(child) && !childStreamsOf(child).some(allowed)) continue;
         await runOne(child, (tally) => {
-          // Children the parents' single records carried count as this stream's records, and the rows they changed as written.
+          // Children the parents' single records carried count as this stream's records (and reads), and the rows they changed as written.
           const fromParents = embedded.get(qualifiedName(child));
           tally.records += fromParents?.records ?? 0;
+          tally.reads += fromParents?.records ?? 0;
           tally.written += fromParents?.written ?? 0;
           return completeChildren(ctx, organizationId, child, parent, tally);
         });
