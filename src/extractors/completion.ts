@@ -86,7 +86,7 @@ export async function completeDetails(
   tally: StreamTally = newTally(),
   embedInto: (child: StreamSpec) => boolean = () => false,
   /** Child records written from the records, per child stream (qualified name), for the child's own count. */
-  embedded: Map<string, EmbeddedCount> = new Map(),
+  embedded: Map<string, StreamTally> = new Map(),
 ): Promise<void> {
   if (!stream.detail || !detailIsEnabled(ctx, stream)) return;
   const detail = stream.detail;
@@ -132,9 +132,10 @@ export async function completeDetails(
             }
             await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
             for (const p of proven) {
-              const changed = await commitEmbedded(ctx, key, stream, item.item_id, item.reason as PendingReason, p, tally);
-              const count = embedded.get(qualifiedName(p.child)) ?? { records: 0, written: 0 };
-              embedded.set(qualifiedName(p.child), { records: count.records + p.entries.length, written: count.written + changed });
+              const name = qualifiedName(p.child);
+              const childTally = embedded.get(name) ?? newTally();
+              embedded.set(name, childTally);
+              await commitEmbedded(ctx, key, stream, item.item_id, item.reason as PendingReason, p, childTally);
             }
             // The record and its change were counted with its list page: this is one more read of it.
             tally.reads++;
@@ -153,15 +154,9 @@ function withSyncedAt(records: NormalizedRecord[], syncedAt: string): Normalized
   return records;
 }
 
-/** Children a parent's single record carried whole, per child stream: counted as that stream's records and rows changed. */
-export interface EmbeddedCount {
-  records: number;
-  written: number;
-}
-
 /**
  * One parent's children from its own single record: committed as a read of their list would
- * commit them. Returns the rows changed.
+ * commit them, and counted (records, rows changed, warnings, drift) in the child stream's tally.
  */
 async function commitEmbedded(
   ctx: SyncContext,
@@ -171,13 +166,15 @@ async function commitEmbedded(
   reason: PendingReason,
   { child, entries }: ProvenChildren,
   tally: StreamTally,
-): Promise<number> {
+): Promise<void> {
   const link = child.parent!;
   const syncedAt = ctx.stamp.next();
   const records = normalizePage(ctx, child, parentKey.organizationId, entries, syncedAt, { key: link.key, value: parentId }, tally);
   const key: StreamKey = { ...parentKey, stream: qualifiedName(child) };
   const { changed } = await commitChildren(ctx, { key, child, parent, parentId, syncedAt, records, parentGone: false, reason });
-  return changed;
+  tally.records += records.length;
+  tally.reads += records.length;
+  tally.written += changed;
 }
 
 /**

@@ -7,10 +7,10 @@ import { AuthorizationError, describeError, QuotaExhaustedError, WarehouseError 
 import { LeaseLost } from '../loaders/lease/fence.js';
 import { recordRunStream } from '../state/runs.js';
 import { saveStreamState } from '../state/stream-state.js';
-import { completeChildren, completeDetails, type EmbeddedCount } from './completion.js';
+import { completeChildren, completeDetails } from './completion.js';
 import { runAll } from './settle.js';
 import { reportDrift } from './drift-report.js';
-import { newTally, type StreamTally, type WarningCount } from './stream-tally.js';
+import { mergeTally, newTally, type StreamTally, type WarningCount } from './stream-tally.js';
 import { type DriftCount } from '../state/drift.js';
 import type { SyncContext } from './context.js';
 import { endsTheRun, raiseIfStopped } from './stop.js';
@@ -267,7 +267,7 @@ export async function syncOrganization(
   };
 
   const runTree = async (stream: StreamSpec): Promise<void> => {
-    const embedded = new Map<string, EmbeddedCount>();
+    const embedded = new Map<string, StreamTally>();
     await runOne(stream, async (tally) => {
       await runStreamPass(ctx, organizationId, stream, options, tally);
       await completeDetails(ctx, organizationId, stream, tally, allowed, embedded);
@@ -276,11 +276,9 @@ export async function syncOrganization(
       for (const child of childStreamsOf(parent)) {
         if (!allowed(child) && !childStreamsOf(child).some(allowed)) continue;
         await runOne(child, (tally) => {
-          // Children the parents' single records carried count as this stream's records (and reads), and the rows they changed as written.
+          // Children the parents' single records carried are this stream's: records, rows changed, warnings and drift.
           const fromParents = embedded.get(qualifiedName(child));
-          tally.records += fromParents?.records ?? 0;
-          tally.reads += fromParents?.records ?? 0;
-          tally.written += fromParents?.written ?? 0;
+          if (fromParents) mergeTally(tally, fromParents);
           return completeChildren(ctx, organizationId, child, parent, tally);
         });
         await drain(child);

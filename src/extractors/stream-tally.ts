@@ -34,6 +34,15 @@ export class WarningTally {
     for (const w of warnings) this.add(w);
   }
 
+  /** Adds another tally's counts (its examples kept where this one has none). */
+  merge(other: WarningTally): void {
+    for (const [key, c] of other.counts) {
+      const mine = this.counts.get(key);
+      if (mine) mine.count += c.count;
+      else this.counts.set(key, { ...c });
+    }
+  }
+
   entries(): WarningCount[] {
     return [...this.counts.values()];
   }
@@ -70,6 +79,17 @@ export class DriftTally {
         // A null says little about a field's type: the first other type is the sample.
         if (c.type === 'null') c.type = u.type;
       } else this.counts.set(u.path, { field: u.path, type: u.type, occurrences: 1 });
+    }
+  }
+
+  merge(other: DriftTally): void {
+    for (const [path, c] of other.counts) {
+      const mine = this.counts.get(path);
+      if (!mine) this.counts.set(path, { ...c });
+      else {
+        mine.occurrences += c.occurrences;
+        if (mine.type === 'null') mine.type = c.type;
+      }
     }
   }
 
@@ -113,4 +133,18 @@ export function newTally(): StreamTally {
     warnings: new WarningTally(),
     drift: new DriftTally(),
   };
+}
+
+/**
+ * Adds what was counted for a stream elsewhere (children its parents' single records carried)
+ * to the stream's own tally; requests stay with the stream that sent them.
+ */
+export function mergeTally(into: StreamTally, from: StreamTally): void {
+  into.pages += from.pages;
+  into.records += from.records;
+  into.reads += from.reads;
+  into.written += from.written;
+  into.deleted += from.deleted;
+  into.warnings.merge(from.warnings);
+  into.drift.merge(from.drift);
 }

@@ -97,6 +97,7 @@ const COLUMNS = [
     c !== 'F' && c !== 'N' ? ' (' + NAMES[c] + ')' : '',
   ]],
   ['rows', (s) => String(s.rows), 'num'],
+  ['history', (s) => (s.history ? (s.history.on ? 'on' : 'off') + ' · ' + s.history.versions + ' versions' : '—')],
   ['last run', (s) => [
     [s.lastStatus || 'never run', s.inProgress, s.pending ? s.pending + ' pending' : null, s.deleted ? s.deleted + ' deleted' : null]
       .filter(Boolean)

@@ -127,6 +127,7 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
         // A second connection whose client secret is wrong: it can never log in.
         connections: [good, { ...good, name: 'broken', client_secret: 'not-the-client-secret', webhook_secret: undefined }],
         daemon: { ...e.config.daemon, schedules: { incremental: '0 3 * * *', settings: '0 4 * * *', reconcile: 'off', backfill: 'off' } },
+        history: ['inventory.sales_orders'],
       };
       // The network fails for one organization only: its requests get a 500 (no retries configured).
       const fetchSeam: typeof fetch = (input, init) => {
@@ -260,6 +261,15 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       const err = orgs.first().locator('.detail .err');
       await err.waitFor();
       expect(await err.innerText()).toMatch(/HTTP 500[^]*→/);
+      // A healthy organization, opened: its sales orders keep history, one version per order so far.
+      const opened = page.locator(`details.org[data-c="${config.connections[0]!.name}"][data-id="${healthy[0]!}"]`);
+      // The heat map's click above may have opened it already.
+      if (!(await isOpen(opened))) await opened.locator('summary').click();
+      const orders = opened.locator('table.streams tr', { hasText: 'inventory.sales_orders' });
+      await orders.waitFor();
+      const versions = e.sandbox.count(healthy[0]!, 'inventory', 'sales_orders');
+      expect(versions).toBeGreaterThan(0);
+      expect(await orders.innerText()).toContain(`on · ${versions} versions`);
       mkdirSync(OUTPUT, { recursive: true });
       const shot = join(OUTPUT, 'status-page.png');
       await page.screenshot({ path: shot, fullPage: true });
