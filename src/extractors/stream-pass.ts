@@ -69,8 +69,10 @@ export async function runStreamPass(
   let state = await loadStreamState(ctx.warehouse.db, key);
   if (state.pass) {
     const resumedKind = state.pass.kind;
+    const resumedChildren = state.pass.children;
     await walk(ctx, { key, stream, pass: state.pass, cursor: state.cursor, resumed: true }, tally);
-    if (satisfies(resumedKind, want)) return;
+    // A reconcile resumed without every parent's children does not do what --deep asks.
+    if (satisfies(resumedKind, want) && (resumedChildren || options.deep !== true)) return;
     // The resumed pass moved the cursor.
     state = await loadStreamState(ctx.warehouse.db, key);
   }
