@@ -90,3 +90,25 @@ describe.each(DIALECTS)('the reconcile re-reads lists daily and children on its 
     expect(await ghostDeleted('ghost-2')).toBe(true);
   });
 });
+
+describe.each(DIALECTS)('a child deleted without its parent changing (variant childChangesKeepParent), on %s', (dialect) => {
+  let e: E2E;
+  beforeAll(async () => {
+    e = await startE2E(dialect, { scale: 10, organizations: 1, variants: { childChangesKeepParent: true } });
+    expectExit(await e.sync('incremental', { streams: STREAMS }), 0);
+  }, 120_000);
+  afterAll(async () => e?.close());
+
+  it('is missed by incremental runs and the daily reconcile, and marked deleted by the children cycle when due', async () => {
+    const org = e.sandbox.organizations()[0]!.organization_id;
+    const truth = (): string[] => truthIds(e.sandbox, org, 'inventory', 'contact_persons');
+    e.sandbox.advanceClock(DAY);
+    expect(e.sandbox.mutate({ delete: 1, streams: ['inventory.contact_persons'] }).deleted).toBe(1);
+    expectExit(await e.sync('incremental', { streams: STREAMS }), 0);
+    expectExit(await e.sync('reconcile', { streams: STREAMS }), 0);
+    expect((await e.liveIds(org, 'inventory', 'contact_persons')).length).toBe(truth().length + 1);
+    e.sandbox.advanceClock(6 * DAY);
+    expectExit(await e.sync('reconcile', { streams: STREAMS }), 0);
+    expect(await e.liveIds(org, 'inventory', 'contact_persons')).toEqual(truth());
+  });
+});
