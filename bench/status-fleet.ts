@@ -93,6 +93,8 @@ export async function seedFleet(warehouse: Warehouse, config: Config, organizati
         pass_max_changed: null,
         pass_unsorted: null,
         pass_records: null,
+        pass_children: null,
+        children_reread_at: null,
         last_run_id: null,
         last_started_at: success === null ? null : iso(now - 120_000),
         last_finished_at: success === null ? null : iso(now - 60_000),

@@ -643,7 +643,7 @@ export class OrgData {
   }
 
   private touchParent(parentDef: StreamDef, parentSlot: number, now: number, child: StreamDef): void {
-    if (parentDef.changeField) {
+    if (parentDef.changeField && !this.variants.childChangesKeepParent) {
       this.stamp(parentDef, parentSlot, { ...this.state(parentDef).overlay.get(parentSlot) }, now, 'updated');
       return;
     }

@@ -221,6 +221,12 @@ export interface Variants {
    * `vendor_credit_number`: a client cannot tell which credit each refunds.
    */
   allRefundsWithoutCredit: boolean;
+  /**
+   * A change to a parent's child list (a contact's persons or comments, a credit's refunds or
+   * credited bills) leaves the parent's change field as it was (A25 reads it the other way): only
+   * a read of the child list itself shows the change.
+   */
+  childChangesKeepParent: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -265,6 +271,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   uneditedRecords: false,
   embeddedChildrenDropped: 0,
   allRefundsWithoutCredit: false,
+  childChangesKeepParent: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -316,6 +323,9 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   // Half of every credit's embedded refunds and credited bills left off: svcsync must see from the totals that they are short.
   embeddedChildrenDropped: 0.5,
   allRefundsWithoutCredit: true,
+  // Off: child changes would then wait for the reconcile's children cycle (A25), so no run of the
+  // hostile tests could equal the truth before it; test/e2e/reconcile-cycle.test.ts covers it.
+  childChangesKeepParent: false,
 });
 
 /** What `noOrganizationList` may name. */

@@ -59,6 +59,7 @@ describe('variant options', () => {
     // strictUndeclaredLists too: with omitPageContext and undeclaredPageSize no client could read those lists whole.
     // concurrencyPerUser: svcsync keeps to it only once limits.concurrency_scope says so (A46).
     // organizationPageSize as the page sizes above; inactiveOrganizations is read only when named (A22).
+    // childChangesKeepParent: child changes would wait for the reconcile's children cycle (A25).
     const offUnderHostile = [
       'perPageCap',
       'fixedPageSize',
@@ -69,6 +70,7 @@ describe('variant options', () => {
       'organizationPageSize',
       'inactiveOrganizations',
       'uneditedRecords',
+      'childChangesKeepParent',
     ];
     for (const name of VARIANT_NAMES.filter((n) => !offUnderHostile.includes(n)))
       expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);

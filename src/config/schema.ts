@@ -221,6 +221,12 @@ const syncSchema = z
      * item alone, which waits in the queue behind the others (A4).
      */
     gone_codes: z.array(z.number().int()).min(1).default([1002]),
+    /**
+     * A reconcile reads every list's pages (deleted records are found that way every time) but
+     * re-reads the child lists of every parent only this often, in days; in between, only the
+     * changed parents' children are read. 0 re-reads them on every reconcile (A25).
+     */
+    reconcile_children_every_days: z.number().int().min(0).default(7),
   })
   .strict();
 

@@ -17,6 +17,11 @@ export interface PagePlanInput {
   detail: boolean;
   hasMore: boolean;
   reachedFloor: boolean;
+  /**
+   * Queue every record's child lists, not only the changed ones'. Unset: on full reads. A
+   * reconcile sets it only on its slower cycle (`childrenRereadDue`).
+   */
+  everyParent?: boolean;
 }
 
 export interface PagePlan {
@@ -44,10 +49,12 @@ export function pendingReason(kind: PassKind): PendingReason {
  * Decides what one list page writes and queues; no I/O. Only a full read (every pass kind but
  * incremental) rewrites unchanged rows, since their `_synced_at` is how vanished rows are found.
  * A parent without a change field cannot say its children changed (a new task does not touch
- * its project), so a full read re-reads the children of every parent.
+ * its project), so a full read re-reads the children of every parent; a reconcile does so only
+ * when `everyParent` says its slower cycle is due.
  */
 export function planPage(input: PagePlanInput): PagePlan {
   const fullRead = input.kind !== 'incremental';
+  const everyParent = input.everyParent ?? fullRead;
   const changed = input.records.filter((n) => {
     const s = input.stored.get(n.id);
     return !s || s.deleted || s.hash !== n.hash;
@@ -56,7 +63,7 @@ export function planPage(input: PagePlanInput): PagePlan {
     rows: fullRead ? [...input.records] : changed,
     changed: changed.length,
     fresh: new Set(input.records.filter((n) => !input.stored.has(n.id)).map((n) => n.id)),
-    parents: (fullRead ? input.records : changed).map((n) => n.id),
+    parents: (everyParent ? input.records : changed).map((n) => n.id),
     details: input.detail ? changed.map((n) => n.id) : [],
     reason: pendingReason(input.kind),
     finished: !input.hasMore || input.reachedFloor,

@@ -8,6 +8,7 @@ import { pages, type RawRecord } from './pager.js';
 import { IncrementalWindow } from './incremental-window.js';
 import { planPage, type StoredRow } from './page-plan.js';
 import { SeenFilter } from './seen-filter.js';
+import { childrenRereadDue } from './children-cycle.js';
 import type { StreamTally } from './stream-tally.js';
 import { listRepairs, repairMessage } from './text-repairs.js';
 
@@ -18,6 +19,8 @@ export interface PassOptions {
   mode: SyncMode;
   /** backfill --since: records changed before this are not re-read (sorted streams stop there). */
   since?: string | undefined;
+  /** A reconcile re-reads every parent's child lists whether or not its slower cycle is due (`sync --reconcile --deep`). */
+  deep?: boolean | undefined;
 }
 
 const MAX_PAGES = 100_000;
@@ -66,8 +69,10 @@ export async function runStreamPass(
   let state = await loadStreamState(ctx.warehouse.db, key);
   if (state.pass) {
     const resumedKind = state.pass.kind;
+    const resumedChildren = state.pass.children;
     await walk(ctx, { key, stream, pass: state.pass, cursor: state.cursor, resumed: true }, tally);
-    if (satisfies(resumedKind, want)) return;
+    // A reconcile resumed without every parent's children does not do what --deep asks.
+    if (satisfies(resumedKind, want) && (resumedChildren || options.deep !== true)) return;
     // The resumed pass moved the cursor.
     state = await loadStreamState(ctx.warehouse.db, key);
   }
@@ -78,8 +83,22 @@ export async function runStreamPass(
   } else if (want === 'backfill' && options.since) {
     floor = options.since;
   }
-  const pass: PassState = { kind: want, startedAt, nextPage: 1, floor, maxChanged: null, unsorted: false, records: 0 };
+  const children =
+    want === 'incremental'
+      ? state.cursor === null && !(await ctx.writer.hasRows(ctx.warehouse.db, tableName(stream), organizationId))
+      : queuesEveryParent(ctx, want, state.row?.children_reread_at ?? null, options.deep === true);
+  const pass: PassState = { kind: want, startedAt, nextPage: 1, floor, maxChanged: null, unsorted: false, records: 0, children };
   await walk(ctx, { key, stream, pass, cursor: state.cursor, resumed: false }, tally);
+}
+
+/**
+ * Whether a full read queues the child lists of every parent it lists: a reconcile when its
+ * slower cycle is due, every other full read always. (An incremental pass queues its changed
+ * parents', which on a first sync of the stream, with no rows yet, are all of them.)
+ */
+function queuesEveryParent(ctx: SyncContext, kind: PassKind, lastReread: string | null, deep: boolean): boolean {
+  if (kind !== 'reconcile') return true;
+  return childrenRereadDue(lastReread, ctx.clock.now(), ctx.config.sync.reconcile_children_every_days, deep);
 }
 
 /**
@@ -91,7 +110,10 @@ async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Wa
   const window = IncrementalWindow.forPass(stream, pass);
   const before = { ...tally };
   ctx.progress.streamStarted({ connection: key.connection, organizationId: key.organizationId, stream: key.stream, kind: pass.kind });
-  log.info({ pass: pass.kind, page: pass.nextPage, resumed, floor: pass.floor }, resumed ? 'resuming pass' : 'starting pass');
+  log.info(
+    { pass: pass.kind, page: pass.nextPage, resumed, floor: pass.floor, every_parents_children: pass.children },
+    resumed ? 'resuming pass' : 'starting pass',
+  );
   const stored = await StoredRows.open(ctx, stream, key.organizationId);
   for await (const page of pages(pageRequest(ctx, key, stream, pass, window, tally))) {
     const syncedAt = ctx.stamp.next();
@@ -109,6 +131,7 @@ async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Wa
       detail: detailIsEnabled(ctx, stream),
       hasMore: page.hasMore,
       reachedFloor: view.reachedFloor,
+      everyParent: pass.children,
     });
     Object.assign(pass, {
       nextPage: page.page + 1,
@@ -149,13 +172,20 @@ function since(before: PageCounts, now: PageCounts): PageCounts {
 }
 
 /**
- * What the last page commits besides its rows: the cursor, and on full reads (which rewrite
- * every row they see) the instant before which a row not rewritten is gone.
+ * What the last page commits besides its rows: the cursor, on full reads (which rewrite every
+ * row they see) the instant before which a row not rewritten is gone, and, when the pass queued
+ * every parent's child lists over the whole list, its start as the last time they were re-read.
  */
-function passEnd(stream: StreamSpec, pass: PassState, cursor: string | null): { cursor: string | null; vanishedBefore: string | null } {
+function passEnd(
+  stream: StreamSpec,
+  pass: PassState,
+  cursor: string | null,
+): { cursor: string | null; vanishedBefore: string | null; childrenRereadAt: string | null } {
+  const whole = pass.floor === null && pass.children;
   return {
     cursor: stream.cursor ? nextCursor(cursor, pass.maxChanged, pass.startedAt) : null,
     vanishedBefore: pass.kind === 'full' || pass.kind === 'reconcile' ? pass.startedAt : null,
+    childrenRereadAt: whole ? pass.startedAt : null,
   };
 }
 

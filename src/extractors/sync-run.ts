@@ -45,6 +45,8 @@ export interface SyncRunOptions {
   command: string;
   mode: SyncMode;
   since?: string | undefined;
+  /** A reconcile re-reads every parent's child lists even when its slower cycle is not due. */
+  deep?: boolean | undefined;
   connection?: string | undefined;
   organization?: string | undefined;
   streams?: readonly string[] | undefined;
@@ -221,6 +223,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
               syncOrganization({ ...ctx, fence }, organizationId, families, {
                 mode: options.mode,
                 since: options.since,
+                deep: options.deep,
                 streams: options.streams ?? connection.streams,
                 onStopped,
               }),

@@ -5,6 +5,7 @@ import type { SyncMode } from '../extractors/stream-pass.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { stateDb, type StreamStateRow } from '../state/tables.js';
 import { readsWhole, type JobSpec } from './jobs.js';
+import { childrenRereadDue } from '../extractors/children-cycle.js';
 
 /** The command name a daemon run records in `_svcsync_runs` (its mode is read back from it). */
 export function daemonCommand(job: Pick<JobSpec, 'jobClass'>): string {
@@ -134,9 +135,16 @@ export function rowsNeeded(job: JobSpec): string[] {
  * run of the same mode (1 when it has none), plus the queued child and single-record work.
  * Reconcile and backfill: every page of each list (rows / per_page, less the pages a pass in
  * progress has done) plus one request per parent for child streams, or the pages of the list
- * of all children where a child stream has one (A49).
+ * of all children where a child stream has one (A49). A reconcile whose children cycle is not
+ * due (`cycle`: `childrenRereadDue` at `now`) reads only the child lists already queued.
  */
-export function estimateJob(job: JobSpec, snap: OrgSnapshot, perPage: number, catalog: readonly StreamSpec[] = CATALOG): number {
+export function estimateJob(
+  job: JobSpec,
+  snap: OrgSnapshot,
+  perPage: number,
+  catalog: readonly StreamSpec[] = CATALOG,
+  cycle?: { everyDays: number; now: number },
+): number {
   if (job.jobClass === 'organizations') return 0;
   let total = 0;
   for (const name of job.streams) {
@@ -160,7 +168,13 @@ export function estimateJob(job: JobSpec, snap: OrgSnapshot, perPage: number, ca
       pages = Math.max(1, pages - pass);
       total += pages + (s?.pending.detail ?? 0);
     } else {
-      const parentRows = snap.streams.get(`${spec.family}.${spec.parent.stream}`)?.rows ?? 0;
+      const parent = snap.streams.get(`${spec.family}.${spec.parent.stream}`);
+      const parentRows = parent?.rows ?? 0;
+      const lastReread = parent?.state?.children_reread_at ?? null;
+      if (job.mode === 'reconcile' && cycle && !childrenRereadDue(lastReread, cycle.now, cycle.everyDays)) {
+        total += pending;
+        continue;
+      }
       // As readAllChildren decides: the list of all children once enough parents are queued.
       const allPages = Math.ceil((s?.rows ?? 0) / perPage) + 1;
       if (spec.allList && parentRows >= Math.max(2, allPages)) total += allPages;
@@ -243,8 +257,16 @@ export interface TreeCost {
   wholeRead: boolean;
   /** Requests of one incremental run. */
   run: number;
-  /** Requests of one reconcile run; null for a tree without a change field (a full read finds its deletions every run). */
+  /**
+   * Requests of one daily reconcile run: every list page; null for a tree without a change field
+   * (a full read finds its deletions every run).
+   */
   reconcile: number | null;
+  /**
+   * What a reconcile adds when its slower cycle is due (`sync.reconcile_children_every_days`):
+   * the child lists of every parent. 0 for a tree without child streams; null as `reconcile`.
+   */
+  reconcileChildren: number | null;
   /** The list's size was assumed (REFERENCE_RECORDS), not read from the warehouse. */
   assumed: boolean;
 }
@@ -271,11 +293,12 @@ export async function liveRowCounts(warehouse: Warehouse, streams: readonly Stre
  * What one run of a tree costs, from the catalog and the list sizes (pure). An incremental run
  * reads one page of a list sorted by its change field, every page of the others, and one child
  * list per parent where the parent has no change field (every parent, each run), none where it
- * has one (only the changed parents'); a reconcile reads every page and every parent's child
- * lists. Records that changed cost more (their child lists, their single reads): the stream's
- * last incremental run counts them, and is taken where it cost more, unless it read the whole
- * list (a first sync, which says nothing about the next run). `rows` of a list the warehouse
- * has not synced are `REFERENCE_RECORDS` (or `referenceRecords`).
+ * has one (only the changed parents'); a reconcile reads every page, and every parent's child
+ * lists when its slower cycle is due (`reconcileChildren`). Records that changed cost more
+ * (their child lists, their single reads): the stream's last incremental run counts them, and
+ * is taken where it cost more, unless it read the whole list (a first sync, which says nothing
+ * about the next run). `rows` of a list the warehouse has not synced are `REFERENCE_RECORDS`
+ * (or `referenceRecords`).
  */
 export function treeCost(
   tree: StreamSpec,
@@ -300,6 +323,7 @@ export function treeCost(
   const lastWasWhole = topRows === null || Number(topState?.state?.last_records ?? Infinity) >= Math.max(1, topRows);
   let run = 0;
   let reconcile = 0;
+  let children = 0;
   for (const s of streams) {
     let model: number;
     if (!s.parent) {
@@ -309,7 +333,7 @@ export function treeCost(
       const parent = parentOf(s);
       const parents = parent ? rowsOf(parent) : reference;
       model = parent && !parent.cursor ? parents : 0;
-      reconcile += parents;
+      children += parents;
     }
     const st = facts.state(s);
     const last = st?.lastMode === 'incremental' && !lastWasWhole ? Number(st.state?.last_requests ?? 0) : 0;
@@ -322,6 +346,7 @@ export function treeCost(
     wholeRead: readsWhole(tree, catalog),
     run,
     reconcile: tree.cursor ? reconcile : null,
+    reconcileChildren: tree.cursor ? children : null,
     assumed,
   };
 }

@@ -234,7 +234,8 @@ export class JobRunner {
   async estimate(job: JobSpec, snap?: OrgSnapshot): Promise<number> {
     if (job.organizationId === null) return 0;
     const s = snap ?? (await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, { rowsFor: rowsNeeded(job) }));
-    const fromDb = estimateJob(job, s, this.ctx.config.sync.per_page, this.catalog);
+    const cycle = { everyDays: this.ctx.config.sync.reconcile_children_every_days, now: this.ctx.clock.now() };
+    const fromDb = estimateJob(job, s, this.ctx.config.sync.per_page, this.catalog, cycle);
     const last = this.history.get(job.id);
     if (last === undefined || job.mode !== 'incremental') return fromDb;
     const queued = job.streams.reduce((a, n) => a + (s.streams.get(n)?.pending.detail ?? 0) + (s.streams.get(n)?.pending.children ?? 0), 0);

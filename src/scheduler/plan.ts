@@ -20,9 +20,11 @@ export interface PlannedJob {
   streams: number;
   /** Fires on the busiest quota day planned. */
   fires: number;
-  /** Estimated requests per run. */
+  /** Estimated requests per run (a reconcile: its list pages plus its children cycle averaged over the days between). */
   estimate: number;
   total: number;
+  /** A reconcile's parts: its list pages each run, and every parent's child lists once every `everyDays`. */
+  reconcile?: { lists: number; children: number; everyDays: number; perDay: number };
 }
 
 export interface OrganizationPlan {
@@ -180,13 +182,38 @@ export function quotaDaysAhead(
   return out;
 }
 
-/** What a job's run costs: its trees' incremental runs, or their reconciles. */
-export function jobEstimate(job: Pick<JobSpec, 'jobClass' | 'trees'>, costs: readonly TreeCost[]): number {
+/** A reconcile job's parts: its trees' list pages, and their children cycle (requests once a cycle). */
+export function reconcileParts(job: Pick<JobSpec, 'trees'>, costs: readonly TreeCost[]): { lists: number; children: number } {
+  let lists = 0;
+  let children = 0;
+  for (const t of job.trees) {
+    const c = costs.find((x) => x.tree === t);
+    if (!c) continue;
+    lists += c.reconcile ?? c.run;
+    children += c.reconcileChildren ?? 0;
+  }
+  return { lists, children };
+}
+
+/**
+ * What one tree's reconcile costs a day: its list pages, and its children cycle averaged over the
+ * days between (`everyDays`; 0 re-reads the children on every run); null without a change field.
+ */
+export function reconcileEstimate(c: Pick<TreeCost, 'reconcile' | 'reconcileChildren'>, everyDays: number): number | null {
+  if (c.reconcile === null) return null;
+  const children = c.reconcileChildren ?? 0;
+  return c.reconcile + (everyDays <= 0 ? children : Math.round(children / everyDays));
+}
+
+/** What a job's run costs: its trees' incremental runs; a backfill, every page and child list; a reconcile, `reconcileEstimate`. */
+export function jobEstimate(job: Pick<JobSpec, 'jobClass' | 'trees'>, costs: readonly TreeCost[], everyDays = 7): number {
   let total = 0;
   for (const t of job.trees) {
     const c = costs.find((x) => x.tree === t);
     if (!c) continue;
-    total += job.jobClass === 'reconcile' || job.jobClass === 'backfill' ? (c.reconcile ?? c.run) : c.run;
+    if (job.jobClass === 'backfill') total += c.reconcile === null ? c.run : c.reconcile + (c.reconcileChildren ?? 0);
+    else if (job.jobClass === 'reconcile') total += reconcileEstimate(c, everyDays) ?? c.run;
+    else total += c.run;
   }
   return total;
 }
@@ -212,7 +239,8 @@ export function planOrganization(
   const jobs = resolveJobs(config, [org], { backfill: options.backfill ?? config.daemon.backfill }).filter(
     (j) => j.organizationId === org.organizationId && j.connection === org.connection,
   );
-  const estimates = new Map(jobs.map((j) => [j.id, jobEstimate(j, org.costs)]));
+  const everyDays = config.sync.reconcile_children_every_days;
+  const estimates = new Map(jobs.map((j) => [j.id, jobEstimate(j, org.costs, everyDays)]));
   let busiest: { day: string; total: number; fires: Map<string, number> } | null = null;
   for (const day of quotaDaysAhead(now, org.zone, org.serverReset)) {
     const fires = new Map<string, number>();
@@ -236,6 +264,7 @@ export function planOrganization(
       fires,
       estimate,
       total: j.jobClass === 'backfill' ? 0 : fires * estimate,
+      ...(j.jobClass === 'reconcile' ? { reconcile: reconcileSplit(j, org.costs, everyDays, estimate) } : {}),
     };
   });
   const total = planned.reduce((a, p) => a + p.total, 0);
@@ -284,6 +313,25 @@ export function misfits(plans: readonly OrganizationPlan[]): Array<{ plan: Organ
     }));
 }
 
+/** A reconcile job's parts, its children cycle a day being what its estimate holds beyond the list pages. */
+function reconcileSplit(
+  job: Pick<JobSpec, 'trees'>,
+  costs: readonly TreeCost[],
+  everyDays: number,
+  estimate: number,
+): NonNullable<PlannedJob['reconcile']> {
+  const parts = reconcileParts(job, costs);
+  return { ...parts, everyDays, perDay: estimate - parts.lists };
+}
+
+/** A reconcile's two parts: list pages each run, every parent's child lists on the slower cycle, a day averaged. */
+function reconcileLine(r: NonNullable<PlannedJob['reconcile']>): string {
+  const lists = `list pages ~${r.lists} a run`;
+  if (r.children === 0) return `${lists}; no child lists`;
+  if (r.everyDays <= 0) return `${lists} + every parent's child lists ~${r.children} a run (sync.reconcile_children_every_days: 0)`;
+  return `${lists} + every parent's child lists ~${r.children} every ${r.everyDays} days (~${r.perDay} a day averaged)`;
+}
+
 export function renderPlan(plans: readonly OrganizationPlan[], referenceRecords = REFERENCE_RECORDS): string {
   if (plans.length === 0) return 'No organizations known yet: run `svcsync check` or `svcsync sync` once, then plan again.\n';
   const lines: string[] = [];
@@ -298,6 +346,7 @@ export function renderPlan(plans: readonly OrganizationPlan[], referenceRecords 
       const cost =
         j.jobClass === 'backfill' ? `takes what is left (about ${j.estimate} requests to go)` : `${j.fires} × ~${j.estimate} = ${j.total}`;
       lines.push(`  ${j.jobClass.padEnd(13)} ${j.schedule.padEnd(28)} ${String(j.streams).padStart(3)} streams  ${cost}`);
+      if (j.reconcile) lines.push(`    ${reconcileLine(j.reconcile)}`);
     }
     if (!p.fits) {
       warnings++;

@@ -2,7 +2,7 @@ import type { Config } from '../config/schema.js';
 import type { Plan } from '../config/plans.js';
 import { countFires } from './cron.js';
 import type { TreeCost } from './estimate.js';
-import { quotaDaysAhead, type PlanOrganization } from './plan.js';
+import { quotaDaysAhead, reconcileEstimate, type PlanOrganization } from './plan.js';
 
 /**
  * `svcsync plan --fit`: per connection, schedules for each tree (a top-level stream and its
@@ -115,6 +115,9 @@ function reconcileCron(item: Item): string {
 export function fitConnection(config: Config, connection: string, orgs: readonly PlanOrganization[], now: number): ConnectionFit {
   const conn = config.connections.find((c) => c.name === connection)!;
   const safety = config.daemon.budget_safety;
+  // A reconcile's day: its list pages and its children cycle averaged, as `svcsync plan` counts it.
+  const everyDays = config.sync.reconcile_children_every_days;
+  const reconcileOf = (c: TreeCost): number | null => reconcileEstimate(c, everyDays);
   // The trees of the connection (the union over its organizations), in catalog order.
   const items: Item[] = [];
   for (const o of orgs)
@@ -143,7 +146,14 @@ export function fitConnection(config: Config, connection: string, orgs: readonly
   const costOf = (o: PlanOrganization, tree: string): TreeCost | undefined => o.costs.find((c) => c.tree === tree);
   const placeWeekly = (): void => {
     const load = [0, 0, 0, 0, 0, 0, 0];
-    const heaviest = (i: Item): number => Math.max(0, ...orgs.map((o) => costOf(o, i.tree)?.reconcile ?? 0));
+    const heaviest = (i: Item): number =>
+      Math.max(
+        0,
+        ...orgs.map((o) => {
+          const c = costOf(o, i.tree);
+          return c ? (reconcileOf(c) ?? 0) : 0;
+        }),
+      );
     const weekly = items.filter((i) => i.weekly).sort((a, b) => heaviest(b) - heaviest(a) || a.tree.localeCompare(b.tree));
     for (const i of weekly) {
       const day = load.indexOf(Math.min(...load));
@@ -160,7 +170,8 @@ export function fitConnection(config: Config, connection: string, orgs: readonly
         const c = costOf(o, i.tree);
         if (!c) continue;
         total += fires(incrementalCron(i), d.from, d.resetsAt) * c.run;
-        if (i.reconcilable && c.reconcile !== null) total += fires(reconcileCron(i), d.from, d.resetsAt) * c.reconcile;
+        const reconcile = reconcileOf(c);
+        if (i.reconcilable && reconcile !== null) total += fires(reconcileCron(i), d.from, d.resetsAt) * reconcile;
       }
       if (total > best.total) best = { day: d.key, total };
     }
@@ -174,8 +185,8 @@ export function fitConnection(config: Config, connection: string, orgs: readonly
       const c = costOf(o, i.tree);
       if (!c) continue;
       if (i.rung < i.periods.length - 1) out.push({ item: i, what: 'incremental', spend: (c.run * 1440) / i.periods[i.rung]!, run: c.run });
-      if (i.reconcilable && !i.weekly && c.reconcile !== null)
-        out.push({ item: i, what: 'reconcile', spend: c.reconcile, run: c.reconcile });
+      const reconcile = reconcileOf(c);
+      if (i.reconcilable && !i.weekly && reconcile !== null) out.push({ item: i, what: 'reconcile', spend: reconcile, run: reconcile });
     }
     return out.sort((a, b) => b.spend - a.spend || b.run - a.run || a.item.tree.localeCompare(b.item.tree));
   };

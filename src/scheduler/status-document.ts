@@ -383,6 +383,8 @@ async function collect(
         { usedToday: o.requestsToday, budget: o.budget, blocked: o.blockedUntil !== null },
         (j) => memo.firesUntil(j, reset),
         config.sync.per_page,
+        undefined,
+        { everyDays: config.sync.reconcile_children_every_days, now },
       );
     }
   }

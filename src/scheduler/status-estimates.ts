@@ -85,10 +85,11 @@ export function projectOrganization(
   firesLeft: (job: JobSpec) => number,
   perPage: number,
   catalog: readonly StreamSpec[] = CATALOG,
+  cycle?: { everyDays: number; now: number },
 ): DayProjection {
   const remaining = jobs
     .filter((j) => j.jobClass !== 'organizations' && j.jobClass !== 'backfill')
-    .map((j) => ({ estimate: estimateJob(j, snap, perPage, catalog), fires: firesLeft(j) }));
+    .map((j) => ({ estimate: estimateJob(j, snap, perPage, catalog, cycle), fires: firesLeft(j) }));
   return projectEndOfDay(usage.usedToday, remaining, usage.budget, usage.blocked);
 }
 

@@ -28,6 +28,8 @@ export interface PassState {
   /** The server did not keep the order it was asked for; this pass reads every page. */
   unsorted: boolean;
   records: number;
+  /** Every parent's child lists are queued, not only the changed parents' (see `planPage`). */
+  children: boolean;
 }
 
 export interface StreamState {
@@ -55,6 +57,8 @@ export async function loadStreamState(db: AnyDb, key: StreamKey): Promise<Stream
           maxChanged: row.pass_max_changed,
           unsorted: Number(row.pass_unsorted ?? 0) === 1,
           records: Number(row.pass_records ?? 0),
+          // A pass saved before the column existed queued every parent's children unless incremental.
+          children: row.pass_children === null ? row.pass_kind !== 'incremental' : Number(row.pass_children) === 1,
         }
       : null;
   return { cursor: row.cursor, pass, row };
@@ -95,6 +99,7 @@ export function passColumns(pass: PassState | null): Partial<StreamStateRow> {
       pass_max_changed: null,
       pass_unsorted: null,
       pass_records: null,
+      pass_children: null,
     };
   }
   return {
@@ -105,6 +110,7 @@ export function passColumns(pass: PassState | null): Partial<StreamStateRow> {
     pass_max_changed: pass.maxChanged,
     pass_unsorted: pass.unsorted ? 1 : 0,
     pass_records: pass.records,
+    pass_children: pass.children ? 1 : 0,
   };
 }
 

@@ -18,6 +18,10 @@ export interface StreamStateRow {
   pass_max_changed: string | null;
   pass_unsorted: number | null;
   pass_records: number | null;
+  /** 1 when the pass in flight queues every parent's child lists (a reconcile's slower cycle). */
+  pass_children: number | null;
+  /** When every parent's child lists were last queued (the start of that pass). */
+  children_reread_at: string | null;
   last_run_id: string | null;
   last_started_at: string | null;
   last_finished_at: string | null;

@@ -37,7 +37,7 @@ export interface PageCommit {
   /** More pages follow: where the pass stands now. */
   position?: PassState;
   /** The last page: the cursor to keep, and since when rows not rewritten count as gone (full reads). */
-  end?: { cursor: string | null; vanishedBefore: string | null };
+  end?: { cursor: string | null; vanishedBefore: string | null; childrenRereadAt?: string | null };
 }
 
 /**
@@ -69,7 +69,8 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
       if (end.vanishedBefore !== null) {
         deleted = await markVanishedWithChildren(loader, trx, page.stream, page.key.organizationId, end.vanishedBefore, page.syncedAt);
       }
-      await saveStreamState(trx, page.key, { cursor: end.cursor, ...passColumns(null) }, page.syncedAt);
+      const reread = end.childrenRereadAt ? { children_reread_at: end.childrenRereadAt } : {};
+      await saveStreamState(trx, page.key, { cursor: end.cursor, ...passColumns(null), ...reread }, page.syncedAt);
     },
     loader.fence,
   );

@@ -142,6 +142,7 @@ describe('IncrementalWindow.forPass', () => {
     maxChanged: null,
     unsorted: false,
     records: 0,
+    children: false,
   });
 
   it('asks for newest first only when a floor lets the walk stop early', () => {

@@ -24,6 +24,18 @@ const stored = new Map<string, StoredRow>([
   ['d', { hash: 'h4', deleted: true }],
 ]);
 
+describe('planPage on a reconcile between its slower cycles', () => {
+  it("rewrites every row (deletions are still found) but queues only the changed parents' child lists", () => {
+    const base = { records: page, stored, kind: 'reconcile' as const, detail: true, hasMore: false, reachedFloor: false };
+    const daily = planPage({ ...base, everyParent: false });
+    expect(daily.rows.map((n) => n.id)).toEqual(['a', 'b', 'c', 'd']);
+    expect(daily.parents).toEqual(['a', 'c', 'd']);
+    expect(daily.details).toEqual(['a', 'c', 'd']);
+    expect(daily.reason).toBe('reconcile');
+    expect(planPage({ ...base, everyParent: true }).parents).toEqual(['a', 'b', 'c', 'd']);
+  });
+});
+
 describe('planPage', () => {
   const cases: Array<{
     name: string;

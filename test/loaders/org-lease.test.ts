@@ -42,7 +42,7 @@ function page(loader: Loader, id: string): Promise<{ deleted: number }> {
     parents: [],
     reason: 'backfill',
     details: [],
-    position: { kind: 'full', startedAt: T0, nextPage: 2, floor: null, maxChanged: null, unsorted: false, records: 1 },
+    position: { kind: 'full', startedAt: T0, nextPage: 2, floor: null, maxChanged: null, unsorted: false, records: 1, children: true },
   });
 }
 

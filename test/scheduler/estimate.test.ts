@@ -43,3 +43,21 @@ describe('estimateJob for a reconcile', () => {
     expect(estimateJob(job, snap, 200)).toBe(1 + 3);
   });
 });
+
+describe('estimateJob for a reconcile between its children cycles', () => {
+  it('counts the list pages and only the child lists already queued until the cycle is due', () => {
+    const books = reconcile(['books.vendor_credits', 'books.vendor_credit_refunds', 'books.vendor_credit_bills']);
+    const snap = snapshot({ 'books.vendor_credits': 1000 });
+    const reread = '2026-11-20T02:30:00.000Z';
+    snap.streams.get('books.vendor_credits')!.state = { children_reread_at: reread } as StreamSnapshot['state'];
+    snap.streams.set('books.vendor_credit_refunds', {
+      state: null,
+      lastMode: null,
+      pending: { detail: 0, children: 3, backfillOrReconcile: 0 },
+      rows: null,
+    });
+    const day = Date.parse(reread) + 86_400_000;
+    expect(estimateJob(books, snap, 200, undefined, { everyDays: 7, now: day })).toBe(5 + 3 + 0);
+    expect(estimateJob(books, snap, 200, undefined, { everyDays: 7, now: day + 6 * 86_400_000 })).toBe(5 + 1000 + 1000);
+  });
+});

@@ -164,6 +164,36 @@ describe("the README's cron recipe", () => {
   });
 });
 
+describe("plan: a reconcile's two parts", () => {
+  it("prints its list pages a run and every parent's child lists a cycle, averaged a day in its estimate", async () => {
+    const path = join(dir, 'cycle.yaml');
+    const lines = (days: number): string =>
+      [
+        `warehouse: sqlite:${join(dir, 'cycle.db')}`,
+        `sync: { reconcile_children_every_days: ${days} }`,
+        'connections:',
+        '  - name: acme',
+        '    client_id: x',
+        '    client_secret: y',
+        '    refresh_token: z',
+        '    plan: free',
+        '',
+      ].join('\n');
+    writeFileSync(path, lines(7));
+    const weekly = await run(['plan', '--config', path]);
+    expect(weekly.code).toBe(0);
+    const part = /list pages ~(\d+) a run \+ every parent's child lists ~(\d+) every 7 days \(~(\d+) a day averaged\)/.exec(weekly.stdout);
+    expect(part, weekly.stdout).not.toBeNull();
+    const [lists, children, perDay] = part!.slice(1).map(Number) as [number, number, number];
+    expect(children).toBeGreaterThan(lists);
+    expect(perDay).toBeLessThan(children);
+    expect(weekly.stdout).toMatch(new RegExp(`reconcile .* 1 × ~${lists + perDay} = ${lists + perDay}`));
+    writeFileSync(path, lines(0));
+    const every = await run(['plan', '--config', path]);
+    expect(every.stdout).toMatch(new RegExp(`reconcile .* 1 × ~${lists + children} = ${lists + children}`));
+  });
+});
+
 describe('a daemon whose schedule does not fit', () => {
   async function start(cfg: Config): Promise<CapturedLog> {
     const w = await openWarehouse(`sqlite:${join(mkdtempSync(join(tmpdir(), 'svcsync-fit-daemon-')), 'w.db')}`);

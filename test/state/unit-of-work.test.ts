@@ -37,7 +37,16 @@ for (const dialect of DIALECTS) {
 
     it('a page with more to come commits its rows, the child work it queues and the pass position together', async () => {
       const l = await loader();
-      const pass: PassState = { kind: 'full', startedAt: T0, nextPage: 2, floor: null, maxChanged: null, unsorted: false, records: 2 };
+      const pass: PassState = {
+        kind: 'full',
+        startedAt: T0,
+        nextPage: 2,
+        floor: null,
+        maxChanged: null,
+        unsorted: false,
+        records: 2,
+        children: true,
+      };
       const rows = [contact('A', T0), contact('B', T0)];
       const out = await commitPage(l, {
         key,

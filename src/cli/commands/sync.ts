@@ -16,6 +16,7 @@ interface SyncFlags {
   org?: string;
   stream?: string[];
   reconcile?: boolean;
+  deep?: boolean;
   since?: string;
   json?: boolean;
   wait?: boolean;
@@ -64,6 +65,7 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
         command,
         mode,
         since,
+        deep: flags.deep ?? false,
         connection: flags.connection,
         organization: flags.org,
         streams: flags.stream,
@@ -114,16 +116,16 @@ function scoped(command: Command): Command {
 
 export function syncCommands(cli: Cli): Command[] {
   const sync = scoped(new Command('sync').description('run one incremental sync of everything configured (or the parts named)'))
-    .option('--reconcile', 're-read every record of incremental streams and mark the ones the API no longer has as deleted')
+    .option('--reconcile', 're-read every list of incremental streams and mark the records the API no longer has as deleted')
+    .option(
+      '--deep',
+      "with --reconcile (implied): re-read every parent's child lists too, not only when sync.reconcile_children_every_days is due",
+    )
     .action(async (flags: SyncFlags) => {
-      cli.exit(
-        await runSyncCommand(
-          cli.global(),
-          flags,
-          flags.reconcile ? 'reconcile' : 'incremental',
-          flags.reconcile ? 'sync --reconcile' : 'sync',
-        ),
-      );
+      const reconcile = flags.reconcile === true || flags.deep === true;
+      let command = reconcile ? 'sync --reconcile' : 'sync';
+      if (flags.deep) command += ' --deep';
+      cli.exit(await runSyncCommand(cli.global(), flags, reconcile ? 'reconcile' : 'incremental', command));
     });
   const backfill = scoped(new Command('backfill').description('re-read history ignoring cursors; resumable, it continues where it stopped'))
     .option('--since <date>', 'only records changed since this date (yyyy-mm-dd or ISO instant)')

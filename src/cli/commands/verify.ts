@@ -97,7 +97,10 @@ export function renderVerify(summary: VerifySummary): string {
   );
   if (summary.streams.some((s) => s.status === 'differ')) {
     lines.push('missing: the API lists the record and the warehouse has no live row; extra: a live row the API no longer lists.');
-    lines.push('`svcsync sync --reconcile` re-reads every record and heals both; run verify again afterwards.');
+    lines.push(
+      '`svcsync sync --reconcile` re-reads every list and heals both (child streams: `sync --reconcile --deep`, ' +
+        "which re-reads every parent's); run verify again afterwards.",
+    );
   }
   if (summary.streams.some((s) => s.status === 'incomplete'))
     lines.push('incomplete: not every page was read (request bound or daily quota); nothing is known about those lists.');
