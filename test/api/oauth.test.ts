@@ -136,7 +136,8 @@ describe('resolveAccountsUrl', () => {
     })();
     expect(e).toBeInstanceOf(ConfigError);
     expect((e as ConfigError).message).toBe(
-      `connections[2].accounts_url: region ${region} has no known authorization server (docs/api.md §1, docs/assumptions.md A1); set accounts_url`,
+      `connections[2].accounts_url: region ${region} has no known authorization server ` +
+        '(docs/api.md §1, docs/assumptions.md A1); set accounts_url',
     );
   });
 });

@@ -399,7 +399,8 @@ export const CONTEXT: Readonly<Record<string, string>> = {
   'line_items.account_id': 'The ledger account the line is booked to, by its id.',
   'line_items.project_id': 'Books: the project the line is charged to, by its id (invoice_projects.project_id).',
   'line_items.project_name': 'Books: the name of the project the line is charged to.',
-  'line_items.item_custom_fields': 'The item\u2019s custom fields on the line, kept whole as JSON: the API does not document their shape (docs/api.md §2.8).',
+  'line_items.item_custom_fields':
+    'The item\u2019s custom fields on the line, kept whole as JSON: the API does not document their shape (docs/api.md §2.8).',
   'line_items.serial_numbers': 'Serial numbers of the units on the line, as a JSON array of strings.',
   'taxes.tax_name': 'The tax, by its name.',
   'taxes.tax_amount': 'That tax\u2019s amount over the whole order, in the order\u2019s currency.',
@@ -481,7 +482,8 @@ export const CONTEXT: Readonly<Record<string, string>> = {
   'recurring_expenses.account_id': 'The expense account the expense is booked to, by its id.',
   'recurring_expenses.account_name': 'The name of that expense account.',
   'recurring_expenses.project_id': 'The project the expense is charged to, by its id (invoice_projects.project_id); empty when none.',
-  'recurring_expenses.vendor_id': 'The vendor the expense is paid to, by their id (the API documents only "vendor related fields", docs/api.md §2.6).',
+  'recurring_expenses.vendor_id':
+    'The vendor the expense is paid to, by their id (the API documents only "vendor related fields", docs/api.md §2.6).',
   'recurring_expenses.vendor_name': 'The vendor\u2019s name (the API documents only "vendor related fields", docs/api.md §2.6).',
   'recurring_expenses.tax_id': 'The tax on the expense, by its id.',
   'recurring_expenses.tax_name': 'The name of the tax on the expense.',
@@ -491,7 +493,8 @@ export const CONTEXT: Readonly<Record<string, string>> = {
   'events.payload':
     'What the event carries, as the JSON object the API serializes into text (sent by the single event, sync.event_details).',
   'webhooks.events': 'The event names that fire the webhook, as a JSON array of strings.',
-  'webhooks.related_rules': 'The workflow rules that fire the webhook, kept whole as JSON: the API does not document their fields (docs/api.md §2.10).',
+  'webhooks.related_rules':
+    'The workflow rules that fire the webhook, kept whole as JSON: the API does not document their fields (docs/api.md §2.10).',
   'webhooks.description': 'What the webhook is for, up to 100 characters.',
   'webhooks.url': 'The address the webhook calls (a credential in it is redacted).',
   'webhooks.is_active': 'Whether the webhook is active.',
