@@ -8,6 +8,7 @@ import {
   noteFailure,
   readListIds,
   recordResult,
+  unverified,
   warehouseIds,
   type OrganizationBlock,
   type StreamVerification,
@@ -40,21 +41,7 @@ export async function verifyChildren(
   const name = qualifiedName(child);
   const link = child.parent!;
   const log = ctx.logger.child({ organization_id: organizationId, stream: name });
-  const result: StreamVerification = {
-    connection: ctx.connection.name,
-    organizationId,
-    stream: name,
-    status: 'incomplete',
-    apiCount: null,
-    warehouseCount: null,
-    missingCount: null,
-    extraCount: null,
-    missing: [],
-    extra: [],
-    pages: 0,
-    requests: 0,
-    verifiedAt: '',
-  };
+  const result = unverified(ctx.connection.name, organizationId, name);
   const paths: string[] = [];
   try {
     if (block.quota) {

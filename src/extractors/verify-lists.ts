@@ -129,6 +129,25 @@ export interface StreamVerification {
   sampledParents?: number;
 }
 
+/** A stream's verification before anything was read: incomplete until its list is read to the end. */
+export function unverified(connection: string, organizationId: string, stream: string): StreamVerification {
+  return {
+    connection,
+    organizationId,
+    stream,
+    status: 'incomplete',
+    apiCount: null,
+    warehouseCount: null,
+    missingCount: null,
+    extraCount: null,
+    missing: [],
+    extra: [],
+    pages: 0,
+    requests: 0,
+    verifiedAt: '',
+  };
+}
+
 /** What stops an organization's later lists: a spent daily quota, a family refused. */
 export interface OrganizationBlock {
   /** Set once the organization's daily quota is spent: later streams are not tried. */

@@ -23,6 +23,7 @@ import {
   noteFailure,
   readListIds,
   recordResult,
+  unverified,
   warehouseIds,
   type OrganizationBlock,
   type StreamVerification,
@@ -112,21 +113,7 @@ async function verifyStream(
 ): Promise<StreamVerification> {
   const name = qualifiedName(stream);
   const log = ctx.logger.child({ organization_id: organizationId, stream: name });
-  const result: StreamVerification = {
-    connection: ctx.connection.name,
-    organizationId,
-    stream: name,
-    status: 'incomplete',
-    apiCount: null,
-    warehouseCount: null,
-    missingCount: null,
-    extraCount: null,
-    missing: [],
-    extra: [],
-    pages: 0,
-    requests: 0,
-    verifiedAt: '',
-  };
+  const result = unverified(ctx.connection.name, organizationId, name);
   const stored = async (): Promise<void> => {
     result.warehouseCount = (await warehouseIds(ctx.warehouse, stream, organizationId)).length;
   };
