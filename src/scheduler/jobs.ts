@@ -34,72 +34,33 @@ export interface Schedules {
   time_zone: string;
 }
 
+/** A plan's schedules: what differs between plans is how often lists, whole reads and settings run. */
+const planSchedules = (incremental: string, whole_read: string, settings: string): Schedules => ({
+  incremental,
+  whole_read,
+  settings,
+  reconcile: '30 2 * * *',
+  backfill: '*/15 * * * *',
+  time_zone: 'UTC',
+});
+
 /**
  * The daemon's schedules when the configuration sets none, per plan (spec 8's daily quota). Each
  * fits its plan's budget (the quota less the 10% reserve) for an organization of about 50
  * records a list, with room to spare for changes: the free plan's 900 requests allow a
  * half-hourly incremental run (about 6 requests: one page per list), the projects and their
  * task lists (about 51) twice a day, settings every three hours and the nightly reconcile
- * (about 257). `svcsync plan` shows what a schedule costs an organization; `svcsync plan --fit`
+ * (its list pages every night, every parent's child lists once a week). `svcsync plan` shows what a schedule costs an organization; `svcsync plan --fit`
  * proposes one for its own size.
  */
 export const PLAN_SCHEDULES: Readonly<Record<Plan, Readonly<Schedules>>> = {
-  free: {
-    incremental: '*/30 * * * *',
-    whole_read: '10 */12 * * *',
-    settings: '5 */3 * * *',
-    reconcile: '30 2 * * *',
-    backfill: '*/15 * * * *',
-    time_zone: 'UTC',
-  },
-  standard: {
-    incremental: '*/15 * * * *',
-    whole_read: '10 */4 * * *',
-    settings: '5 * * * *',
-    reconcile: '30 2 * * *',
-    backfill: '*/15 * * * *',
-    time_zone: 'UTC',
-  },
-  professional: {
-    incremental: '*/15 * * * *',
-    whole_read: '10 */2 * * *',
-    settings: '5 * * * *',
-    reconcile: '30 2 * * *',
-    backfill: '*/15 * * * *',
-    time_zone: 'UTC',
-  },
-  premium: {
-    incremental: '*/15 * * * *',
-    whole_read: '10 * * * *',
-    settings: '5 * * * *',
-    reconcile: '30 2 * * *',
-    backfill: '*/15 * * * *',
-    time_zone: 'UTC',
-  },
-  elite: {
-    incremental: '*/15 * * * *',
-    whole_read: '10 * * * *',
-    settings: '5 * * * *',
-    reconcile: '30 2 * * *',
-    backfill: '*/15 * * * *',
-    time_zone: 'UTC',
-  },
-  ultimate: {
-    incremental: '*/15 * * * *',
-    whole_read: '10 * * * *',
-    settings: '5 * * * *',
-    reconcile: '30 2 * * *',
-    backfill: '*/15 * * * *',
-    time_zone: 'UTC',
-  },
-  enterprise: {
-    incremental: '*/15 * * * *',
-    whole_read: '10 * * * *',
-    settings: '5 * * * *',
-    reconcile: '30 2 * * *',
-    backfill: '*/15 * * * *',
-    time_zone: 'UTC',
-  },
+  free: planSchedules('*/30 * * * *', '10 */12 * * *', '5 */3 * * *'),
+  standard: planSchedules('*/15 * * * *', '10 */4 * * *', '5 * * * *'),
+  professional: planSchedules('*/15 * * * *', '10 */2 * * *', '5 * * * *'),
+  premium: planSchedules('*/15 * * * *', '10 * * * *', '5 * * * *'),
+  elite: planSchedules('*/15 * * * *', '10 * * * *', '5 * * * *'),
+  ultimate: planSchedules('*/15 * * * *', '10 * * * *', '5 * * * *'),
+  enterprise: planSchedules('*/15 * * * *', '10 * * * *', '5 * * * *'),
 };
 
 /**
