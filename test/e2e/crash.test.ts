@@ -1,10 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { runCliKilledAfterPages as runCli, type KilledRun as CliRun } from '../helpers/cli-process.js';
+import { runCliKilledAfterPages as runCli, writeKilledRunConfig, type KilledRun as CliRun } from '../helpers/cli-process.js';
 import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 import { ID_FIELDS, truthIds, type Family } from '../helpers/e2e.js';
 
@@ -28,26 +25,7 @@ describe.each(CASES)('a sync killed with SIGKILL on $dialect against the $preset
       variants: { changeWhilePagingEvery: 0 },
     });
     tw = await freshWarehouse(dialect);
-    configPath = join(mkdtempSync(join(tmpdir(), 'svcsync-crash-')), 'svcsync.yaml');
-    writeFileSync(
-      configPath,
-      [
-        `warehouse: "${tw.url}"`,
-        'sync: { per_page: 25 }',
-        'connections:',
-        '  - name: crash',
-        `    accounts_url: ${sandbox.url}`,
-        `    client_id: ${sandbox.credentials.client_id}`,
-        '    client_secret: ${CRASH_SECRET}',
-        `    refresh_token: ${sandbox.credentials.refresh_token}`,
-        '    plan: enterprise',
-        // The sandbox is unlimited and the CLI runs on real time: lift the client's limits too. A
-        // one-second window keeps the wait after each takeover from a killed run (one window) short.
-        '    limits: { per_minute: 1000000, per_day: 100000000, concurrency: 10, window_ms: 1000 }',
-        '',
-      ].join('\n'),
-    );
-    process.env['CRASH_SECRET'] = sandbox.credentials.client_secret;
+    configPath = writeKilledRunConfig(sandbox, tw.url, { prefix: 'svcsync-crash-', secretEnv: 'CRASH_SECRET' });
   });
   afterAll(async () => {
     await sandbox?.stop();

@@ -1,13 +1,10 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG } from '../../src/catalog/index.js';
 import { historyPlan, historyTables, type HistoryTable } from '../../src/loaders/derived/history-tables.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { startSandbox, type Sandbox } from '../../sandbox/index.js';
-import { runCliKilledAfterPages, type KilledRun } from '../helpers/cli-process.js';
+import { runCliKilledAfterPages, writeKilledRunConfig, type KilledRun } from '../helpers/cli-process.js';
 import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
 /**
@@ -92,25 +89,11 @@ describe.each(CASES)('a history sync killed with SIGKILL on $dialect against the
       variants: { changeWhilePagingEvery: 0 },
     });
     tw = await freshWarehouse(dialect);
-    configPath = join(mkdtempSync(join(tmpdir(), 'svcsync-history-crash-')), 'svcsync.yaml');
-    writeFileSync(
-      configPath,
-      [
-        `warehouse: "${tw.url}"`,
-        'sync: { per_page: 25 }',
-        'history: all',
-        'connections:',
-        '  - name: crash',
-        `    accounts_url: ${sandbox.url}`,
-        `    client_id: ${sandbox.credentials.client_id}`,
-        '    client_secret: ${HISTORY_CRASH_SECRET}',
-        `    refresh_token: ${sandbox.credentials.refresh_token}`,
-        '    plan: enterprise',
-        '    limits: { per_minute: 1000000, per_day: 100000000, concurrency: 10, window_ms: 1000 }',
-        '',
-      ].join('\n'),
-    );
-    process.env['HISTORY_CRASH_SECRET'] = sandbox.credentials.client_secret;
+    configPath = writeKilledRunConfig(sandbox, tw.url, {
+      prefix: 'svcsync-history-crash-',
+      secretEnv: 'HISTORY_CRASH_SECRET',
+      extra: ['history: all'],
+    });
   });
   afterAll(async () => {
     await sandbox?.stop();

@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../../bin/svcsync.js', import.meta.url));
@@ -72,3 +75,37 @@ export function runCliKilledAfterPages(args: string[], killAfterPages?: number):
 
 /** A stack trace's frame line, which no classified error may print. */
 export const STACK_FRAME = /^\s+at .+\(.+:\d+:\d+\)$|^\s+at .+:\d+:\d+$/m;
+
+/**
+ * The configuration of a CLI run that is killed and run again against the sandbox: the whole
+ * catalog, 25 records a page, the client's limits lifted (the sandbox is unlimited and the CLI
+ * runs on real time) and a one-second window, so the wait after each takeover from a killed run
+ * (one window) stays short. The client secret reaches the process through `secretEnv`, as a
+ * user's would. `extra` lines go before the connections.
+ */
+export function writeKilledRunConfig(
+  sandbox: { url: string; credentials: { client_id: string; client_secret: string; refresh_token: string } },
+  warehouseUrl: string,
+  options: { prefix: string; secretEnv: string; extra?: readonly string[] },
+): string {
+  const path = join(mkdtempSync(join(tmpdir(), options.prefix)), 'svcsync.yaml');
+  writeFileSync(
+    path,
+    [
+      `warehouse: "${warehouseUrl}"`,
+      'sync: { per_page: 25 }',
+      ...(options.extra ?? []),
+      'connections:',
+      '  - name: crash',
+      `    accounts_url: ${sandbox.url}`,
+      `    client_id: ${sandbox.credentials.client_id}`,
+      `    client_secret: \${${options.secretEnv}}`,
+      `    refresh_token: ${sandbox.credentials.refresh_token}`,
+      '    plan: enterprise',
+      '    limits: { per_minute: 1000000, per_day: 100000000, concurrency: 10, window_ms: 1000 }',
+      '',
+    ].join('\n'),
+  );
+  process.env[options.secretEnv] = sandbox.credentials.client_secret;
+  return path;
+}
