@@ -50,8 +50,8 @@ const planSchedules = (incremental: string, whole_read: string, settings: string
  * records a list, with room to spare for changes: the free plan's 900 requests allow a
  * half-hourly incremental run (about 6 requests: one page per list), the projects and their
  * task lists (about 51) twice a day, settings every three hours and the nightly reconcile
- * (its list pages every night, every parent's child lists once a week). `svcsync plan` shows what a schedule costs an organization; `svcsync plan --fit`
- * proposes one for its own size.
+ * (its list pages every night, every parent's child lists once a week). `svcsync plan` shows
+ * what a schedule costs an organization; `svcsync plan --fit` proposes one for its own size.
  */
 export const PLAN_SCHEDULES: Readonly<Record<Plan, Readonly<Schedules>>> = {
   free: planSchedules('*/30 * * * *', '10 */12 * * *', '5 */3 * * *'),
