@@ -24,7 +24,7 @@ export interface E2E {
   secrets: SecretRegistry;
   sync(
     mode?: SyncMode,
-    extra?: { since?: string; streams?: string[]; organization?: string; records?: RecordBudget; deep?: boolean },
+    extra?: { since?: string; streams?: string[]; organization?: string; records?: RecordBudget; deep?: boolean; cycle?: boolean },
   ): Promise<SyncSummary>;
   /** Live (not deleted) ids of a stream's table for one organization. */
   liveIds(organizationId: string, family: Family, stream: string): Promise<string[]>;
@@ -77,6 +77,7 @@ export async function startE2E(
         mode,
         since: extra.since,
         deep: extra.deep,
+        wholeReadCycle: extra.cycle,
         streams: extra.streams,
         organization: extra.organization,
         records: extra.records,
