@@ -322,7 +322,7 @@ class StoredRows {
   }
 }
 
-export function detailIsEnabled(ctx: SyncContext, stream: StreamSpec): boolean {
+export function detailIsEnabled(ctx: Pick<SyncContext, 'config'>, stream: StreamSpec): boolean {
   if (!stream.detail) return false;
   if (stream.detail.setting) {
     const v = (ctx.config.sync as Record<string, unknown>)[stream.detail.setting];

@@ -281,6 +281,12 @@ export interface TreeCost {
    * the child lists of every parent. 0 for a tree without child streams; null as `reconcile`.
    */
   reconcileChildren: number | null;
+  /**
+   * Requests of reading the tree whole (a first sync, a backfill): every page, a single read per
+   * record where single reads are on, and a child list per parent (the pages of the list of all
+   * children where there is one; none where the parent's single record carries them, A48).
+   */
+  whole: number;
   /** The list's size was assumed (REFERENCE_RECORDS), not read from the warehouse. */
   assumed: boolean;
 }
@@ -318,7 +324,14 @@ export function treeCost(
   tree: StreamSpec,
   streams: readonly StreamSpec[],
   facts: { rows: (stream: StreamSpec) => number | null; state: (stream: StreamSpec) => StreamSnapshot | undefined },
-  options: { perPage: number; referenceRecords?: number; catalog?: readonly StreamSpec[]; wholeReadEveryDays?: number },
+  options: {
+    perPage: number;
+    referenceRecords?: number;
+    catalog?: readonly StreamSpec[];
+    wholeReadEveryDays?: number;
+    /** Whether a stream's single-record reads are on (`sync.event_details`, …); unset: the catalog's default. */
+    detailEnabled?: (stream: StreamSpec) => boolean;
+  },
 ): TreeCost {
   const catalog = options.catalog ?? CATALOG;
   const reference = options.referenceRecords ?? REFERENCE_RECORDS;
@@ -338,18 +351,25 @@ export function treeCost(
   let run = 0;
   let reconcile = 0;
   let children = 0;
+  let whole = 0;
   const carried = new Set<StreamSpec>();
+  const detailOn = options.detailEnabled ?? ((s: StreamSpec): boolean => s.detail?.defaultEnabled === true);
   for (const s of streams) {
     let model: number;
     if (!s.parent) {
       model = s.cursor?.sort ? 1 : pages(s);
       reconcile += pages(s);
+      whole += pages(s) + (detailOn(s) ? rowsOf(s) : 0);
     } else {
       const parent = parentOf(s);
       const parents = parent ? rowsOf(parent) : reference;
       // A tree read whole re-reads a share of its parents' child lists a day (`sync.whole_read_every_days`).
       const share = options.wholeReadEveryDays ? Math.ceil(parents / options.wholeReadEveryDays) : parents;
       model = parent && !parent.cursor ? share : 0;
+      const allPages = Math.ceil(rowsOf(s) / options.perPage) + 1;
+      // No list of its own where the parent's single record carries it.
+      if (!(parent && carriesChildren(parent, catalog) && detailOn(parent)))
+        whole += s.allList && parents >= Math.max(2, allPages) ? allPages : parents;
       // A parent whose single record carries all its child lists is re-read once for all of them (A48).
       if (!parent || !carriesChildren(parent, catalog)) children += parents;
       else if (!carried.has(parent)) {
@@ -370,6 +390,7 @@ export function treeCost(
     run,
     reconcile: tree.cursor ? reconcile : null,
     reconcileChildren: tree.cursor ? children : null,
+    whole,
     assumed,
   };
 }

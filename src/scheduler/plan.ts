@@ -8,6 +8,7 @@ import { childrenCycleDays, wholeReadCycleDays } from '../config/cycles.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/logger.js';
 import { selectStreams } from '../extractors/organization-sync.js';
+import { detailIsEnabled } from '../extractors/stream-pass.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { stateDb } from '../state/tables.js';
 import { liveRowCounts, modeOfCommand, REFERENCE_RECORDS, treeCost, type StreamSnapshot, type TreeCost } from './estimate.js';
@@ -43,6 +44,8 @@ export interface OrganizationPlan {
   leftForBackfill: number;
   /** Some list sizes were assumed (REFERENCE_RECORDS), not read from the warehouse. */
   assumed: boolean;
+  /** Requests of reading everything whole (a first sync, a backfill), and the days it takes at the budget. */
+  firstSync: { requests: number; days: number };
 }
 
 /** An organization to plan for, with what each of its trees costs. */
@@ -158,6 +161,7 @@ export async function loadPlanOrganizations(
           referenceRecords: options.referenceRecords,
           catalog,
           wholeReadEveryDays: wholeReadCycleDays(config, connection.plan),
+          detailEnabled: (s) => detailIsEnabled({ config }, s),
         },
       );
     });
@@ -274,6 +278,7 @@ export function planOrganization(
     };
   });
   const total = planned.reduce((a, p) => a + p.total, 0);
+  const firstSync = org.costs.reduce((a, c) => a + c.whole, 0);
   return {
     connection: org.connection,
     organizationId: org.organizationId,
@@ -285,6 +290,7 @@ export function planOrganization(
     fits: total <= org.budget,
     leftForBackfill: Math.max(0, org.budget - total),
     assumed: org.costs.some((c) => c.assumed),
+    firstSync: { requests: firstSync, days: org.budget > 0 ? firstSync / org.budget : Infinity },
   };
 }
 
@@ -348,6 +354,8 @@ export function renderPlan(plans: readonly OrganizationPlan[], referenceRecords 
       ? `${p.connection} / ${p.organizationId === REFERENCE_ORGANIZATION ? 'a reference organization' : p.organizationId} (not synced yet)`
       : `${p.connection} / ${p.organizationId}`;
     lines.push(`${who} — busiest quota day ${p.day}: ${p.total} of ${p.budget} requests planned${left}`);
+    const days = p.firstSync.days < 1 ? 'within a day' : `about ${p.firstSync.days.toFixed(1)} days`;
+    lines.push(`  a first sync or backfill of everything: ~${p.firstSync.requests} requests, ${days} at ${p.budget} a day`);
     for (const j of p.jobs) {
       const cost =
         j.jobClass === 'backfill' ? `takes what is left (about ${j.estimate} requests to go)` : `${j.fires} × ~${j.estimate} = ${j.total}`;
