@@ -111,7 +111,7 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
     columns: VENDOR_CREDIT_REFUND_COLUMNS,
     children: VENDOR_CREDIT_REFUND_CHILDREN,
     spec: '2.8, 4.9, A11',
-    description: 'Refunds of each vendor credit, read per credit.',
+    description: "Refunds of each vendor credit, from the credit's own record when its total proves them whole, else its list of refunds.",
   },
   {
     name: 'vendor_credit_bills',
@@ -125,7 +125,8 @@ export const BOOKS_STREAMS: readonly StreamSpec[] = [
     columns: BILL_CREDITED_COLUMNS,
     children: [],
     spec: '2.8, 4.9, A11',
-    description: 'Bills a vendor credit was applied to, with the amount applied, read per credit.',
+    description:
+      "Bills a vendor credit was applied to, with the amount applied, from the credit's own record when its total proves them whole.",
   },
   {
     name: 'webhooks',

@@ -455,6 +455,6 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
     columns: VENDOR_CREDIT_REFUND_COLUMNS,
     children: VENDOR_CREDIT_REFUND_CHILDREN,
     spec: '2.8, 4.8, A11',
-    description: 'Refunds of each vendor credit, read per credit.',
+    description: "Refunds of each vendor credit, from the list of all refunds, or a credit's own list when few credits changed.",
   },
 ];
