@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxOptions } from '../../sandbox/index.js';
 import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
+import { RunStopped } from '../../src/extractors/sync-run.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectEqualsTruth, expectExit, ID_FIELDS, instant, startE2E, truthIds, type E2E, type Family } from '../helpers/e2e.js';
 
@@ -139,4 +140,38 @@ describe.each(CASES)('a quota-bound first sync on $dialect (mixed offsets: $mixe
     const left = await e.query<{ n: number | string }>('SELECT COUNT(*) AS n FROM _svcsync_pending');
     expect(Number(left[0]!.n)).toBe(0);
   }, 180_000);
+});
+
+describe.each(DIALECTS)('a first sync stopped among its details on %s', (dialect) => {
+  let e: E2E | undefined;
+  afterEach(async () => {
+    await e?.close();
+    e = undefined;
+  });
+
+  it('has every header committed, and reports each stream it started as stopped with what it committed', async () => {
+    e = await startE2E(dialect, { seed: 23, scale: 20, organizations: 1, unlimited: true }, { connection: { families: [...FAMILIES] } });
+    const sandbox = e.sandbox;
+    const org = sandbox.organizations()[0]!.organization_id;
+    // Asked before every request: the stop comes once the first single record has been asked for.
+    const stop = { reason: () => (kinds(sandbox.requestLog().byEndpoint).singles > 0 ? 'asked to stop' : null) };
+    const error = await e.sync('incremental', { stop }).catch((x: unknown) => x);
+    expect(error).toBeInstanceOf(RunStopped);
+    const outcome = (error as RunStopped).summary.organizations.find((o) => o.organizationId === org)!;
+    expect(outcome.status).toBe('stopped');
+    for (const stream of TOP) {
+      const name = `${stream.family}.${stream.name}`;
+      const truth = truthIds(sandbox, org, stream.family, stream.name);
+      expect(await e.liveIds(org, stream.family, stream.name), name).toEqual(truth);
+      // One outcome per stream: none skipped, the unfinished ones stopped with the list records they committed.
+      const reported = outcome.streams.filter((s) => s.stream === name);
+      expect(reported.length, name).toBe(1);
+      expect(['ok', 'stopped'], `${name}: ${reported[0]!.status}`).toContain(reported[0]!.status);
+      expect(reported[0]!.records, name).toBe(truth.length);
+    }
+    expect(outcome.streams.filter((s) => s.status === 'stopped').length).toBeGreaterThan(1);
+
+    expectExit(await e.sync(), 0);
+    await expectEqualsTruth(e, { families: FAMILIES });
+  }, 120_000);
 });
