@@ -141,9 +141,10 @@ export interface OrganizationRun {
 }
 
 /**
- * Syncs every selected stream of one organization. A stream that fails is reported and the
- * others carry on; a spent quota stops this organization only; a missing scope stops the
- * streams that need it; a warehouse fault or a lost lease stops them all.
+ * Syncs every selected stream of one organization: every top-level stream's list pages first,
+ * then their queued single-record reads and child lists (a backfill, tree by tree). A stream
+ * that fails is reported and the others carry on; a spent quota stops this organization only;
+ * a missing scope stops the streams that need it; a warehouse fault or a lost lease stops them all.
  */
 export async function syncOrganization(
   ctx: SyncContext,
@@ -357,15 +358,20 @@ export async function syncOrganization(
     await drain(stream);
   };
 
+  // A backfill goes tree by tree instead: the daemon leaves a tree a backfill has started on to
+  // it until it is finished (treesInBackfill), so a backfill that started every tree's list at
+  // once would hold back every incremental run of the organization for days.
+  const phases =
+    options.mode === 'backfill'
+      ? [
+          top.map((s) => async () => {
+            await readHeaders(s);
+            await readDetails(s);
+          }),
+        ]
+      : [top.map((s) => () => readHeaders(s)), top.map((s) => () => readDetails(s))];
   try {
-    await runAll(
-      limit,
-      top.map((s) => () => readHeaders(s)),
-    );
-    await runAll(
-      limit,
-      top.map((s) => () => readDetails(s)),
-    );
+    for (const phase of phases) await runAll(limit, phase);
   } catch (error) {
     if (endsTheRun(error, ctx.signal)) {
       // What each stream under way committed before the stop is still the run's to report.
