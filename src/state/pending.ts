@@ -34,7 +34,6 @@ export function recencyText(ms: number | null): string | null {
   if (ms === null || !Number.isFinite(ms) || ms < EARLIEST || ms > LATEST) return null;
   return new Date(ms).toISOString();
 }
-/** 0000-01-01T00:00:00.000Z: Date.UTC reads years 0-99 as 1900-1999. */
 /**
  * The recency of each record that queues work: its change time (the stream's cursor field),
  * else its `date` when the stream has one. A stream with neither keeps the order of its pages.
@@ -50,6 +49,7 @@ export function recencyOf(stream: Pick<StreamSpec, 'columns'>, records: readonly
   return out;
 }
 
+/** 0000-01-01T00:00:00.000Z: Date.UTC reads years 0-99 as 1900-1999. */
 const EARLIEST = -62_167_219_200_000;
 const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
@@ -123,8 +123,8 @@ export async function takePending(db: AnyDb, key: StreamKey, kind: PendingKind, 
 }
 
 /**
- * Moves an item to the back of its queue: the next pass takes the items behind it first. Its
- * recency goes, so newer records queued later do not wait behind it either.
+ * Moves an item to the back of its queue: the next pass takes the items behind it first. It
+ * loses its recency, so dated items queued later go before it too.
  */
 export async function deferPending(db: AnyDb, key: StreamKey, kind: PendingKind, itemId: string, now: string): Promise<void> {
   await stateDb(db)
