@@ -527,6 +527,11 @@ export class OrgData {
 
   // ------------------------------------------------------------ mutation
 
+  /** Whether `mutate` may delete the stream's records: variant eventsDeleted makes the events deletable too. */
+  private deletable(def: StreamDef): boolean {
+    return def.deletable || (this.variants.eventsDeleted && def.family === 'billing' && def.stream === 'events');
+  }
+
   mutate(
     def: StreamDef,
     amounts: { modify: Amount; create: Amount; delete: Amount; restore: Amount },
@@ -564,7 +569,7 @@ export class OrgData {
         this.stamp(def, slot, {}, now, 'created');
         done.created++;
       }
-      for (let i = 0; i < counts.delete && def.deletable; i++) {
+      for (let i = 0; i < counts.delete && this.deletable(def); i++) {
         const slot = this.randomLive(def, r);
         if (slot === undefined) break;
         this.remove(def, slot, now);
@@ -599,7 +604,7 @@ export class OrgData {
       if (p === undefined || !this.addChild(def, p, now)) break;
       done.created++;
     }
-    for (let i = 0; i < counts.delete && def.deletable; i++) {
+    for (let i = 0; i < counts.delete && this.deletable(def); i++) {
       const p = this.randomParent(def, r, true);
       if (p === undefined) break;
       const list = this.children(def, p).slice();

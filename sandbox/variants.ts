@@ -227,6 +227,11 @@ export interface Variants {
    * a read of the child list itself shows the change.
    */
   childChangesKeepParent: boolean;
+  /**
+   * Events can be deleted (a retention period, say): `mutate` deletes them like other records.
+   * A51 reads the events as a log the API never deletes from.
+   */
+  eventsDeleted: boolean;
 }
 
 export type Preset = 'default' | 'hostile';
@@ -272,6 +277,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   embeddedChildrenDropped: 0,
   allRefundsWithoutCredit: false,
   childChangesKeepParent: false,
+  eventsDeleted: false,
 });
 
 export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
@@ -326,6 +332,8 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   // Off: child changes would then wait for the reconcile's children cycle (A25), so no run of the
   // hostile tests could equal the truth before it; test/e2e/reconcile-cycle.test.ts covers it.
   childChangesKeepParent: false,
+  // Off: deleted events are found only by a reconcile of the events (A51); test/e2e/slow-cycles.test.ts covers it.
+  eventsDeleted: false,
 });
 
 /** What `noOrganizationList` may name. */

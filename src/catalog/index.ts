@@ -43,3 +43,13 @@ export function streamsOf(family: Family, catalog: readonly StreamSpec[] = CATAL
 export function childStreamsOf(stream: Pick<StreamSpec, 'family' | 'name'>, catalog: readonly StreamSpec[] = CATALOG): StreamSpec[] {
   return catalog.filter((s) => s.family === stream.family && s.parent?.stream === stream.name);
 }
+
+/**
+ * Whether a stream's single record embeds every child list it has (`detail.embeddedChildren`):
+ * re-reading the record re-reads them all, in one request where each list costs one (A48).
+ */
+export function carriesChildren(stream: StreamSpec, catalog: readonly StreamSpec[] = CATALOG): boolean {
+  const embedded = new Set((stream.detail?.embeddedChildren ?? []).map((e) => e.stream));
+  const children = childStreamsOf(stream, catalog);
+  return children.length > 0 && children.every((c) => embedded.has(c.name));
+}

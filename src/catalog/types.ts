@@ -155,6 +155,12 @@ export interface StreamSpec {
    * columns, the child rows and `_raw`.
    */
   redactByName?: RedactByName;
+  /**
+   * The API offers no way to delete or change the list's records (a log of what happened): the
+   * daemon's nightly reconcile leaves the list out unless a stream schedule asks for it; `svcsync
+   * sync --reconcile` still reads it (docs/assumptions.md, A51).
+   */
+  appendOnly?: true;
 }
 
 export interface RedactByName {

@@ -222,11 +222,18 @@ const syncSchema = z
      */
     gone_codes: z.array(z.number().int()).min(1).default([1002]),
     /**
-     * A reconcile reads every list's pages (deleted records are found that way every time) but
-     * re-reads the child lists of every parent only this often, in days; in between, only the
-     * changed parents' children are read. 0 re-reads them on every reconcile (A25).
+     * A reconcile reads every list's pages (deleted records are found that way every time) and
+     * re-reads every parent's child lists once in this many days, a share of the parents each day;
+     * besides, the changed parents' children are read. 0 re-reads them on every reconcile (A25).
+     * Unset: the connection's plan decides (src/config/cycles.ts).
      */
-    reconcile_children_every_days: z.number().int().min(0).default(7),
+    reconcile_children_every_days: z.number().int().min(0).optional(),
+    /**
+     * A tree read whole (projects and their tasks) re-reads every parent's child lists once in
+     * this many days, a share of the parents each day, besides the parents whose record changed.
+     * 0 reads every parent's child lists on every run. Unset: the connection's plan decides.
+     */
+    whole_read_every_days: z.number().int().min(0).optional(),
   })
   .strict();
 

@@ -154,6 +154,7 @@ export async function syncOrganization(
     mode: SyncMode;
     since?: string | undefined;
     deep?: boolean | undefined;
+    wholeReadCycle?: boolean | undefined;
     streams?: readonly string[] | undefined;
     /** Told the organization's outcome so far when the run is stopped under it (the stop itself propagates). */
     onStopped?: (outcome: OrganizationOutcome) => void;

@@ -19,9 +19,16 @@ export interface PagePlanInput {
   reachedFloor: boolean;
   /**
    * Queue every record's child lists, not only the changed ones'. Unset: on full reads. A
-   * reconcile sets it only on its slower cycle (`childrenRereadDue`).
+   * reconcile or a tree read whole sets it when its slow cycle is due for every parent
+   * (`childrenRereadDue`), or gives the parents whose day of the cycle is due (`childrenSlice`).
    */
-  everyParent?: boolean;
+  everyParent?: boolean | ((id: string) => boolean);
+  /**
+   * The single record carries every child list of the stream (books vendor credits: A48), so a
+   * parent whose child lists are re-read gets its single read as well: one request that makes
+   * the lists unneeded when the record's totals prove them whole, where each list costs one.
+   */
+  detailCarriesChildren?: boolean;
 }
 
 export interface PagePlan {
@@ -49,8 +56,8 @@ export function pendingReason(kind: PassKind): PendingReason {
  * Decides what one list page writes and queues; no I/O. Only a full read (every pass kind but
  * incremental) rewrites unchanged rows, since their `_synced_at` is how vanished rows are found.
  * A parent without a change field cannot say its children changed (a new task does not touch
- * its project), so a full read re-reads the children of every parent; a reconcile does so only
- * when `everyParent` says its slower cycle is due.
+ * its project), so a full read re-reads the children of every parent; a reconcile and a tree
+ * read whole do so for the parents `everyParent` says their slow cycle is due for.
  */
 export function planPage(input: PagePlanInput): PagePlan {
   const fullRead = input.kind !== 'incremental';
@@ -59,12 +66,18 @@ export function planPage(input: PagePlanInput): PagePlan {
     const s = input.stored.get(n.id);
     return !s || s.deleted || s.hash !== n.hash;
   });
+  let parents: readonly NormalizedRecord[] = changed;
+  if (everyParent === true) parents = input.records;
+  else if (typeof everyParent === 'function') {
+    const isChanged = new Set(changed);
+    parents = input.records.filter((n) => isChanged.has(n) || everyParent(n.id));
+  }
   return {
     rows: fullRead ? [...input.records] : changed,
     changed: changed.length,
     fresh: new Set(input.records.filter((n) => !input.stored.has(n.id)).map((n) => n.id)),
-    parents: (everyParent ? input.records : changed).map((n) => n.id),
-    details: input.detail ? changed.map((n) => n.id) : [],
+    parents: parents.map((n) => n.id),
+    details: !input.detail ? [] : (input.detailCarriesChildren ? parents : changed).map((n) => n.id),
     reason: pendingReason(input.kind),
     finished: !input.hasMore || input.reachedFloor,
   };

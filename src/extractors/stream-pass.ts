@@ -1,5 +1,6 @@
 import type { StreamSpec } from '../catalog/types.js';
 import { isOrganizationList, qualifiedName, tableName } from '../catalog/types.js';
+import { carriesChildren } from '../catalog/index.js';
 import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
 import { commitPage } from '../state/unit-of-work.js';
 import { recencyOf } from '../state/pending.js';
@@ -9,7 +10,8 @@ import { pages, type RawRecord } from './pager.js';
 import { IncrementalWindow } from './incremental-window.js';
 import { planPage, type StoredRow } from './page-plan.js';
 import { SeenFilter } from './seen-filter.js';
-import { childrenRereadDue } from './children-cycle.js';
+import { childrenRereadDue, childrenSlice } from './children-cycle.js';
+import { childrenCycleDays, wholeReadCycleDays } from '../config/cycles.js';
 import type { StreamTally } from './stream-tally.js';
 import { listRepairs, repairMessage } from './text-repairs.js';
 
@@ -22,6 +24,12 @@ export interface PassOptions {
   since?: string | undefined;
   /** A reconcile re-reads every parent's child lists whether or not its slower cycle is due (`sync --reconcile --deep`). */
   deep?: boolean | undefined;
+  /**
+   * A scheduled run: a tree read whole (projects and their tasks) re-reads its slow cycle's share
+   * of the parents' child lists (`sync.whole_read_every_days`), besides the changed parents'. A
+   * hand-run sync reads every parent's, as asked.
+   */
+  wholeReadCycle?: boolean | undefined;
 }
 
 const MAX_PAGES = 100_000;
@@ -71,7 +79,19 @@ export async function runStreamPass(
   if (state.pass) {
     const resumedKind = state.pass.kind;
     const resumedChildren = state.pass.children;
-    await walk(ctx, { key, stream, pass: state.pass, cursor: state.cursor, resumed: true }, tally);
+    await walk(
+      ctx,
+      {
+        key,
+        stream,
+        pass: state.pass,
+        cursor: state.cursor,
+        resumed: true,
+        rereadAt: state.row?.children_reread_at ?? null,
+        wholeReadCycle: options.wholeReadCycle === true,
+      },
+      tally,
+    );
     // A reconcile resumed without every parent's children does not do what --deep asks.
     if (satisfies(resumedKind, want) && (resumedChildren || options.deep !== true)) return;
     // The resumed pass moved the cursor.
@@ -87,26 +107,52 @@ export async function runStreamPass(
   const children =
     want === 'incremental'
       ? state.cursor === null && !(await ctx.writer.hasRows(ctx.warehouse.db, tableName(stream), organizationId))
-      : queuesEveryParent(ctx, want, state.row?.children_reread_at ?? null, options.deep === true);
+      : queuesEveryParent(ctx, want, state.row?.children_reread_at ?? null, options);
   const pass: PassState = { kind: want, startedAt, nextPage: 1, floor, maxChanged: null, unsorted: false, records: 0, children };
-  await walk(ctx, { key, stream, pass, cursor: state.cursor, resumed: false }, tally);
+  await walk(
+    ctx,
+    {
+      key,
+      stream,
+      pass,
+      cursor: state.cursor,
+      resumed: false,
+      rereadAt: state.row?.children_reread_at ?? null,
+      wholeReadCycle: options.wholeReadCycle === true,
+    },
+    tally,
+  );
+}
+
+/** The days of a slow cycle for a pass: a reconcile's children, a scheduled tree read whole; null for the others. */
+function cycleDays(ctx: SyncContext, kind: PassKind, wholeReadCycle: boolean): number | null {
+  if (kind === 'reconcile') return childrenCycleDays(ctx.config, ctx.connection.plan);
+  if (kind === 'full' && wholeReadCycle) return wholeReadCycleDays(ctx.config, ctx.connection.plan);
+  return null;
 }
 
 /**
- * Whether a full read queues the child lists of every parent it lists: a reconcile when its
- * slower cycle is due, every other full read always. (An incremental pass queues its changed
- * parents', which on a first sync of the stream, with no rows yet, are all of them.)
+ * Whether a full read queues the child lists of every parent it lists: a reconcile or a tree
+ * read whole when its slow cycle has not rolled for a whole turn (or never did, or --deep), a
+ * backfill always. Otherwise `childrenSlice` picks the parents whose day of the cycle is due.
+ * (An incremental pass queues its changed parents', which on a first sync of the stream, with
+ * no rows yet, are all of them.)
  */
-function queuesEveryParent(ctx: SyncContext, kind: PassKind, lastReread: string | null, deep: boolean): boolean {
-  if (kind !== 'reconcile') return true;
-  return childrenRereadDue(lastReread, ctx.clock.now(), ctx.config.sync.reconcile_children_every_days, deep);
+function queuesEveryParent(ctx: SyncContext, kind: PassKind, lastReread: string | null, options: PassOptions): boolean {
+  const days = cycleDays(ctx, kind, options.wholeReadCycle === true);
+  if (days === null) return true;
+  return childrenRereadDue(lastReread, ctx.clock.now(), days, options.deep === true);
 }
 
 /**
  * One pass, page by page: fetch (pager), normalize, observe the window, compare with what is
  * stored, plan, commit. Every decision is made by a pure unit; this loop only applies them.
  */
-async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Walk, tally: StreamTally): Promise<void> {
+async function walk(
+  ctx: SyncContext,
+  { key, stream, pass, cursor, resumed, rereadAt, wholeReadCycle }: Walk,
+  tally: StreamTally,
+): Promise<void> {
   const log = ctx.logger.child({ organization_id: key.organizationId, stream: key.stream });
   const window = IncrementalWindow.forPass(stream, pass);
   const before = { ...tally };
@@ -116,6 +162,9 @@ async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Wa
     resumed ? 'resuming pass' : 'starting pass',
   );
   const stored = await StoredRows.open(ctx, stream, key.organizationId);
+  const days = cycleDays(ctx, pass.kind, wholeReadCycle);
+  // The parents whose day of the slow cycle this pass covers, besides the changed ones.
+  const everyParent = pass.children || days === null ? pass.children : (childrenSlice(rereadAt, pass.startedAt, days) ?? false);
   for await (const page of pages(pageRequest(ctx, key, stream, pass, window, tally))) {
     const syncedAt = ctx.stamp.next();
     const records = normalizePage(ctx, stream, key.organizationId, page.records, syncedAt, undefined, tally, page.repaired);
@@ -132,7 +181,8 @@ async function walk(ctx: SyncContext, { key, stream, pass, cursor, resumed }: Wa
       detail: detailIsEnabled(ctx, stream),
       hasMore: page.hasMore,
       reachedFloor: view.reachedFloor,
-      everyParent: pass.children,
+      everyParent,
+      detailCarriesChildren: carriesChildren(stream, ctx.catalog),
     });
     Object.assign(pass, {
       nextPage: page.page + 1,
@@ -165,6 +215,9 @@ interface Walk {
   pass: PassState;
   cursor: string | null;
   resumed: boolean;
+  /** When the stream's slow cycle last re-read child lists (`children_reread_at`): the days it covers follow from it. */
+  rereadAt: string | null;
+  wholeReadCycle: boolean;
 }
 
 const UNSORTED = 'the server did not return this list newest first; reading every page this run (costs requests, loses nothing)';
@@ -183,14 +236,16 @@ function since(before: PageCounts, now: PageCounts): PageCounts {
 /**
  * What the last page commits besides its rows: the cursor, on full reads (which rewrite every
  * row they see) the instant before which a row not rewritten is gone, and, when the pass queued
- * every parent's child lists over the whole list, its start as the last time they were re-read.
+ * every parent's child lists or its slow cycle's share of them over the whole list, its start as
+ * the instant up to which they were re-read.
  */
 function passEnd(
   stream: StreamSpec,
   pass: PassState,
   cursor: string | null,
 ): { cursor: string | null; vanishedBefore: string | null; childrenRereadAt: string | null } {
-  const whole = pass.floor === null && pass.children;
+  // A reconcile or a tree read whole moves its slow cycle on to its start: the days up to it are re-read.
+  const whole = pass.floor === null && (pass.children || pass.kind === 'reconcile' || pass.kind === 'full');
   return {
     cursor: stream.cursor ? nextCursor(cursor, pass.maxChanged, pass.startedAt) : null,
     vanishedBefore: pass.kind === 'full' || pass.kind === 'reconcile' ? pass.startedAt : null,
@@ -276,7 +331,7 @@ class StoredRows {
   }
 }
 
-export function detailIsEnabled(ctx: SyncContext, stream: StreamSpec): boolean {
+export function detailIsEnabled(ctx: Pick<SyncContext, 'config'>, stream: StreamSpec): boolean {
   if (!stream.detail) return false;
   if (stream.detail.setting) {
     const v = (ctx.config.sync as Record<string, unknown>)[stream.detail.setting];

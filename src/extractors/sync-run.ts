@@ -47,6 +47,8 @@ export interface SyncRunOptions {
   since?: string | undefined;
   /** A reconcile re-reads every parent's child lists even when its slower cycle is not due. */
   deep?: boolean | undefined;
+  /** A scheduled run (the daemon's, a worker's): trees read whole follow their slow cycle (`PassOptions`). */
+  wholeReadCycle?: boolean | undefined;
   connection?: string | undefined;
   organization?: string | undefined;
   streams?: readonly string[] | undefined;
@@ -224,6 +226,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
                 mode: options.mode,
                 since: options.since,
                 deep: options.deep,
+                wholeReadCycle: options.wholeReadCycle,
                 streams: options.streams ?? connection.streams,
                 onStopped,
               }),

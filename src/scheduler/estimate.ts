@@ -1,11 +1,11 @@
 import { CompiledQuery } from 'kysely';
-import { CATALOG, childStreamsOf, findStream } from '../catalog/index.js';
+import { CATALOG, carriesChildren, childStreamsOf, findStream } from '../catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
 import type { SyncMode } from '../extractors/stream-pass.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { stateDb, type StreamStateRow } from '../state/tables.js';
 import { readsWhole, type JobSpec } from './jobs.js';
-import { childrenRereadDue } from '../extractors/children-cycle.js';
+import { childrenRereadDue, cycleDaysCovered } from '../extractors/children-cycle.js';
 
 /** The command name a daemon run records in `_svcsync_runs` (its mode is read back from it). */
 export function daemonCommand(job: Pick<JobSpec, 'jobClass'>): string {
@@ -147,6 +147,7 @@ export function estimateJob(
 ): number {
   if (job.jobClass === 'organizations') return 0;
   let total = 0;
+  const carried = new Set<StreamSpec>();
   for (const name of job.streams) {
     const spec = catalog.find((s) => qualifiedName(s) === name);
     const s = snap.streams.get(name);
@@ -168,11 +169,22 @@ export function estimateJob(
       pages = Math.max(1, pages - pass);
       total += pages + (s?.pending.detail ?? 0);
     } else {
+      const parentSpec = catalog.find((p) => p.family === spec.family && p.name === spec.parent!.stream);
+      // A parent whose single record carries all its child lists is read once for them all (A48).
+      if (parentSpec && carriesChildren(parentSpec, catalog)) {
+        if (carried.has(parentSpec)) {
+          total += pending;
+          continue;
+        }
+        carried.add(parentSpec);
+      }
       const parent = snap.streams.get(`${spec.family}.${spec.parent.stream}`);
       const parentRows = parent?.rows ?? 0;
       const lastReread = parent?.state?.children_reread_at ?? null;
       if (job.mode === 'reconcile' && cycle && !childrenRereadDue(lastReread, cycle.now, cycle.everyDays)) {
-        total += pending;
+        // The rolling cycle's share: the parents whose days since the last re-read are due.
+        const days = lastReread === null ? 0 : cycleDaysCovered(lastReread, new Date(cycle.now).toISOString(), cycle.everyDays).size;
+        total += pending + Math.ceil((parentRows * days) / cycle.everyDays);
         continue;
       }
       // As readAllChildren decides: the list of all children once enough parents are queued.
@@ -255,6 +267,8 @@ export interface TreeCost {
   kind: StreamSpec['kind'];
   /** Read whole with its child lists on every run (`readsWhole`). */
   wholeRead: boolean;
+  /** A log the API never deletes from (`appendOnly`): the daemon reconciles it only on a stream schedule of its own. */
+  appendOnly: boolean;
   /** Requests of one incremental run. */
   run: number;
   /**
@@ -267,6 +281,12 @@ export interface TreeCost {
    * the child lists of every parent. 0 for a tree without child streams; null as `reconcile`.
    */
   reconcileChildren: number | null;
+  /**
+   * Requests of reading the tree whole (a first sync, a backfill): every page, a single read per
+   * record where single reads are on, and a child list per parent (the pages of the list of all
+   * children where there is one; none where the parent's single record carries them, A48).
+   */
+  whole: number;
   /** The list's size was assumed (REFERENCE_RECORDS), not read from the warehouse. */
   assumed: boolean;
 }
@@ -304,7 +324,14 @@ export function treeCost(
   tree: StreamSpec,
   streams: readonly StreamSpec[],
   facts: { rows: (stream: StreamSpec) => number | null; state: (stream: StreamSpec) => StreamSnapshot | undefined },
-  options: { perPage: number; referenceRecords?: number; catalog?: readonly StreamSpec[] },
+  options: {
+    perPage: number;
+    referenceRecords?: number;
+    catalog?: readonly StreamSpec[];
+    wholeReadEveryDays?: number;
+    /** Whether a stream's single-record reads are on (`sync.event_details`, …); unset: the catalog's default. */
+    detailEnabled?: (stream: StreamSpec) => boolean;
+  },
 ): TreeCost {
   const catalog = options.catalog ?? CATALOG;
   const reference = options.referenceRecords ?? REFERENCE_RECORDS;
@@ -324,16 +351,31 @@ export function treeCost(
   let run = 0;
   let reconcile = 0;
   let children = 0;
+  let whole = 0;
+  const carried = new Set<StreamSpec>();
+  const detailOn = options.detailEnabled ?? ((s: StreamSpec): boolean => s.detail?.defaultEnabled === true);
   for (const s of streams) {
     let model: number;
     if (!s.parent) {
       model = s.cursor?.sort ? 1 : pages(s);
       reconcile += pages(s);
+      whole += pages(s) + (detailOn(s) ? rowsOf(s) : 0);
     } else {
       const parent = parentOf(s);
       const parents = parent ? rowsOf(parent) : reference;
-      model = parent && !parent.cursor ? parents : 0;
-      children += parents;
+      // A tree read whole re-reads a share of its parents' child lists a day (`sync.whole_read_every_days`).
+      const share = options.wholeReadEveryDays ? Math.ceil(parents / options.wholeReadEveryDays) : parents;
+      model = parent && !parent.cursor ? share : 0;
+      const allPages = Math.ceil(rowsOf(s) / options.perPage) + 1;
+      // No list of its own where the parent's single record carries it.
+      if (!(parent && carriesChildren(parent, catalog) && detailOn(parent)))
+        whole += s.allList && parents >= Math.max(2, allPages) ? allPages : parents;
+      // A parent whose single record carries all its child lists is re-read once for all of them (A48).
+      if (!parent || !carriesChildren(parent, catalog)) children += parents;
+      else if (!carried.has(parent)) {
+        carried.add(parent);
+        children += parents;
+      }
     }
     const st = facts.state(s);
     const last = st?.lastMode === 'incremental' && !lastWasWhole ? Number(st.state?.last_requests ?? 0) : 0;
@@ -344,9 +386,11 @@ export function treeCost(
     streams: streams.map(qualifiedName),
     kind: tree.kind,
     wholeRead: readsWhole(tree, catalog),
+    appendOnly: tree.appendOnly === true,
     run,
     reconcile: tree.cursor ? reconcile : null,
     reconcileChildren: tree.cursor ? children : null,
+    whole,
     assumed,
   };
 }

@@ -4,6 +4,7 @@ import { CATALOG } from '../catalog/index.js';
 import type { StreamSpec } from '../catalog/types.js';
 import type { Family } from '../catalog/families.js';
 import type { Config } from '../config/schema.js';
+import { childrenCycleDays } from '../config/cycles.js';
 import type { Clock } from '../core/clock.js';
 import { watchHeap } from '../core/heap-budget.js';
 import type { Logger } from '../core/logger.js';
@@ -234,7 +235,8 @@ export class JobRunner {
   async estimate(job: JobSpec, snap?: OrgSnapshot): Promise<number> {
     if (job.organizationId === null) return 0;
     const s = snap ?? (await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, { rowsFor: rowsNeeded(job) }));
-    const cycle = { everyDays: this.ctx.config.sync.reconcile_children_every_days, now: this.ctx.clock.now() };
+    const plan = this.ctx.config.connections.find((c) => c.name === job.connection)?.plan ?? 'free';
+    const cycle = { everyDays: childrenCycleDays(this.ctx.config, plan), now: this.ctx.clock.now() };
     const fromDb = estimateJob(job, s, this.ctx.config.sync.per_page, this.catalog, cycle);
     const last = this.history.get(job.id);
     if (last === undefined || job.mode !== 'incremental') return fromDb;
@@ -346,6 +348,7 @@ export class JobRunner {
         stop,
         command: daemonCommand(job),
         mode: job.mode,
+        wholeReadCycle: true,
         connection: job.connection,
         organization: job.organizationId ?? undefined,
         streams: job.streams,

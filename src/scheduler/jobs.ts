@@ -45,16 +45,18 @@ const planSchedules = (incremental: string, whole_read: string, settings: string
 });
 
 /**
- * The daemon's schedules when the configuration sets none, per plan (spec 8's daily quota). Each
- * fits its plan's budget (the quota less the 10% reserve) for an organization of about 50
- * records a list, with room to spare for changes: the free plan's 900 requests allow a
- * half-hourly incremental run (about 6 requests: one page per list), the projects and their
- * task lists (about 51) twice a day, settings every three hours and the nightly reconcile
- * (its list pages every night, every parent's child lists once a week). `svcsync plan` shows
- * what a schedule costs an organization; `svcsync plan --fit` proposes one for its own size.
+ * The daemon's schedules when the configuration sets none, per plan (spec 8's daily quota). The
+ * free plan's 900 usable requests a day are sized for an organization of 5,000 sales orders,
+ * 2,000 contacts and 300 projects changing 250 orders and 100 contacts a day
+ * (docs/benchmarks.md, "Requests"): an incremental run every two hours (a page per list, plus
+ * the changed records' single reads and child lists), the projects once a day with a third of
+ * their task lists (`sync.whole_read_every_days`), settings every six hours and the nightly
+ * reconcile (its list pages, and a thirtieth of the parents' child lists:
+ * src/config/cycles.ts). Paid plans run more often. `svcsync plan` shows what a schedule costs
+ * an organization; `svcsync plan --fit` proposes one for its own size.
  */
 export const PLAN_SCHEDULES: Readonly<Record<Plan, Readonly<Schedules>>> = {
-  free: planSchedules('*/30 * * * *', '10 */12 * * *', '5 */3 * * *'),
+  free: planSchedules('0 */2 * * *', '10 3 * * *', '5 */6 * * *'),
   standard: planSchedules('*/15 * * * *', '10 */4 * * *', '5 * * * *'),
   professional: planSchedules('*/15 * * * *', '10 */2 * * *', '5 * * * *'),
   premium: planSchedules('*/15 * * * *', '10 * * * *', '5 * * * *'),
@@ -188,8 +190,10 @@ export function resolveJobs(
       };
       for (const s of top) {
         add(s.kind === 'settings' ? 'settings' : 'incremental', 'incremental', s);
-        // Reconcile finds deletions of incremental streams; full-refresh streams find theirs every run.
-        if (s.cursor) add('reconcile', 'reconcile', s);
+        // Reconcile finds deletions of incremental streams; full-refresh streams find theirs every run,
+        // and a log the API never deletes from only when its own schedule asks (A51).
+        if (s.cursor && (!s.appendOnly || connection.schedules?.streams?.[qualifiedName(s)]?.reconcile !== undefined))
+          add('reconcile', 'reconcile', s);
         if (options.backfill) add('backfill', 'backfill', s);
       }
       const counters = new Map<JobClass, number>();

@@ -4,9 +4,11 @@ import { CATALOG } from '../catalog/index.js';
 import { qualifiedName, type StreamSpec } from '../catalog/types.js';
 import { type Family } from '../catalog/families.js';
 import { dailyBudget } from '../config/plans.js';
+import { childrenCycleDays, wholeReadCycleDays } from '../config/cycles.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/logger.js';
 import { selectStreams } from '../extractors/organization-sync.js';
+import { detailIsEnabled } from '../extractors/stream-pass.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { stateDb } from '../state/tables.js';
 import { liveRowCounts, modeOfCommand, REFERENCE_RECORDS, treeCost, type StreamSnapshot, type TreeCost } from './estimate.js';
@@ -23,7 +25,7 @@ export interface PlannedJob {
   /** Estimated requests per run (a reconcile: its list pages plus its children cycle averaged over the days between). */
   estimate: number;
   total: number;
-  /** A reconcile's parts: its list pages each run, and every parent's child lists once every `everyDays`. */
+  /** A reconcile's parts: its list pages each run, and a share of every parent's child lists, all of them once in `everyDays`. */
   reconcile?: { lists: number; children: number; everyDays: number; perDay: number };
 }
 
@@ -42,6 +44,8 @@ export interface OrganizationPlan {
   leftForBackfill: number;
   /** Some list sizes were assumed (REFERENCE_RECORDS), not read from the warehouse. */
   assumed: boolean;
+  /** Requests of reading everything whole (a first sync, a backfill), and the days it takes at the budget. */
+  firstSync: { requests: number; days: number };
 }
 
 /** An organization to plan for, with what each of its trees costs. */
@@ -152,7 +156,13 @@ export async function loadPlanOrganizations(
         t,
         streams,
         { rows: rowsOf, state },
-        { perPage: config.sync.per_page, referenceRecords: options.referenceRecords, catalog },
+        {
+          perPage: config.sync.per_page,
+          referenceRecords: options.referenceRecords,
+          catalog,
+          wholeReadEveryDays: wholeReadCycleDays(config, connection.plan),
+          detailEnabled: (s) => detailIsEnabled({ config }, s),
+        },
       );
     });
     return {
@@ -196,8 +206,8 @@ export function reconcileParts(job: Pick<JobSpec, 'trees'>, costs: readonly Tree
 }
 
 /**
- * What one tree's reconcile costs a day: its list pages, and its children cycle averaged over the
- * days between (`everyDays`; 0 re-reads the children on every run); null without a change field.
+ * What one tree's reconcile costs a day: its list pages, and its children cycle's share of a day
+ * (`everyDays`; 0 re-reads the children on every run); null without a change field.
  */
 export function reconcileEstimate(c: Pick<TreeCost, 'reconcile' | 'reconcileChildren'>, everyDays: number): number | null {
   if (c.reconcile === null) return null;
@@ -239,7 +249,7 @@ export function planOrganization(
   const jobs = resolveJobs(config, [org], { backfill: options.backfill ?? config.daemon.backfill }).filter(
     (j) => j.organizationId === org.organizationId && j.connection === org.connection,
   );
-  const everyDays = config.sync.reconcile_children_every_days;
+  const everyDays = childrenCycleDays(config, config.connections.find((c) => c.name === org.connection)?.plan ?? 'free');
   const estimates = new Map(jobs.map((j) => [j.id, jobEstimate(j, org.costs, everyDays)]));
   let busiest: { day: string; total: number; fires: Map<string, number> } | null = null;
   for (const day of quotaDaysAhead(now, org.zone, org.serverReset)) {
@@ -268,6 +278,7 @@ export function planOrganization(
     };
   });
   const total = planned.reduce((a, p) => a + p.total, 0);
+  const firstSync = org.costs.reduce((a, c) => a + c.whole, 0);
   return {
     connection: org.connection,
     organizationId: org.organizationId,
@@ -279,6 +290,7 @@ export function planOrganization(
     fits: total <= org.budget,
     leftForBackfill: Math.max(0, org.budget - total),
     assumed: org.costs.some((c) => c.assumed),
+    firstSync: { requests: firstSync, days: org.budget > 0 ? firstSync / org.budget : Infinity },
   };
 }
 
@@ -324,12 +336,12 @@ function reconcileSplit(
   return { ...parts, everyDays, perDay: estimate - parts.lists };
 }
 
-/** A reconcile's two parts: list pages each run, every parent's child lists on the slower cycle, a day averaged. */
+/** A reconcile's two parts: list pages each run, and its night's share of every parent's child lists. */
 function reconcileLine(r: NonNullable<PlannedJob['reconcile']>): string {
   const lists = `list pages ~${r.lists} a run`;
   if (r.children === 0) return `${lists}; no child lists`;
   if (r.everyDays <= 0) return `${lists} + every parent's child lists ~${r.children} a run (sync.reconcile_children_every_days: 0)`;
-  return `${lists} + every parent's child lists ~${r.children} every ${r.everyDays} days (~${r.perDay} a day averaged)`;
+  return `${lists} + a ${r.everyDays}-day rolling re-read of every parent's child lists (~${r.children} in all): ~${r.perDay} a night`;
 }
 
 export function renderPlan(plans: readonly OrganizationPlan[], referenceRecords = REFERENCE_RECORDS): string {
@@ -342,6 +354,8 @@ export function renderPlan(plans: readonly OrganizationPlan[], referenceRecords 
       ? `${p.connection} / ${p.organizationId === REFERENCE_ORGANIZATION ? 'a reference organization' : p.organizationId} (not synced yet)`
       : `${p.connection} / ${p.organizationId}`;
     lines.push(`${who} — busiest quota day ${p.day}: ${p.total} of ${p.budget} requests planned${left}`);
+    const days = p.firstSync.days < 1 ? 'within a day' : `about ${p.firstSync.days.toFixed(1)} days`;
+    lines.push(`  a first sync or backfill of everything: ~${p.firstSync.requests} requests, ${days} at ${p.budget} a day`);
     for (const j of p.jobs) {
       const cost =
         j.jobClass === 'backfill' ? `takes what is left (about ${j.estimate} requests to go)` : `${j.fires} × ~${j.estimate} = ${j.total}`;

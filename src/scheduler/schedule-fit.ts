@@ -1,5 +1,6 @@
 import type { Config } from '../config/schema.js';
 import type { Plan } from '../config/plans.js';
+import { childrenCycleDays } from '../config/cycles.js';
 import { countFires } from './cron.js';
 import type { TreeCost } from './estimate.js';
 import { quotaDaysAhead, reconcileEstimate, type PlanOrganization } from './plan.js';
@@ -116,7 +117,7 @@ export function fitConnection(config: Config, connection: string, orgs: readonly
   const conn = config.connections.find((c) => c.name === connection)!;
   const safety = config.daemon.budget_safety;
   // A reconcile's day: its list pages and its children cycle averaged, as `svcsync plan` counts it.
-  const everyDays = config.sync.reconcile_children_every_days;
+  const everyDays = childrenCycleDays(config, conn.plan);
   const reconcileOf = (c: TreeCost): number | null => reconcileEstimate(c, everyDays);
   // The trees of the connection (the union over its organizations), in catalog order.
   const items: Item[] = [];
@@ -132,7 +133,7 @@ export function fitConnection(config: Config, connection: string, orgs: readonly
           periods: kind === 'settings' ? SETTINGS_PERIODS : INCREMENTAL_PERIODS,
           weekly: false,
           weekday: 0,
-          reconcilable: c.reconcile !== null,
+          reconcilable: c.reconcile !== null && !c.appendOnly,
         });
       }
   const days = orgs.map((o) => quotaDaysAhead(now, o.zone, o.serverReset));
@@ -333,29 +334,31 @@ export function renderFitConfig(fits: readonly ConnectionFit[]): string {
 /**
  * The same schedules as cron lines: one `svcsync sync` per schedule, naming its streams (a
  * tree's child streams with it), `--wait` so that two lines due together take turns on an
- * organization instead of one skipping it as busy.
+ * organization instead of one skipping it as busy, `--cycle` on the trees read whole.
  */
 export function renderFitCron(fits: readonly ConnectionFit[], options: { command: string; log?: string }): string[] {
   const log = options.log ?? 'sync.log';
   const lines: string[] = [];
   for (const f of fits) {
     const only = fits.length > 1 ? ` --connection ${f.connection}` : '';
-    const groups = new Map<string, { expression: string; reconcile: boolean; every: number; streams: string[] }>();
-    const add = (expression: string, reconcile: boolean, every: number, streams: readonly string[]): void => {
-      const key = `${reconcile ? 'r' : 'i'}|${expression}`;
-      const g = groups.get(key) ?? { expression, reconcile, every, streams: [] };
+    const groups = new Map<string, { expression: string; reconcile: boolean; cycle: boolean; every: number; streams: string[] }>();
+    const add = (expression: string, reconcile: boolean, cycle: boolean, every: number, streams: readonly string[]): void => {
+      const key = `${reconcile ? 'r' : 'i'}|${cycle ? 'c' : ''}|${expression}`;
+      const g = groups.get(key) ?? { expression, reconcile, cycle, every, streams: [] };
       g.streams.push(...streams);
       groups.set(key, g);
     };
     for (const t of f.trees) {
-      add(t.incremental, false, t.every, t.streams);
-      if (t.reconcile) add(t.reconcile, true, 0, t.streams);
+      // A tree read whole follows its slow cycle, as the daemon's runs do and as its cost was fitted.
+      add(t.incremental, false, t.kind === 'whole', t.every, t.streams);
+      if (t.reconcile) add(t.reconcile, true, false, 0, t.streams);
     }
     const ordered = [...groups.values()].sort(
       (a, b) => Number(a.reconcile) - Number(b.reconcile) || a.every - b.every || a.expression.localeCompare(b.expression),
     );
     for (const g of ordered) {
-      const mode = g.reconcile ? 'sync --reconcile' : 'sync';
+      let mode = g.reconcile ? 'sync --reconcile' : 'sync';
+      if (g.cycle) mode += ' --cycle';
       lines.push(`${g.expression}  ${options.command} ${mode}${only} --wait --stream ${g.streams.join(',')} >> ${log} 2>&1`);
     }
   }

@@ -1,4 +1,5 @@
 import { CompiledQuery } from 'kysely';
+import { childrenCycleDays } from '../config/cycles.js';
 import { connectionLimits } from '../api/client.js';
 import { quotaDay, quotaDayAt, type QuotaDay } from '../api/quota-day.js';
 import { CATALOG, findStream } from '../catalog/index.js';
@@ -384,7 +385,7 @@ async function collect(
         (j) => memo.firesUntil(j, reset),
         config.sync.per_page,
         undefined,
-        { everyDays: config.sync.reconcile_children_every_days, now },
+        { everyDays: childrenCycleDays(config, config.connections.find((c) => c.name === o.connection)?.plan ?? 'free'), now },
       );
     }
   }

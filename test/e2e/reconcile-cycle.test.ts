@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectExit, startE2E, truthIds, type E2E } from '../helpers/e2e.js';
+import { cycleDayOf } from '../../src/extractors/children-cycle.js';
 
 const DAY = 86_400_000;
 /** The contacts' tree and the sales orders: list pages, child lists per contact, single reads per order. */
@@ -21,11 +22,14 @@ describe.each(DIALECTS)('the reconcile re-reads lists daily and children on its 
   }, 120_000);
   afterAll(async () => e?.close());
 
-  /** A live person row renamed to an id the API does not have: a child deletion no parent change announced. */
-  async function plantGhostPerson(id: string): Promise<void> {
+  /**
+   * A live person row renamed to an id the API does not have: a child deletion no parent change
+   * announced. Returns the contact it belongs to.
+   */
+  async function plantGhostPerson(id: string): Promise<string> {
     const p = e.warehouse.sql.param;
-    const [row] = await e.query<{ contact_person_id: string }>(
-      `SELECT contact_person_id FROM inventory_contact_persons WHERE organization_id = ${p(1)} AND _deleted_at IS NULL ` +
+    const [row] = await e.query<{ contact_person_id: string; contact_id: string }>(
+      `SELECT contact_person_id, contact_id FROM inventory_contact_persons WHERE organization_id = ${p(1)} AND _deleted_at IS NULL ` +
         'ORDER BY contact_person_id LIMIT 1',
       [org],
     );
@@ -33,6 +37,7 @@ describe.each(DIALECTS)('the reconcile re-reads lists daily and children on its 
       `UPDATE inventory_contact_persons SET contact_person_id = ${p(1)} WHERE organization_id = ${p(2)} AND contact_person_id = ${p(3)}`,
       [id, org, row!.contact_person_id],
     );
+    return row!.contact_id;
   }
 
   async function ghostDeleted(id: string): Promise<boolean> {
@@ -44,41 +49,56 @@ describe.each(DIALECTS)('the reconcile re-reads lists daily and children on its 
     return rows[0]!.d !== null;
   }
 
-  it('the first sync counts as the children re-read: a day on, a reconcile sends list pages only and marks deletions', async () => {
+  /** The live contacts whose day of the 7-day cycle is the sandbox's current UTC day. */
+  const dueToday = (): string[] =>
+    truthIds(e.sandbox, org, 'inventory', 'contacts').filter((id) => cycleDayOf(id, 7) === Math.floor(e.sandbox.now() / DAY) % 7);
+
+  let ghostContact = '';
+  let reread = 0;
+
+  it("counts the first sync as the children's re-read: a day on, a reconcile reads list pages and a seventh of child lists", async () => {
     const streams = await e.query<{ stream: string; children_reread_at: string | null }>(
       `SELECT stream, children_reread_at FROM _svcsync_streams WHERE stream = 'inventory.contacts'`,
     );
     expect(streams[0]!.children_reread_at).not.toBeNull();
-    await plantGhostPerson('ghost-1');
+    ghostContact = await plantGhostPerson('ghost-1');
     e.sandbox.advanceClock(DAY);
     const mutation = e.sandbox.mutate({ delete: 2, streams: ['inventory.sales_orders', 'inventory.contacts'] });
     expect(mutation.deleted).toBeGreaterThan(0);
     e.sandbox.resetRequestLog();
     expectExit(await e.sync('reconcile', { streams: STREAMS }), 0);
     const log = e.sandbox.requestLog();
-    expect(perRecord(log.byEndpoint)).toEqual([]);
+    // Child lists of the contacts due today only; no single reads (nothing changed).
+    expect(perRecord(log.byEndpoint).filter((k) => !k.includes('/contacts/{id}/'))).toEqual([]);
+    const due = dueToday();
+    expect(log.byEndpoint['GET /inventory/v1/contacts/{id}/contactpersons'] ?? 0).toBe(due.length);
+    expect(log.byEndpoint['GET /inventory/v1/contacts/{id}/comments'] ?? 0).toBe(due.length);
+    expect(due.length).toBeLessThan(truthIds(e.sandbox, org, 'inventory', 'contacts').length);
+    reread += due.length;
     expect(log.byEndpoint['GET /inventory/v1/contacts']).toBeGreaterThan(0);
     // Top-level deletions are found from the list pages, as on every reconcile.
     for (const stream of ['sales_orders', 'contacts'])
       expect(await e.liveIds(org, 'inventory', stream)).toEqual(truthIds(e.sandbox, org, 'inventory', stream));
-    // The ghost child waits for the slower cycle.
-    expect(await ghostDeleted('ghost-1')).toBe(false);
-  });
-
-  it("a week after the first sync, the reconcile re-reads every contact's persons and marks the ghost deleted", async () => {
-    e.sandbox.advanceClock(6 * DAY);
-    e.sandbox.resetRequestLog();
-    expectExit(await e.sync('reconcile', { streams: STREAMS }), 0);
-    const log = e.sandbox.requestLog();
-    const contacts = truthIds(e.sandbox, org, 'inventory', 'contacts').length;
-    expect(log.byEndpoint['GET /inventory/v1/contacts/{id}/contactpersons']).toBe(contacts);
-    expect(await ghostDeleted('ghost-1')).toBe(true);
-    expect(await e.liveIds(org, 'inventory', 'contact_persons')).toEqual(truthIds(e.sandbox, org, 'inventory', 'contact_persons'));
-    // The next day's reconcile is back to list pages.
-    e.sandbox.advanceClock(DAY);
+    // The ghost child is found on its contact's day of the cycle, not before.
+    expect(await ghostDeleted('ghost-1')).toBe(due.includes(ghostContact));
+    // A second reconcile the same day re-reads no child list.
     e.sandbox.resetRequestLog();
     expectExit(await e.sync('reconcile', { streams: STREAMS }), 0);
     expect(perRecord(e.sandbox.requestLog().byEndpoint)).toEqual([]);
+  });
+
+  it("over a week of nightly reconciles every contact's persons are re-read once, and the ghost is marked deleted", async () => {
+    for (let night = 2; night <= 7; night++) {
+      e.sandbox.advanceClock(DAY);
+      e.sandbox.resetRequestLog();
+      expectExit(await e.sync('reconcile', { streams: STREAMS }), 0);
+      const n = e.sandbox.requestLog().byEndpoint['GET /inventory/v1/contacts/{id}/contactpersons'] ?? 0;
+      expect(n).toBe(dueToday().length);
+      reread += n;
+    }
+    expect(reread).toBe(truthIds(e.sandbox, org, 'inventory', 'contacts').length);
+    expect(await ghostDeleted('ghost-1')).toBe(true);
+    expect(await e.liveIds(org, 'inventory', 'contact_persons')).toEqual(truthIds(e.sandbox, org, 'inventory', 'contact_persons'));
   });
 
   it('sync --reconcile --deep re-reads the children whether or not the cycle is due', async () => {
@@ -86,7 +106,8 @@ describe.each(DIALECTS)('the reconcile re-reads lists daily and children on its 
     e.sandbox.advanceClock(60_000);
     e.sandbox.resetRequestLog();
     expectExit(await e.sync('reconcile', { streams: STREAMS, deep: true }), 0);
-    expect(perRecord(e.sandbox.requestLog().byEndpoint).length).toBeGreaterThan(0);
+    const contacts = truthIds(e.sandbox, org, 'inventory', 'contacts').length;
+    expect(e.sandbox.requestLog().byEndpoint['GET /inventory/v1/contacts/{id}/contactpersons']).toBe(contacts);
     expect(await ghostDeleted('ghost-2')).toBe(true);
   });
 });
@@ -94,21 +115,36 @@ describe.each(DIALECTS)('the reconcile re-reads lists daily and children on its 
 describe.each(DIALECTS)('a child deleted without its parent changing (variant childChangesKeepParent), on %s', (dialect) => {
   let e: E2E;
   beforeAll(async () => {
-    e = await startE2E(dialect, { scale: 10, organizations: 1, variants: { childChangesKeepParent: true } });
+    e = await startE2E(
+      dialect,
+      { scale: 10, organizations: 1, variants: { childChangesKeepParent: true } },
+      { sync: { reconcile_children_every_days: 7 } },
+    );
     expectExit(await e.sync('incremental', { streams: STREAMS }), 0);
   }, 120_000);
   afterAll(async () => e?.close());
 
-  it('is missed by incremental runs and the daily reconcile, and marked deleted by the children cycle when due', async () => {
+  it("is missed by incremental runs, and marked deleted by the nightly reconcile on its contact's day of the cycle", async () => {
     const org = e.sandbox.organizations()[0]!.organization_id;
     const truth = (): string[] => truthIds(e.sandbox, org, 'inventory', 'contact_persons');
-    e.sandbox.advanceClock(DAY);
+    const before = new Set(await e.liveIds(org, 'inventory', 'contact_persons'));
     expect(e.sandbox.mutate({ delete: 1, streams: ['inventory.contact_persons'] }).deleted).toBe(1);
+    const gone = [...before].find((id) => !truth().includes(id))!;
+    const [{ contact_id: contact } = { contact_id: '' }] = await e.query<{ contact_id: string }>(
+      `SELECT contact_id FROM inventory_contact_persons WHERE contact_person_id = ${e.warehouse.sql.param(1)}`,
+      [gone],
+    );
     expectExit(await e.sync('incremental', { streams: STREAMS }), 0);
-    expectExit(await e.sync('reconcile', { streams: STREAMS }), 0);
     expect((await e.liveIds(org, 'inventory', 'contact_persons')).length).toBe(truth().length + 1);
-    e.sandbox.advanceClock(6 * DAY);
-    expectExit(await e.sync('reconcile', { streams: STREAMS }), 0);
+    // A 7-day cycle: the deletion is found the night its contact's day comes round.
+    let found = -1;
+    for (let night = 1; night <= 7 && found < 0; night++) {
+      e.sandbox.advanceClock(DAY);
+      expectExit(await e.sync('reconcile', { streams: STREAMS }), 0);
+      if ((await e.liveIds(org, 'inventory', 'contact_persons')).length === truth().length) found = Math.floor(e.sandbox.now() / DAY);
+    }
+    expect(found).toBeGreaterThan(0);
     expect(await e.liveIds(org, 'inventory', 'contact_persons')).toEqual(truth());
+    expect(cycleDayOf(contact, 7)).toBe(found % 7);
   });
 });

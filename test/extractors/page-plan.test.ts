@@ -34,6 +34,24 @@ describe('planPage on a reconcile between its slower cycles', () => {
     expect(daily.reason).toBe('reconcile');
     expect(planPage({ ...base, everyParent: true }).parents).toEqual(['a', 'b', 'c', 'd']);
   });
+
+  it("queues the changed parents' child lists and those of the parents whose day of the rolling cycle is due", () => {
+    const base = { records: page, stored, kind: 'reconcile' as const, detail: true, hasMore: false, reachedFloor: false };
+    const plan = planPage({ ...base, everyParent: (id) => id === 'b' || id === 'c' });
+    expect(plan.parents).toEqual(['a', 'b', 'c', 'd']);
+    // Single reads stay with the changed records: the cycle re-reads child lists, not records.
+    expect(plan.details).toEqual(['a', 'c', 'd']);
+    expect(planPage({ ...base, everyParent: () => false }).parents).toEqual(['a', 'c', 'd']);
+  });
+
+  it('gives a parent whose single record carries its child lists a single read when its child lists are re-read', () => {
+    const base = { records: page, stored, kind: 'reconcile' as const, detail: true, hasMore: false, reachedFloor: false };
+    const carried = planPage({ ...base, everyParent: (id) => id === 'b', detailCarriesChildren: true });
+    expect(carried.details).toEqual(['a', 'b', 'c', 'd']);
+    expect(carried.parents).toEqual(['a', 'b', 'c', 'd']);
+    // Without a detail endpoint there is nothing to read instead.
+    expect(planPage({ ...base, detail: false, everyParent: true, detailCarriesChildren: true }).details).toEqual([]);
+  });
 });
 
 describe('planPage', () => {

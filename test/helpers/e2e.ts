@@ -31,6 +31,7 @@ export interface E2E {
       organization?: string;
       records?: RecordBudget;
       deep?: boolean;
+      cycle?: boolean;
       /** Asked between pages and queued items: a reason stops the run (it throws RunStopped). */
       stop?: StopRequest;
     },
@@ -86,6 +87,7 @@ export async function startE2E(
         mode,
         since: extra.since,
         deep: extra.deep,
+        wholeReadCycle: extra.cycle,
         streams: extra.streams,
         organization: extra.organization,
         records: extra.records,

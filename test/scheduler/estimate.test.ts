@@ -25,7 +25,7 @@ function reconcile(streams: string[]): JobSpec {
 }
 
 describe('estimateJob for a reconcile', () => {
-  it('counts the pages of the list of all refunds for inventory credits, one list per parent for books credits', () => {
+  it('counts the pages of the list of all refunds for inventory credits, one single read per books credit (it carries both lists)', () => {
     const inventory = reconcile(['inventory.vendor_credits', 'inventory.vendor_credit_refunds']);
     expect(rowsNeeded(inventory).sort()).toEqual(['inventory.vendor_credit_refunds', 'inventory.vendor_credits']);
     const snap = snapshot({ 'inventory.vendor_credits': 1000, 'inventory.vendor_credit_refunds': 2000 });
@@ -34,7 +34,7 @@ describe('estimateJob for a reconcile', () => {
 
     const books = reconcile(['books.vendor_credits', 'books.vendor_credit_refunds', 'books.vendor_credit_bills']);
     const booksSnap = snapshot({ 'books.vendor_credits': 1000 });
-    expect(estimateJob(books, booksSnap, 200)).toBe(5 + 1000 + 1000);
+    expect(estimateJob(books, booksSnap, 200)).toBe(5 + 1000);
   });
 
   it('reads each parent’s list when fewer parents than the list’s pages would need', () => {
@@ -45,7 +45,7 @@ describe('estimateJob for a reconcile', () => {
 });
 
 describe('estimateJob for a reconcile between its children cycles', () => {
-  it('counts the list pages and only the child lists already queued until the cycle is due', () => {
+  it("counts the list pages, the child lists already queued and the night's share of the parents until the whole cycle is due", () => {
     const books = reconcile(['books.vendor_credits', 'books.vendor_credit_refunds', 'books.vendor_credit_bills']);
     const snap = snapshot({ 'books.vendor_credits': 1000 });
     const reread = '2026-11-20T02:30:00.000Z';
@@ -57,7 +57,9 @@ describe('estimateJob for a reconcile between its children cycles', () => {
       rows: null,
     });
     const day = Date.parse(reread) + 86_400_000;
-    expect(estimateJob(books, snap, 200, undefined, { everyDays: 7, now: day })).toBe(5 + 3 + 0);
-    expect(estimateJob(books, snap, 200, undefined, { everyDays: 7, now: day + 6 * 86_400_000 })).toBe(5 + 1000 + 1000);
+    // A seventh of the 1,000 credits, once for both of their lists.
+    expect(estimateJob(books, snap, 200, undefined, { everyDays: 7, now: day })).toBe(5 + 3 + 143);
+    // The whole cycle due: every credit once (the 3 queued among them).
+    expect(estimateJob(books, snap, 200, undefined, { everyDays: 7, now: day + 6 * 86_400_000 })).toBe(5 + 1000);
   });
 });

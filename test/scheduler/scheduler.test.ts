@@ -267,23 +267,49 @@ describe('budget priorities', () => {
   const jobs = resolveJobs(explicit, all, { backfill: true });
   const byClass = (k: string) => jobs.find((j) => j.jobClass === k)!;
 
-  it("resolves the free plan's defaults: lists half-hourly, projects twice a day, settings every 3 hours, reconcile nightly", () => {
+  it("resolves the free plan's defaults: lists every 2 hours, projects daily, settings every 6 hours, nightly reconcile but events", () => {
     const byClass = (k: string) => defaults.find((j) => j.jobClass === k)!;
     const jobs = defaults;
-    expect(byClass('incremental').cron.expression).toBe('*/30 * * * *');
+    expect(byClass('incremental').cron.expression).toBe('0 */2 * * *');
     const whole = jobs.find((j) => j.jobClass === 'incremental' && j.trees.includes('invoice.projects'))!;
-    expect(whole.cron.expression).toBe('10 */12 * * *');
+    expect(whole.cron.expression).toBe('10 3 * * *');
     expect(whole.trees).toEqual(['invoice.projects']);
     expect(whole.streams).toEqual(['invoice.projects', 'invoice.tasks']);
     expect(byClass('incremental').trees).not.toContain('invoice.projects');
-    expect(byClass('settings').cron.expression).toBe('5 */3 * * *');
-    expect(byClass('organizations').cron.expression).toBe('5 */3 * * *');
+    expect(byClass('settings').cron.expression).toBe('5 */6 * * *');
+    expect(byClass('organizations').cron.expression).toBe('5 */6 * * *');
     expect(byClass('reconcile').cron.expression).toBe('30 2 * * *');
+    // Events are a log the API never deletes from (A51): incremental runs read them, the nightly reconcile does not.
+    expect(byClass('incremental').trees).toContain('billing.events');
+    expect(byClass('reconcile').trees).toContain('inventory.sales_orders');
+    expect(byClass('reconcile').trees).not.toContain('billing.events');
     expect(byClass('organizations').organizationId).toBeNull();
     expect(byClass('incremental').trees).toContain('inventory.sales_orders');
     expect(byClass('incremental').streams).toContain('inventory.contact_persons');
     expect(byClass('settings').trees).toContain('inventory.currencies');
     expect(byClass('settings').trees).not.toContain('inventory.sales_orders');
+  });
+
+  it("reconciles the events too when the connection's stream schedule asks for it (a server that deletes events)", () => {
+    const withEvents = parseConfig(
+      {
+        connections: [
+          {
+            name: 'c',
+            client_id: 'x',
+            client_secret: 'y',
+            refresh_token: 'z',
+            schedules: { streams: { 'billing.events': { reconcile: '45 3 * * 0' } } },
+          },
+        ],
+      },
+      { env: {} },
+    );
+    const reconciles = resolveJobs(withEvents, all, { backfill: false }).filter((j) => j.jobClass === 'reconcile');
+    const events = reconciles.find((j) => j.trees.includes('billing.events'))!;
+    expect(events.cron.expression).toBe('45 3 * * 0');
+    expect(events.trees).toEqual(['billing.events']);
+    expect(reconciles.find((j) => j.trees.includes('inventory.sales_orders'))!.cron.expression).toBe('30 2 * * *');
   });
 
   it('the example configuration documents the daemon keys and parses to the defaults', async () => {

@@ -239,6 +239,7 @@ export const BILLING_STREAMS: readonly StreamSpec[] = [
     cursor: { field: 'event_time', sort: { params: {} } },
     detail: { path: '/events/{event_id}', recordKeys: ['event'], defaultEnabled: false, setting: 'event_details' },
     kind: 'transaction',
+    appendOnly: true,
     columns: [
       ...cols({ event_id: 'id', event_type: 'text', event_time: 'timestamp' }, { spec: '6' }),
       col('payload', 'text', {

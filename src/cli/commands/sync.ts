@@ -17,6 +17,7 @@ interface SyncFlags {
   stream?: string[];
   reconcile?: boolean;
   deep?: boolean;
+  cycle?: boolean;
   since?: string;
   json?: boolean;
   wait?: boolean;
@@ -66,6 +67,7 @@ export async function runSyncCommand(global: GlobalOptions, flags: SyncFlags, mo
         mode,
         since,
         deep: flags.deep ?? false,
+        wholeReadCycle: flags.cycle ?? false,
         connection: flags.connection,
         organization: flags.org,
         streams: flags.stream,
@@ -121,10 +123,16 @@ export function syncCommands(cli: Cli): Command[] {
       '--deep',
       "with --reconcile (implied): re-read every parent's child lists too, not only when sync.reconcile_children_every_days is due",
     )
+    .option(
+      '--cycle',
+      "trees read whole (projects and their tasks) re-read a share of their parents' child lists a day, as the daemon does " +
+        '(sync.whole_read_every_days)',
+    )
     .action(async (flags: SyncFlags) => {
       const reconcile = flags.reconcile === true || flags.deep === true;
       let command = reconcile ? 'sync --reconcile' : 'sync';
       if (flags.deep) command += ' --deep';
+      if (flags.cycle) command += ' --cycle';
       cli.exit(await runSyncCommand(cli.global(), flags, reconcile ? 'reconcile' : 'incremental', command));
     });
   const backfill = scoped(new Command('backfill').description('re-read history ignoring cursors; resumable, it continues where it stopped'))
