@@ -14,7 +14,8 @@ import { mergeTally, newTally, type StreamTally, type WarningCount } from './str
 import { type DriftCount } from '../state/drift.js';
 import type { SyncContext } from './context.js';
 import { endsTheRun, raiseIfStopped } from './stop.js';
-import { runStreamPass, type SyncMode } from './stream-pass.js';
+import { detailIsEnabled, runStreamPass, type SyncMode } from './stream-pass.js';
+import { countPending } from '../state/pending.js';
 import { requiredScopes } from '../api/scopes.js';
 
 /** stopped: the run was asked to stop (a signal, the daemon's shutdown or budget) while the stream was read. */
@@ -108,6 +109,13 @@ function deniedBy(stream: StreamSpec, denied: { scopes: ReadonlySet<string>; fam
   return missing === undefined ? null : `not authorized: the token lacks scope ${missing}`;
 }
 
+/** Whether single-record reads of the stream are queued for the organization (work a held-back stream leaves undone). */
+async function detailsQueued(ctx: SyncContext, organizationId: string, stream: StreamSpec): Promise<boolean> {
+  if (!detailIsEnabled(ctx, stream)) return false;
+  const key = { connection: ctx.connection.name, organizationId, stream: qualifiedName(stream), kind: 'detail' as const };
+  return (await countPending(ctx.warehouse.db, key)) > 0;
+}
+
 /** A stream's counts as its tally has them. */
 function counts(tally: StreamTally): Omit<StreamOutcome, 'organizationId' | 'stream' | 'status' | 'error'> {
   return {
@@ -133,9 +141,10 @@ export interface OrganizationRun {
 }
 
 /**
- * Syncs every selected stream of one organization. A stream that fails is reported and the
- * others carry on; a spent quota stops this organization only; a missing scope stops the
- * streams that need it; a warehouse fault or a lost lease stops them all.
+ * Syncs every selected stream of one organization: every top-level stream's list pages first,
+ * then their queued single-record reads and child lists (a backfill, tree by tree). A stream
+ * that fails is reported and the others carry on; a spent quota stops this organization only;
+ * a missing scope stops the streams that need it; a warehouse fault or a lost lease stops them all.
  */
 export async function syncOrganization(
   ctx: SyncContext,
@@ -162,22 +171,40 @@ export async function syncOrganization(
   // written while the next is fetched, without crowding the per-minute window.
   const limit = pLimit(2);
 
-  const runOne = async (stream: StreamSpec, work: (tally: StreamTally) => Promise<unknown>): Promise<void> => {
-    const name = qualifiedName(stream);
-    const startedAt = ctx.stamp.next();
-    const base: StreamOutcome = {
-      organizationId,
-      stream: name,
-      status: 'ok',
-      pages: 0,
-      records: 0,
-      reads: 0,
-      written: 0,
-      deleted: 0,
-      requests: 0,
-      warnings: [],
-      drift: [],
-    };
+  /** A stream under way: its outcome so far, what it spent and committed, when it started. */
+  interface Started {
+    stream: StreamSpec;
+    base: StreamOutcome;
+    tally: StreamTally;
+    startedAt: string;
+  }
+  // Started and not yet reported: what a stop reports as 'stopped'.
+  const open = new Set<Started>();
+
+  const outcomeOf = (stream: StreamSpec): StreamOutcome => ({
+    organizationId,
+    stream: qualifiedName(stream),
+    status: 'ok',
+    pages: 0,
+    records: 0,
+    reads: 0,
+    written: 0,
+    deleted: 0,
+    requests: 0,
+    warnings: [],
+    drift: [],
+  });
+
+  /** What keeps a stream from its next request (see whySkipped), or null. */
+  const blocked = (stream: StreamSpec): string | null => {
+    const lost = ctx.fence?.lost();
+    if (lost) ended ??= lost;
+    return whySkipped({ ended, quota: quota !== null, halted: ctx.halt.authorization !== null, denied: deniedBy(stream, denied) });
+  };
+
+  /** Starts a stream, or reports it skipped without a request (null). */
+  const start = (stream: StreamSpec): Started | null => {
+    const base = outcomeOf(stream);
     const skipped = whySkipped({
       ended,
       quota: quota !== null,
@@ -186,7 +213,7 @@ export async function syncOrganization(
     });
     if (skipped !== null) {
       outcome.streams.push({ ...base, status: 'skipped', error: skipped });
-      return;
+      return null;
     }
     // No new stream starts once a stop is asked for.
     raiseIfStopped(ctx);
@@ -194,17 +221,25 @@ export async function syncOrganization(
     if (lost) {
       ended ??= lost;
       outcome.streams.push({ ...base, status: 'skipped', error: "the organization's lease was lost" });
-      return;
+      return null;
     }
-    const tally = newTally();
+    const started: Started = { stream, base, tally: newTally(), startedAt: ctx.stamp.next() };
+    open.add(started);
+    return started;
+  };
+
+  /**
+   * One step of a started stream's work. A failure is the stream's (false): it is classified,
+   * and a spent quota, a refused token or scope, a warehouse fault or a lost lease holds back
+   * the streams after it. A stop propagates.
+   */
+  const attempt = async (started: Started, work: (tally: StreamTally) => Promise<unknown>): Promise<boolean> => {
     try {
-      await work(tally);
+      await work(started.tally);
+      return true;
     } catch (error) {
-      if (endsTheRun(error, ctx.signal)) {
-        // What the stream committed before the stop is still the run's to report.
-        outcome.streams.push({ ...base, ...counts(tally), status: 'stopped' });
-        throw error;
-      }
+      if (endsTheRun(error, ctx.signal)) throw error;
+      const { base, stream } = started;
       base.status = error instanceof QuotaExhaustedError ? 'quota' : 'failed';
       base.error = describeError(error);
       // A lost lease ends the organization here: nothing more is written for it.
@@ -216,9 +251,16 @@ export async function syncOrganization(
         else if (error.scope !== undefined) denied.scopes.add(error.scope);
         else denied.families.add(stream.family);
       }
-      log.error({ stream: name, err: error }, `stream failed: ${describeError(error)}`);
+      log.error({ stream: base.stream, err: error }, `stream failed: ${describeError(error)}`);
+      return false;
     }
-    // Whatever way the stream ended, what it spent and committed is reported.
+  };
+
+  /** Reports a started stream: whatever way it ended, what it spent and committed. */
+  const finish = async (started: Started): Promise<void> => {
+    const { base, tally, startedAt } = started;
+    open.delete(started);
+    const name = base.stream;
     Object.assign(base, counts(tally));
     tally.warnings.log(log, { stream: name });
     outcome.streams.push(base);
@@ -268,12 +310,40 @@ export async function syncOrganization(
     });
   };
 
-  const runTree = async (stream: StreamSpec): Promise<void> => {
+  const runOne = async (stream: StreamSpec, work: (tally: StreamTally) => Promise<unknown>): Promise<void> => {
+    const started = start(stream);
+    if (!started) return;
+    await attempt(started, work);
+    await finish(started);
+  };
+
+  // Phase 1, every header: each top-level stream's list pages. Their single-record reads and
+  // child lists wait in `_svcsync_pending` (committed with each page) until phase 2, so a
+  // first sync that runs out of quota has delivered every stream's list rows.
+  const headersRead = new Map<StreamSpec, Started>();
+  const readHeaders = async (stream: StreamSpec): Promise<void> => {
+    const started = start(stream);
+    if (!started) return;
+    if (await attempt(started, (tally) => runStreamPass(ctx, organizationId, stream, options, tally))) headersRead.set(stream, started);
+    else await finish(started);
+  };
+
+  // Phase 2, the details: each stream's queued single-record reads (newest record first, see
+  // takePending), then its child streams. A stream whose headers are in but whose details are
+  // held back (the quota spent, the token refused, the warehouse gone) reports why, with its counts.
+  const readDetails = async (stream: StreamSpec): Promise<void> => {
     const embedded = new Map<string, StreamTally>();
-    await runOne(stream, async (tally) => {
-      await runStreamPass(ctx, organizationId, stream, options, tally);
-      await completeDetails(ctx, organizationId, stream, tally, allowed, embedded);
-    });
+    const started = headersRead.get(stream);
+    if (started) {
+      const why = blocked(stream);
+      if (why === null) {
+        await attempt(started, (tally) => completeDetails(ctx, organizationId, stream, tally, allowed, embedded));
+      } else if (await detailsQueued(ctx, organizationId, stream)) {
+        started.base.status = quota !== null && ended === null ? 'quota' : 'failed';
+        started.base.error = quota !== null && ended === null ? describeError(quota) : why;
+      }
+      await finish(started);
+    }
     const drain = async (parent: StreamSpec): Promise<void> => {
       for (const child of childStreamsOf(parent)) {
         if (!allowed(child) && !childStreamsOf(child).some(allowed)) continue;
@@ -289,13 +359,27 @@ export async function syncOrganization(
     await drain(stream);
   };
 
+  // A backfill goes tree by tree instead: the daemon leaves a tree a backfill has started on to
+  // it until it is finished (treesInBackfill), so a backfill that started every tree's list at
+  // once would hold back every incremental run of the organization for days.
+  const phases =
+    options.mode === 'backfill'
+      ? [
+          top.map((s) => async () => {
+            await readHeaders(s);
+            await readDetails(s);
+          }),
+        ]
+      : [top.map((s) => () => readHeaders(s)), top.map((s) => () => readDetails(s))];
   try {
-    await runAll(
-      limit,
-      top.map((s) => () => runTree(s)),
-    );
+    for (const phase of phases) await runAll(limit, phase);
   } catch (error) {
-    if (endsTheRun(error, ctx.signal)) options.onStopped?.({ ...outcome, status: 'stopped' });
+    if (endsTheRun(error, ctx.signal)) {
+      // What each stream under way committed before the stop is still the run's to report.
+      for (const { base, tally } of open) outcome.streams.push({ ...base, ...counts(tally), status: 'stopped' });
+      open.clear();
+      options.onStopped?.({ ...outcome, status: 'stopped' });
+    }
     throw error;
   }
 

@@ -3,6 +3,7 @@ import { isOrganizationList, qualifiedName, tableName } from '../catalog/types.j
 import { carriesChildren } from '../catalog/index.js';
 import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
 import { commitPage } from '../state/unit-of-work.js';
+import { recencyOf } from '../state/pending.js';
 import { loadStreamState, type PassKind, type PassState, type StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';
@@ -190,7 +191,15 @@ async function walk(
       maxChanged: window.maxChanged,
     });
     const end = plan.finished ? passEnd(stream, pass, cursor) : undefined;
-    const { deleted } = await commitPage(ctx, { key, stream, syncedAt, ...plan, ...(end ? { end } : { position: pass }) });
+    const recency = plan.parents.length || plan.details.length ? recencyOf(stream, records) : undefined;
+    const { deleted } = await commitPage(ctx, {
+      key,
+      stream,
+      syncedAt,
+      ...plan,
+      ...(recency ? { recency } : {}),
+      ...(end ? { end } : { position: pass }),
+    });
     stored.written(plan.rows);
     countPage(tally, { pages: 1, records: page.records.length, reads: page.records.length, written: plan.changed, deleted });
     reportPage(ctx, key, page.page, tally);

@@ -42,6 +42,8 @@ export interface PendingRow {
   item_id: string;
   reason: string;
   enqueued_at: string;
+  /** The record's change time or date (ISO-8601 UTC): newest is taken first; null goes behind. */
+  recency: string | null;
 }
 
 export interface RunRow {

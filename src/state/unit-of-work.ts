@@ -2,7 +2,7 @@ import { childStreamsOf } from '../catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
 import type { NormalizedRecord } from '../normalize/normalize.js';
 import { historyQueries, recordDeletions, type HistoryLoader } from './history.js';
-import { completePending, enqueuePending, enqueuePendingQueries, type PendingReason } from './pending.js';
+import { completePending, enqueuePending, enqueuePendingQueries, recencyOf, type PendingReason, type Recency } from './pending.js';
 import { passColumns, saveStreamState, saveStreamStateQuery, type PassState, type StreamKey } from './stream-state.js';
 import { stateDb } from './tables.js';
 import type { AnyDb } from '../loaders/db.js';
@@ -34,6 +34,8 @@ export interface PageCommit {
   reason: PendingReason;
   /** Ids queued for their single-record read. */
   details: readonly string[];
+  /** How recent the queued ids' records are (`recencyOf`): the newest are taken first. */
+  recency?: Recency;
   /** More pages follow: where the pass stands now. */
   position?: PassState;
   /** The last page: the cursor to keep, and since when rows not rewritten count as gone (full reads). */
@@ -52,10 +54,20 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
   queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt));
   for (const child of childStreamsOf(page.stream)) {
     queries.push(
-      ...enqueuePendingQueries(db, { ...page.key, stream: qualifiedName(child) }, 'children', page.parents, page.reason, page.syncedAt),
+      ...enqueuePendingQueries(
+        db,
+        { ...page.key, stream: qualifiedName(child) },
+        'children',
+        page.parents,
+        page.reason,
+        page.syncedAt,
+        page.recency,
+      ),
     );
   }
-  if (page.details.length) queries.push(...enqueuePendingQueries(db, page.key, 'detail', page.details, 'changed', page.syncedAt));
+  if (page.details.length) {
+    queries.push(...enqueuePendingQueries(db, page.key, 'detail', page.details, 'changed', page.syncedAt, page.recency));
+  }
   const end = page.end;
   if (!end) {
     if (page.position) queries.push(saveStreamStateQuery(db, page.key, passColumns(page.position), page.syncedAt));
@@ -157,6 +169,7 @@ export async function commitChildren(loader: Loader, item: ChildrenCommit): Prom
         item.records.map((r) => r.id),
         item.reason,
         syncedAt,
+        recencyOf(child, item.records),
       );
     }
     await completePending(trx, key, 'children', [parentId]);

@@ -295,13 +295,14 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
     e = await startE2E(dialect, { scale: 12, variants: { missingRecordCode: 2 } }, { sync: { per_page: PER_PAGE } });
     const env = e;
     const org = e.sandbox.organizations()[0]!.organization_id;
-    // An earlier run listed these orders; they were deleted before their single read. Oldest in
-    // the queue and more than one batch (50) of them: before, the first failure ended the pass
-    // and no order of this organization ever got its line items.
+    // An earlier run listed these orders; they were deleted before their single read. First in
+    // the queue (the newest changes) and more than one batch (50) of them: before, the first
+    // failure ended the pass and no order of this organization ever got its line items.
     const gone = Array.from({ length: 60 }, (_, i) => `9990000000${String(i).padStart(5, '0')}`);
     const p = (n: number): string => env.warehouse.sql.param(n);
     expectExit(await e.sync('incremental', { streams: [] }), 0); // discovery alone: the warehouse exists
     const since = '2026-01-01T00:00:00.000Z';
+    const newest = new Map(gone.map((id) => [id, new Date(env.sandbox.now()).toISOString()]));
     await enqueuePending(
       e.warehouse.db,
       { connection: 'e2e', organizationId: org, stream: 'inventory.sales_orders' },
@@ -309,10 +310,11 @@ describe.each(DIALECTS)('against a server that reads the spec otherwise, on %s',
       gone,
       'changed',
       since,
+      newest,
     );
     // Likewise contacts whose persons were owed: their child lists answer the same 404.
     const personsKey = { connection: 'e2e', organizationId: org, stream: 'inventory.contact_persons' };
-    await enqueuePending(e.warehouse.db, personsKey, 'children', gone.slice(0, 3), 'changed', since);
+    await enqueuePending(e.warehouse.db, personsKey, 'children', gone.slice(0, 3), 'changed', since, newest);
     const first = await e.sync();
     expectExit(first, 4);
     const stream = first.organizations.find((o) => o.organizationId === org)!.streams.find((s) => s.stream === 'inventory.sales_orders')!;

@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import { CompiledQuery } from 'kysely';
 import { parseConfig } from '../../src/config/load.js';
 import type { RecordBudget } from '../../src/extractors/record-budget.js';
+import type { StopRequest } from '../../src/extractors/stop.js';
 import type { Config } from '../../src/config/schema.js';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
@@ -24,7 +25,16 @@ export interface E2E {
   secrets: SecretRegistry;
   sync(
     mode?: SyncMode,
-    extra?: { since?: string; streams?: string[]; organization?: string; records?: RecordBudget; deep?: boolean; cycle?: boolean },
+    extra?: {
+      since?: string;
+      streams?: string[];
+      organization?: string;
+      records?: RecordBudget;
+      deep?: boolean;
+      cycle?: boolean;
+      /** Asked between pages and queued items: a reason stops the run (it throws RunStopped). */
+      stop?: StopRequest;
+    },
   ): Promise<SyncSummary>;
   /** Live (not deleted) ids of a stream's table for one organization. */
   liveIds(organizationId: string, family: Family, stream: string): Promise<string[]>;
@@ -81,6 +91,7 @@ export async function startE2E(
         streams: extra.streams,
         organization: extra.organization,
         records: extra.records,
+        ...(extra.stop ? { stop: extra.stop } : {}),
       }),
     async liveIds(organizationId, family, stream) {
       const id = ID_FIELDS[family][stream]!;
