@@ -51,7 +51,7 @@ export interface RequestsOptions {
   perPage: number;
   /** Plan whose default schedules the steady-state day follows. */
   plan: Plan;
-  /** Steady days simulated one after another (default 3); the busiest is reported. */
+  /** Steady days simulated one after another (default 3; `npm run bench` runs 7); the busiest is reported. */
   days?: number;
 }
 
