@@ -351,11 +351,6 @@ export function detailIsEnabled(ctx: Pick<SyncContext, 'config'>, stream: Stream
   return stream.detail.defaultEnabled;
 }
 
-/** A list record's identity (`listIdentity`) and the organization its row belongs to. */
-interface Listed extends ListIdentity {
-  organizationId: string;
-}
-
 /** Organization lists are not organization-scoped: each record is its own organization. */
 function organizationOf(stream: StreamSpec, raw: RawRecord, organizationId: string): string {
   if (!isOrganizationList(stream)) return organizationId;
@@ -374,11 +369,10 @@ function identifyPage(
   records: readonly RawRecord[],
   tally: Pick<StreamTally, 'warnings'>,
   repaired: readonly string[] = [],
-): Listed[] {
-  const listed = records.map((raw) => {
-    const orgId = organizationOf(stream, raw, organizationId);
-    return { ...listIdentity(stream, raw, { organizationId: orgId, source: 'list' }), organizationId: orgId };
-  });
+): ListIdentity[] {
+  const listed = records.map((raw) =>
+    listIdentity(stream, raw, { organizationId: organizationOf(stream, raw, organizationId), source: 'list' }),
+  );
   if (repaired.length) tally.warnings.addAll(listRepairs(tableName(stream), listed, repaired, repairMessage(ctx.warehouse?.dialect)));
   return listed;
 }
@@ -402,7 +396,7 @@ function recencyRecords(listed: readonly ListIdentity[], changed: readonly Norma
 function normalizeListed(
   ctx: Pick<SyncContext, 'runId'>,
   stream: StreamSpec,
-  listed: readonly Listed[],
+  listed: readonly ListIdentity[],
   syncedAt: string,
   tally: Pick<StreamTally, 'warnings' | 'drift'>,
 ): NormalizedRecord[] {

@@ -82,6 +82,8 @@ export interface NormalizeOptions {
 /** What comparing a list record with the stored row needs, taken without normalizing the record. */
 export interface ListIdentity {
   id: string;
+  /** The organization the row belongs to (`opts.organizationId`). */
+  organizationId: string;
   /** The `hash` normalizeRecord gives the record. */
   hash: string;
   /** The `changedAt` normalizeRecord gives the record. */
@@ -105,7 +107,7 @@ export function listIdentity(
   const raw = redacted(plan, received);
   const id = primaryKeyOf(plan, raw, { message: null }, opts);
   const text = jsonText(raw);
-  return { id, hash: digest('sha1', text, 'hex'), changedAt: changedAtOf(plan, raw), raw, text };
+  return { id, organizationId: opts.organizationId, hash: digest('sha1', text, 'hex'), changedAt: changedAtOf(plan, raw), raw, text };
 }
 
 function redacted(plan: StreamPlan, received: Record<string, unknown>): Record<string, unknown> {
