@@ -55,6 +55,21 @@ export interface SyncSpec {
   sqlStats?: boolean;
   /** Diagnostic experiments applied in the svcsync process only (see sync-child.ts). */
   experiments?: string[];
+  /**
+   * Re-syncs to run after the first sync, one after the other, with nothing changed at the
+   * sandbox: each is timed on its own (`SyncResult.resyncs`).
+   */
+  resync?: Array<'incremental' | 'reconcile'>;
+}
+
+/** A re-sync with nothing changed (SyncSpec.resync). */
+export interface ResyncFigure {
+  mode: 'incremental' | 'reconcile';
+  elapsedMs: number;
+  cpuUserMs: number;
+  cpuSystemMs: number;
+  /** Rows new or changed, summed over streams: 0 when nothing changed. */
+  written: number;
 }
 
 export interface StreamFigure {
@@ -99,6 +114,7 @@ export interface SyncResult {
   /** Live rows per table after the sync. */
   tableRows: Record<string, number>;
   sqlStats?: SqlStat[];
+  resyncs?: ResyncFigure[];
 }
 
 export interface SqlStat {

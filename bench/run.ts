@@ -59,8 +59,9 @@ keeps each SQLite warehouse and prints its folder):
   --catalog-scale N       scale of the whole-catalog run (default 1000; quick 200)
   --mem-records N         records of the memory run (default 1000000; quick 100000)
   --mem-stream F.S        stream of the memory run (default billing.events)
-  --only a,b              run only these scenarios (list-sqlite, list-postgres, catalog-sqlite, memory-sqlite,
-                          sandbox, requests; fleet and status-page only when named)
+  --only a,b              run only these scenarios (list-sqlite, list-postgres, resync-sqlite, resync-postgres,
+                          resync-full-sqlite, catalog-sqlite, memory-sqlite, sandbox, requests; fleet and
+                          status-page only when named)
   --skip a,b              skip these scenarios
   --repeat N              run each throughput scenario N times (default 3; --quick 1); with a bare
                           loader, svcsync and bare runs alternate in pairs (svcsync first, then bare
@@ -492,6 +493,21 @@ interface ScenarioResult {
   bare?: BareFigures[];
   /** Per repetition, whether the bare runs came before svcsync's. */
   bareFirst?: boolean[];
+  /** Re-syncs with nothing changed, after the first sync in the same process (ScenarioSpec.resync). */
+  resyncs?: ResyncResult[];
+}
+
+/** One kind of re-sync with nothing changed, against the first sync of the same run. */
+interface ResyncResult {
+  mode: 'incremental' | 'reconcile';
+  elapsedS: number;
+  /** The re-sync's time ÷ the first sync's, in each repetition; `ratio` is their median. */
+  ratios: number[];
+  ratio: number;
+  /** The same for svcsync's CPU time (steadier on a shared machine). */
+  cpuRatios: number[];
+  cpuRatio: number;
+  written: number;
 }
 
 interface ScenarioSpec {
@@ -508,6 +524,8 @@ interface ScenarioSpec {
   counted: boolean;
   /** Also run the bare loader (bench/bare-child.ts) against the same sandbox process and records. */
   bare?: boolean;
+  /** After the first sync, re-sync with nothing changed, once in each of these modes. */
+  resync?: Array<'incremental' | 'reconcile'>;
 }
 
 interface BareFigures {
@@ -644,6 +662,7 @@ async function runScenario(s: ScenarioSpec, opts: Options, bareFirst = false): P
         tables,
         sqlStats: s.profile && opts.sqlStats && s.dialect === 'sqlite',
         experiments: opts.experiments,
+        ...(s.resync ? { resync: s.resync } : {}),
       },
       profileDir,
     );
@@ -694,6 +713,14 @@ async function runScenario(s: ScenarioSpec, opts: Options, bareFirst = false): P
       ...(result.sqlStats ? { sqlStats: result.sqlStats } : {}),
       ...(result.error ? { error: result.error } : {}),
     };
+    if (result.resyncs) {
+      const firstCpuMs = result.cpuUserMs + result.cpuSystemMs;
+      out.resyncs = result.resyncs.map((x) => {
+        const ratio = x.elapsedMs / result.elapsedMs;
+        const cpuRatio = (x.cpuUserMs + x.cpuSystemMs) / firstCpuMs;
+        return { mode: x.mode, elapsedS: x.elapsedMs / 1000, ratio, ratios: [ratio], cpuRatio, cpuRatios: [cpuRatio], written: x.written };
+      });
+    }
     if (withBare) {
       out.bare = bareBefore ?? (await runBares());
       for (const b of out.bare) {
@@ -825,7 +852,8 @@ function renderMarkdown(
     lines.push(
       'Requests: API calls the sandbox answered (token requests are counted apart); minimum = organization lists (one per family) ' +
         '+ ceil(records / 200) pages per list (at least one) + one single-record request per record of a stream completed by default ' +
-        "+ one request per parent for each child stream, from the sandbox's own counts.",
+        "+ one request per parent for each child stream, from the sandbox's own counts. A re-sync scenario's " +
+        "requests made include its re-syncs'.",
     );
     lines.push('');
     lines.push('| scenario | org lists | list pages | detail | children | minimum | made | token requests | client counted |');
@@ -883,6 +911,32 @@ function renderMarkdown(
           ]),
         );
   }
+  const resynced = results.filter((r) => r.resyncs?.length);
+  if (resynced.length) {
+    lines.push('');
+    lines.push(
+      'Re-sync with nothing changed: after the first sync, the same process syncs again from the same sandbox (each re-sync ' +
+        "in turn); its time and CPU against the first sync's, the median of the repetitions' ratios. Target: ≤ 0.30.",
+    );
+    lines.push('');
+    lines.push('| scenario | warehouse | re-sync | first sync | re-sync time | time ÷ first | CPU ÷ first | rows written |');
+    lines.push('|---|---|---|---:|---:|---:|---:|---:|');
+    const each = (xs: number[]): string => (xs.length > 1 ? ` (${xs.map((x) => x.toFixed(2)).join(', ')})` : '');
+    for (const r of resynced)
+      for (const x of r.resyncs!)
+        lines.push(
+          tableRow([
+            r.name,
+            r.dialect,
+            x.mode,
+            `${fmt(r.elapsedS, 1)} s`,
+            `${fmt(x.elapsedS, 1)} s`,
+            `${x.ratio.toFixed(2)}${each(x.ratios)}`,
+            `${x.cpuRatio.toFixed(2)}${each(x.cpuRatios)}`,
+            fmt(x.written),
+          ]),
+        );
+  }
   const mem = results.find((r) => r.name.startsWith('memory'));
   if (mem && mem.checkpoints.length) {
     lines.push('');
@@ -923,9 +977,11 @@ function renderMarkdown(
     const met = verdict(pgr.listRecordsPerS >= TARGETS.postgres);
     lines.push(`- Postgres >= ${fmt(TARGETS.postgres)} list records/s: ${fmt(pgr.listRecordsPerS)} — ${met}`);
   }
-  const reqOk = results.every((r) => r.apiRequests === r.minimum.total);
-  const requestCounts = results.map((r) => `${r.name} ${fmt(r.apiRequests)}/${fmt(r.minimum.total)}`).join(', ');
-  if (results.length) lines.push(`- exactly the minimum number of requests: ${requestCounts} — ${verdict(reqOk)}`);
+  // A re-sync scenario's sandbox answered its re-syncs too: its requests are not one sync's.
+  const once = results.filter((r) => !r.resyncs?.length);
+  const reqOk = once.every((r) => r.apiRequests === r.minimum.total);
+  const requestCounts = once.map((r) => `${r.name} ${fmt(r.apiRequests)}/${fmt(r.minimum.total)}`).join(', ');
+  if (once.length) lines.push(`- exactly the minimum number of requests: ${requestCounts} — ${verdict(reqOk)}`);
   if (mem) {
     const first = mem.checkpoints[0];
     const last = mem.checkpoints[mem.checkpoints.length - 1];
@@ -1022,6 +1078,12 @@ function combineRuns(runs: ScenarioResult[]): ScenarioResult {
   const byTime = [...pool].sort((a, b) => a.elapsedS - b.elapsedS);
   const r = byTime[Math.floor((byTime.length - 1) / 2)]!;
   r.times = runs.map((x) => x.times[0]!);
+  r.resyncs?.forEach((x, k) => {
+    x.ratios = runs.map((y) => y.resyncs?.[k]?.ratio).filter((v): v is number => v !== undefined);
+    x.cpuRatios = runs.map((y) => y.resyncs?.[k]?.cpuRatio).filter((v): v is number => v !== undefined);
+    x.ratio = median(x.ratios);
+    x.cpuRatio = median(x.cpuRatios);
+  });
   if (r.bare) {
     r.bareFirst = runs.flatMap((x) => x.bareFirst ?? []);
     r.bare.forEach((b, k) => {
@@ -1045,6 +1107,9 @@ async function main(): Promise<void> {
   const opts = parsed;
   const want = (name: string): boolean => (!opts.only || opts.only.includes(name)) && !opts.skip.includes(name);
   const listStreams = listOnlyStreams().map(qualifiedName);
+  const fullRefreshStreams = listOnlyStreams()
+    .filter((s) => !s.cursor)
+    .map(qualifiedName);
   const memStream = CATALOG.find((s) => qualifiedName(s) === opts.memStream);
   if (!memStream || memStream.parent || isOrgList(memStream))
     throw new Error(`--mem-stream ${opts.memStream} is not a top-level list stream`);
@@ -1073,6 +1138,30 @@ async function main(): Promise<void> {
       profile: false,
       counted: true,
       bare: true,
+    },
+    ...(['sqlite', 'postgres'] as const).map((dialect) => ({
+      name: `resync-${dialect}`,
+      dialect,
+      description: 'list-only streams, then an incremental and a reconcile re-sync with nothing changed',
+      organizations: opts.orgs,
+      scale: opts.scale,
+      streams: listStreams,
+      checkpoints: [],
+      profile: false,
+      counted: true,
+      resync: ['incremental', 'reconcile'] as Array<'incremental' | 'reconcile'>,
+    })),
+    {
+      name: 'resync-full-sqlite',
+      dialect: 'sqlite',
+      description: 'the list-only full-refresh streams (no cursor), then a re-sync with nothing changed',
+      organizations: opts.orgs,
+      scale: opts.scale,
+      streams: fullRefreshStreams,
+      checkpoints: [],
+      profile: false,
+      counted: true,
+      resync: ['incremental'],
     },
     {
       name: 'catalog-sqlite',
@@ -1124,7 +1213,7 @@ async function main(): Promise<void> {
   for (const s of scenarios) {
     process.stdout.write(`\n> ${s.name}: ${s.description}, ${s.organizations} organization(s), scale ${fmt(s.scale)} ... `);
     try {
-      const reps = s.name.startsWith('list-') || s.bare ? opts.repeat : 1;
+      const reps = s.name.startsWith('list-') || s.bare || s.resync ? opts.repeat : 1;
       const runs: ScenarioResult[] = [];
       // Pairs alternate: svcsync first, then the bare loaders first, and so on.
       for (let i = 0; i < reps; i++) runs.push(await runScenario(s, opts, i % 2 === 1));

@@ -14,7 +14,7 @@ import type { ProgressReporter } from '../src/extractors/context.js';
 import { runSync } from '../src/extractors/sync-run.js';
 import { migrateToLatest } from '../src/loaders/migrate.js';
 import { openWarehouse } from '../src/loaders/warehouse.js';
-import type { Checkpoint, SyncResult, SyncSpec } from './protocol.js';
+import type { Checkpoint, ResyncFigure, SyncResult, SyncSpec } from './protocol.js';
 
 const MB = 1024 * 1024;
 
@@ -189,6 +189,22 @@ async function main(): Promise<void> {
     const cpu = process.cpuUsage(cpu0);
     sample();
     sampleHeap();
+    const resyncs: ResyncFigure[] = [];
+    for (const mode of spec.resync ?? []) {
+      const c0 = process.cpuUsage();
+      const r0 = performance.now();
+      const signal = controller.signal;
+      const again = await runSync({ config, warehouse, clock: systemClock, logger, secrets, signal, command: 'bench', mode });
+      const used = process.cpuUsage(c0);
+      if (again.exitCode !== 0) throw new Error(`the ${mode} re-sync failed (exit ${again.exitCode})`);
+      resyncs.push({
+        mode,
+        elapsedMs: performance.now() - r0,
+        cpuUserMs: used.user / 1000,
+        cpuSystemMs: used.system / 1000,
+        written: again.organizations.reduce((a, o) => a + o.streams.reduce((b, s) => b + s.written, 0), 0),
+      });
+    }
     const tableRows: Record<string, number> = {};
     for (const table of spec.tables) {
       const r = await warehouse.db.executeQuery<{ n: number | string }>(
@@ -228,6 +244,7 @@ async function main(): Promise<void> {
       cpuSystemMs: cpu.system / 1000,
       tableRows,
       ...(spec.sqlStats && warehouse.sqlStats ? { sqlStats: warehouse.sqlStats() } : {}),
+      ...(resyncs.length ? { resyncs } : {}),
     };
   } finally {
     clearTimeout(bound);

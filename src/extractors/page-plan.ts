@@ -8,8 +8,17 @@ export interface StoredRow {
   deleted: boolean;
 }
 
+/** A list record as the comparison sees it: its id and the hash of its JSON (`listIdentity`). */
+export interface ListedRecord {
+  id: string;
+  hash: string;
+}
+
 export interface PagePlanInput {
-  records: readonly NormalizedRecord[];
+  /** Every record on the page, in the page's order. */
+  records: readonly ListedRecord[];
+  /** The records `isNewOrChanged` picked, normalized: the only ones written. */
+  changed: readonly NormalizedRecord[];
   /** Stored rows of the ids on the page (ids with none are new). */
   stored: ReadonlyMap<string, StoredRow>;
   kind: PassKind;
@@ -32,10 +41,15 @@ export interface PagePlanInput {
 }
 
 export interface PagePlan {
-  /** Rows to write: every record on a full read, else the new and changed ones. */
+  /** Rows to write: the new and changed records, on every pass kind. */
   rows: NormalizedRecord[];
-  /** How many of them are new or changed (a full read rewrites unchanged rows too, changing nothing). */
+  /** How many records are new or changed. */
   changed: number;
+  /**
+   * On a full read, the ids of the unchanged rows: only their `_synced_at` and `_run_id` are
+   * set, which is how rows not listed any more are told from rows still there.
+   */
+  seen: string[];
   /** Ids with no stored row: they have no older child rows to mark as gone. */
   fresh: ReadonlySet<string>;
   /** Parents whose child streams are queued for reading. */
@@ -52,32 +66,38 @@ export function pendingReason(kind: PassKind): PendingReason {
   return kind === 'backfill' || kind === 'reconcile' ? kind : 'changed';
 }
 
+/** Whether a listed record must be normalized and written: no stored row, a row marked deleted, or another hash. */
+export function isNewOrChanged(record: ListedRecord, stored: ReadonlyMap<string, StoredRow>): boolean {
+  const s = stored.get(record.id);
+  return !s || s.deleted || s.hash !== record.hash;
+}
+
 /**
- * Decides what one list page writes and queues; no I/O. Only a full read (every pass kind but
- * incremental) rewrites unchanged rows, since their `_synced_at` is how vanished rows are found.
- * A parent without a change field cannot say its children changed (a new task does not touch
- * its project), so a full read re-reads the children of every parent; a reconcile and a tree
- * read whole do so for the parents `everyParent` says their slow cycle is due for.
+ * Decides what one list page writes and queues; no I/O. Every pass kind writes only new and
+ * changed records; a full read (every kind but incremental) also marks the unchanged rows as
+ * seen, since a row's `_synced_at` is how vanished rows are found. A parent without a change
+ * field cannot say its children changed (a new task does not touch its project), so a full
+ * read re-reads the children of every parent; a reconcile and a tree read whole do so for the
+ * parents `everyParent` says their slow cycle is due for.
  */
 export function planPage(input: PagePlanInput): PagePlan {
   const fullRead = input.kind !== 'incremental';
   const everyParent = input.everyParent ?? fullRead;
-  const changed = input.records.filter((n) => {
-    const s = input.stored.get(n.id);
-    return !s || s.deleted || s.hash !== n.hash;
-  });
-  let parents: readonly NormalizedRecord[] = changed;
-  if (everyParent === true) parents = input.records;
+  const changed = input.changed.map((n) => n.id);
+  const seen = fullRead ? [...new Set(input.records.filter((r) => !isNewOrChanged(r, input.stored)).map((r) => r.id))] : [];
+  let parents: readonly string[] = changed;
+  if (everyParent === true) parents = input.records.map((r) => r.id);
   else if (typeof everyParent === 'function') {
     const isChanged = new Set(changed);
-    parents = input.records.filter((n) => isChanged.has(n) || everyParent(n.id));
+    parents = input.records.filter((r) => isChanged.has(r.id) || everyParent(r.id)).map((r) => r.id);
   }
   return {
-    rows: fullRead ? [...input.records] : changed,
-    changed: changed.length,
-    fresh: new Set(input.records.filter((n) => !input.stored.has(n.id)).map((n) => n.id)),
-    parents: parents.map((n) => n.id),
-    details: !input.detail ? [] : (input.detailCarriesChildren ? parents : changed).map((n) => n.id),
+    rows: [...input.changed],
+    changed: input.changed.length,
+    seen,
+    fresh: new Set(input.records.filter((r) => !input.stored.has(r.id)).map((r) => r.id)),
+    parents: [...parents],
+    details: !input.detail ? [] : [...(input.detailCarriesChildren ? parents : changed)],
     reason: pendingReason(input.kind),
     finished: !input.hasMore || input.reachedFloor,
   };

@@ -1,14 +1,14 @@
 import type { StreamSpec } from '../catalog/types.js';
 import { isOrganizationList, qualifiedName, tableName } from '../catalog/types.js';
 import { carriesChildren } from '../catalog/index.js';
-import { normalizeRecord, type NormalizedRecord } from '../normalize/normalize.js';
+import { listIdentity, normalizeRecord, type ListIdentity, type NormalizedRecord } from '../normalize/normalize.js';
 import { commitPage } from '../state/unit-of-work.js';
 import { recencyOf } from '../state/pending.js';
 import { loadStreamState, type PassKind, type PassState, type StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';
 import { IncrementalWindow } from './incremental-window.js';
-import { planPage, type StoredRow } from './page-plan.js';
+import { isNewOrChanged, planPage, type StoredRow } from './page-plan.js';
 import { SeenFilter } from './seen-filter.js';
 import { childrenRereadDue, childrenSlice } from './children-cycle.js';
 import { childrenCycleDays, wholeReadCycleDays } from '../config/cycles.js';
@@ -167,16 +167,26 @@ async function walk(
   const everyParent = pass.children || days === null ? pass.children : (childrenSlice(rereadAt, pass.startedAt, days) ?? false);
   for await (const page of pages(pageRequest(ctx, key, stream, pass, window, tally))) {
     const syncedAt = ctx.stamp.next();
-    const records = normalizePage(ctx, stream, key.organizationId, page.records, syncedAt, undefined, tally, page.repaired);
+    const listed = identifyPage(ctx, stream, key.organizationId, page.records, tally, page.repaired);
     const view = window.observe(
-      records.map((n) => n.changedAt),
+      listed.map((l) => l.changedAt),
       page.sortedBy,
     );
     // The order the server reports, when it reports one: a spelling of its own would make every run read every page.
     if (view.becameUnsorted) log.warn({ page: page.page, asked: window.sortParams, reported: page.sortedBy }, UNSORTED);
+    const storedRows = await stored.of(listed);
+    // Only new and changed records are normalized: an unchanged one has nothing to write.
+    const changed = normalizeListed(
+      ctx,
+      stream,
+      listed.filter((l) => isNewOrChanged(l, storedRows)),
+      syncedAt,
+      tally,
+    );
     const plan = planPage({
-      records,
-      stored: await stored.of(records),
+      records: listed,
+      changed,
+      stored: storedRows,
       kind: pass.kind,
       detail: detailIsEnabled(ctx, stream),
       hasMore: page.hasMore,
@@ -191,11 +201,12 @@ async function walk(
       maxChanged: window.maxChanged,
     });
     const end = plan.finished ? passEnd(stream, pass, cursor) : undefined;
-    const recency = plan.parents.length || plan.details.length ? recencyOf(stream, records) : undefined;
+    const recency = plan.parents.length || plan.details.length ? recencyOf(stream, recencyRecords(listed, changed)) : undefined;
     const { deleted } = await commitPage(ctx, {
       key,
       stream,
       syncedAt,
+      runId: ctx.runId,
       ...plan,
       ...(recency ? { recency } : {}),
       ...(end ? { end } : { position: pass }),
@@ -312,7 +323,7 @@ class StoredRows {
     return new StoredRows(ctx, stream, organizationId, empty ? new SeenFilter() : null);
   }
 
-  async of(records: readonly NormalizedRecord[]): Promise<Map<string, StoredRow>> {
+  async of(records: ReadonlyArray<{ id: string }>): Promise<Map<string, StoredRow>> {
     const seen = this.seen;
     const lookup = seen ? records.filter((n) => seen.mightHave(n.id)) : records;
     if (lookup.length === 0) return new Map();
@@ -340,6 +351,64 @@ export function detailIsEnabled(ctx: Pick<SyncContext, 'config'>, stream: Stream
   return stream.detail.defaultEnabled;
 }
 
+/** Organization lists are not organization-scoped: each record is its own organization. */
+function organizationOf(stream: StreamSpec, raw: RawRecord, organizationId: string): string {
+  if (!isOrganizationList(stream)) return organizationId;
+  const listed = raw['organization_id'];
+  return typeof listed === 'string' || typeof listed === 'number' ? String(listed) : organizationId;
+}
+
+/**
+ * A list page's records as the comparison with stored rows needs them, and the text the client
+ * repaired in them as warnings (of every record on the page, changed or not: the answer held it).
+ */
+function identifyPage(
+  ctx: Pick<SyncContext, 'logger'> & { warehouse?: Pick<SyncContext['warehouse'], 'dialect'> },
+  stream: StreamSpec,
+  organizationId: string,
+  records: readonly RawRecord[],
+  tally: Pick<StreamTally, 'warnings'>,
+  repaired: readonly string[] = [],
+): ListIdentity[] {
+  const listed = records.map((raw) =>
+    listIdentity(stream, raw, { organizationId: organizationOf(stream, raw, organizationId), source: 'list' }),
+  );
+  if (repaired.length) tally.warnings.addAll(listRepairs(tableName(stream), listed, repaired, repairMessage(ctx.warehouse?.dialect)));
+  return listed;
+}
+
+/**
+ * What `recencyOf` reads of every record on a page (its id, change time and `date` column): the
+ * rows of those normalized, and for an unchanged record, which is not normalized, its identity
+ * and the `date` field as listed.
+ */
+function recencyRecords(listed: readonly ListIdentity[], changed: readonly NormalizedRecord[]): NormalizedRecord[] {
+  const rows = new Map(changed.map((n) => [n.id, n]));
+  return listed.map((l) => {
+    const n = rows.get(l.id);
+    if (n) return n;
+    const date = l.raw['date'];
+    return { id: l.id, changedAt: l.changedAt, row: { date: typeof date === 'string' ? date : null } } as unknown as NormalizedRecord;
+  });
+}
+
+/** The new and changed records of a page into rows, warnings and drift going to the tally as in `normalizePage`. */
+function normalizeListed(
+  ctx: Pick<SyncContext, 'runId'>,
+  stream: StreamSpec,
+  listed: readonly ListIdentity[],
+  syncedAt: string,
+  tally: Pick<StreamTally, 'warnings' | 'drift'>,
+): NormalizedRecord[] {
+  return listed.map((l) => {
+    const opts = { organizationId: l.organizationId, source: 'list' as const, syncedAt, runId: ctx.runId, identity: l };
+    const n = normalizeRecord(stream, l.raw, opts);
+    tally.warnings.addAll(n.warnings);
+    tally.drift.addAll(n.unknown);
+    return n;
+  });
+}
+
 /**
  * A page's raw records into rows. Data-shape warnings go to the tally's `warnings`, counted per
  * field and kind for one line each at the stream's end; without a tally each is logged as it
@@ -357,10 +426,7 @@ export function normalizePage(
 ): NormalizedRecord[] {
   const out: NormalizedRecord[] = [];
   for (const raw of records) {
-    // Organization lists are not organization-scoped: each record is its own organization.
-    const listed = raw['organization_id'];
-    const ownId = typeof listed === 'string' || typeof listed === 'number' ? String(listed) : organizationId;
-    const orgId = isOrganizationList(stream) ? ownId : organizationId;
+    const orgId = organizationOf(stream, raw, organizationId);
     const n = normalizeRecord(stream, raw, { organizationId: orgId, source: 'list', syncedAt, runId: ctx.runId });
     if (parent && (n.row[parent.key] === null || n.row[parent.key] === undefined) && n.columns.includes(parent.key)) {
       // Child lists do not always repeat their parent's id; the path says it.

@@ -155,6 +155,31 @@ export class TableWriter {
     }
   }
 
+  /**
+   * Marks rows a full read listed unchanged as seen: their `_synced_at` and `_run_id` become the
+   * page's, as if rewritten, and nothing else is touched (no child rows, no history version).
+   */
+  seenQueries(
+    table: string,
+    idColumn: string,
+    organizationId: string,
+    ids: readonly string[],
+    syncedAt: string,
+    runId: string | null,
+  ): CompiledQuery[] {
+    const out: CompiledQuery[] = [];
+    const per = this.sql.maxParams - 3;
+    for (let i = 0; i < ids.length; i += per) {
+      const chunk = ids.slice(i, i + per);
+      const params: SqlValue[] = [syncedAt, runId, organizationId, ...chunk];
+      const text =
+        `UPDATE ${ident(table)} SET "_synced_at" = ${this.sql.param(1)}, "_run_id" = ${this.sql.param(2)} ` +
+        `WHERE "organization_id" = ${this.sql.param(3)} AND ${ident(idColumn)} IN (${this.sql.params(chunk.length, 4).join(', ')})`;
+      out.push(CompiledQuery.raw(text, params));
+    }
+    return out;
+  }
+
   /** Whether the table holds any row of the organization. */
   async hasRows(db: AnyDb, table: string, organizationId: string): Promise<boolean> {
     const result = await db.executeQuery(

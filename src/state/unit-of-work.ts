@@ -27,6 +27,10 @@ export interface PageCommit {
   stream: StreamSpec;
   syncedAt: string;
   rows: readonly NormalizedRecord[];
+  /** Ids of unchanged rows a full read listed: only their `_synced_at` and `_run_id` are set (to the page's and `runId`). */
+  seen?: readonly string[];
+  /** The run writing the page (`_run_id`). */
+  runId?: string | null;
   /** Ids with no stored row (no older child rows to mark as gone). */
   fresh: ReadonlySet<string>;
   /** Parents whose child streams are queued, and why. */
@@ -51,6 +55,12 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
   const { warehouse, writer } = loader;
   const db = warehouse.db;
   const queries = writer.recordQueries(page.rows, page.syncedAt, (n) => page.fresh.has(n.id));
+  if (page.seen?.length) {
+    const table = tableName(page.stream);
+    queries.push(
+      ...writer.seenQueries(table, page.stream.primaryKey, page.key.organizationId, page.seen, page.syncedAt, page.runId ?? null),
+    );
+  }
   queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt));
   for (const child of childStreamsOf(page.stream)) {
     queries.push(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NormalizedRecord } from '../../src/normalize/normalize.js';
-import { pendingReason, planPage, type StoredRow } from '../../src/extractors/page-plan.js';
+import { isNewOrChanged, pendingReason, planPage, type ListedRecord, type StoredRow } from '../../src/extractors/page-plan.js';
 import type { PassKind } from '../../src/state/stream-state.js';
 
 const rec = (id: string, hash: string): NormalizedRecord => ({
@@ -23,12 +23,25 @@ const stored = new Map<string, StoredRow>([
   ['c', { hash: 'h3-old', deleted: false }],
   ['d', { hash: 'h4', deleted: true }],
 ]);
+// What the pass normalizes of it: only the records isNewOrChanged picks.
+const changedOf = (records: NormalizedRecord[]): NormalizedRecord[] => records.filter((r) => isNewOrChanged(r, stored));
+const input = (records: NormalizedRecord[]): { records: ListedRecord[]; changed: NormalizedRecord[] } => ({
+  records,
+  changed: changedOf(records),
+});
+
+describe('isNewOrChanged', () => {
+  it('picks a record with no stored row, a row marked deleted (to restore it) and another hash; not an unchanged one', () => {
+    expect(page.filter((r) => isNewOrChanged(r, stored)).map((r) => r.id)).toEqual(['a', 'c', 'd']);
+  });
+});
 
 describe('planPage on a reconcile between its slower cycles', () => {
-  it("rewrites every row (deletions are still found) but queues only the changed parents' child lists", () => {
-    const base = { records: page, stored, kind: 'reconcile' as const, detail: true, hasMore: false, reachedFloor: false };
+  it("writes the changed rows, marks the unchanged seen (deletions are still found), queues only the changed parents' child lists", () => {
+    const base = { ...input(page), stored, kind: 'reconcile' as const, detail: true, hasMore: false, reachedFloor: false };
     const daily = planPage({ ...base, everyParent: false });
-    expect(daily.rows.map((n) => n.id)).toEqual(['a', 'b', 'c', 'd']);
+    expect(daily.rows.map((n) => n.id)).toEqual(['a', 'c', 'd']);
+    expect(daily.seen).toEqual(['b']);
     expect(daily.parents).toEqual(['a', 'c', 'd']);
     expect(daily.details).toEqual(['a', 'c', 'd']);
     expect(daily.reason).toBe('reconcile');
@@ -36,7 +49,7 @@ describe('planPage on a reconcile between its slower cycles', () => {
   });
 
   it("queues the changed parents' child lists and those of the parents whose day of the rolling cycle is due", () => {
-    const base = { records: page, stored, kind: 'reconcile' as const, detail: true, hasMore: false, reachedFloor: false };
+    const base = { ...input(page), stored, kind: 'reconcile' as const, detail: true, hasMore: false, reachedFloor: false };
     const plan = planPage({ ...base, everyParent: (id) => id === 'b' || id === 'c' });
     expect(plan.parents).toEqual(['a', 'b', 'c', 'd']);
     // Single reads stay with the changed records: the cycle re-reads child lists, not records.
@@ -45,7 +58,7 @@ describe('planPage on a reconcile between its slower cycles', () => {
   });
 
   it('gives a parent whose single record carries its child lists a single read when its child lists are re-read', () => {
-    const base = { records: page, stored, kind: 'reconcile' as const, detail: true, hasMore: false, reachedFloor: false };
+    const base = { ...input(page), stored, kind: 'reconcile' as const, detail: true, hasMore: false, reachedFloor: false };
     const carried = planPage({ ...base, everyParent: (id) => id === 'b', detailCarriesChildren: true });
     expect(carried.details).toEqual(['a', 'b', 'c', 'd']);
     expect(carried.parents).toEqual(['a', 'b', 'c', 'd']);
@@ -62,6 +75,7 @@ describe('planPage', () => {
     hasMore: boolean;
     reachedFloor: boolean;
     rows: string[];
+    seen: string[];
     parents: string[];
     details: string[];
     finished: boolean;
@@ -73,17 +87,19 @@ describe('planPage', () => {
       hasMore: true,
       reachedFloor: false,
       rows: ['a', 'c', 'd'],
+      seen: [],
       parents: ['a', 'c', 'd'],
       details: ['a', 'c', 'd'],
       finished: false,
     },
     {
-      name: "full read: rewrites every record and re-reads every parent's children",
+      name: "full read: writes new, changed and revived records, marks the unchanged seen, re-reads every parent's children",
       kind: 'full',
       detail: true,
       hasMore: true,
       reachedFloor: false,
-      rows: ['a', 'b', 'c', 'd'],
+      rows: ['a', 'c', 'd'],
+      seen: ['b'],
       parents: ['a', 'b', 'c', 'd'],
       details: ['a', 'c', 'd'],
       finished: false,
@@ -94,7 +110,8 @@ describe('planPage', () => {
       detail: false,
       hasMore: false,
       reachedFloor: false,
-      rows: ['a', 'b', 'c', 'd'],
+      rows: ['a', 'c', 'd'],
+      seen: ['b'],
       parents: ['a', 'b', 'c', 'd'],
       details: [],
       finished: true,
@@ -105,7 +122,8 @@ describe('planPage', () => {
       detail: true,
       hasMore: true,
       reachedFloor: false,
-      rows: ['a', 'b', 'c', 'd'],
+      rows: ['a', 'c', 'd'],
+      seen: ['b'],
       parents: ['a', 'b', 'c', 'd'],
       details: ['a', 'c', 'd'],
       finished: false,
@@ -117,6 +135,7 @@ describe('planPage', () => {
       hasMore: true,
       reachedFloor: false,
       rows: ['a', 'c', 'd'],
+      seen: [],
       parents: ['a', 'c', 'd'],
       details: [],
       finished: false,
@@ -128,6 +147,7 @@ describe('planPage', () => {
       hasMore: false,
       reachedFloor: false,
       rows: ['a', 'c', 'd'],
+      seen: [],
       parents: ['a', 'c', 'd'],
       details: ['a', 'c', 'd'],
       finished: true,
@@ -139,6 +159,7 @@ describe('planPage', () => {
       hasMore: true,
       reachedFloor: true,
       rows: ['a', 'c', 'd'],
+      seen: [],
       parents: ['a', 'c', 'd'],
       details: ['a', 'c', 'd'],
       finished: true,
@@ -146,8 +167,10 @@ describe('planPage', () => {
   ];
   for (const c of cases) {
     it(c.name, () => {
-      const plan = planPage({ records: page, stored, kind: c.kind, detail: c.detail, hasMore: c.hasMore, reachedFloor: c.reachedFloor });
+      const plan = planPage({ ...input(page), stored, kind: c.kind, detail: c.detail, hasMore: c.hasMore, reachedFloor: c.reachedFloor });
       expect(plan.rows.map((r) => r.id)).toEqual(c.rows);
+      expect(plan.seen).toEqual(c.seen);
+      expect(plan.changed).toBe(3);
       expect(plan.parents).toEqual(c.parents);
       expect(plan.details).toEqual(c.details);
       expect(plan.finished).toBe(c.finished);
@@ -158,12 +181,26 @@ describe('planPage', () => {
   }
 
   it('an unchanged page on an incremental pass writes and queues nothing', () => {
-    const plan = planPage({ records: [rec('b', 'h2')], stored, kind: 'incremental', detail: true, hasMore: true, reachedFloor: false });
-    expect(plan).toMatchObject({ rows: [], parents: [], details: [], finished: false });
+    const plan = planPage({ ...input([rec('b', 'h2')]), stored, kind: 'incremental', detail: true, hasMore: true, reachedFloor: false });
+    expect(plan).toMatchObject({ rows: [], seen: [], parents: [], details: [], finished: false });
+  });
+
+  it('an unchanged page on a full read writes nothing and marks its ids seen once each', () => {
+    const plan = planPage({
+      ...input([rec('b', 'h2'), rec('b', 'h2')]),
+      stored,
+      kind: 'full',
+      detail: true,
+      hasMore: true,
+      reachedFloor: false,
+    });
+    expect(plan).toMatchObject({ rows: [], changed: 0, seen: ['b'], parents: ['b', 'b'], details: [] });
   });
 
   it('an empty last page still finishes the pass', () => {
-    expect(planPage({ records: [], stored: new Map(), kind: 'full', detail: true, hasMore: false, reachedFloor: false })).toMatchObject({
+    expect(
+      planPage({ records: [], changed: [], stored: new Map(), kind: 'full', detail: true, hasMore: false, reachedFloor: false }),
+    ).toMatchObject({
       rows: [],
       finished: true,
     });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { findStream, tableDefinitions } from '../../src/catalog/index.js';
 import type { Source, StreamSpec } from '../../src/catalog/types.js';
 import { FatalError } from '../../src/core/errors.js';
-import { columnsFor, normalizeRecord, type ChildRows, type NormalizedRecord } from '../../src/normalize/normalize.js';
+import { columnsFor, listIdentity, normalizeRecord, type ChildRows, type NormalizedRecord } from '../../src/normalize/normalize.js';
 import {
   BOOKS_VENDOR_CREDIT_DETAIL,
   CONTACT_PERSON,
@@ -603,5 +603,38 @@ describe('normalizeRecord: failures', () => {
     const c = run('inventory.sales_orders', { ...SALES_ORDER_LIST_ITEM, status: 'void' });
     expect(b.hash).toBe(a.hash);
     expect(c.hash).not.toBe(a.hash);
+  });
+});
+
+describe('listIdentity', () => {
+  // A record unchanged since it was stored is compared by this alone, never normalized: it must agree with normalizeRecord.
+  const listed = Object.entries(RECORDS_BY_STREAM).filter(([, f]) => f.source === 'list');
+  it('has list records of several streams to compare', () => expect(listed.length).toBeGreaterThan(5));
+  it.each(listed)('gives %s the id, hash and change time normalizeRecord gives it', (name, { record: received }) => {
+    const identity = listIdentity(stream(name), received, { organizationId: ORG, source: 'list' });
+    const n = run(name, received);
+    expect({ id: identity.id, hash: identity.hash, changedAt: identity.changedAt }).toEqual({
+      id: n.id,
+      hash: n.hash,
+      changedAt: n.changedAt,
+    });
+    expect(identity.text).toBe(n.row._raw);
+    // And normalizing with it gives the same row as without.
+    const again = normalizeRecord(stream(name), received, { organizationId: ORG, source: 'list', syncedAt: SYNCED_AT, identity });
+    expect(again).toEqual(n);
+  });
+
+  it('hashes the webhook as stored, its secret redacted', () => {
+    const identity = listIdentity(stream('books.webhooks'), WEBHOOK, {
+      organizationId: ORG,
+      source: 'list',
+    });
+    expect(identity.text).not.toContain((WEBHOOK as { secret: string }).secret);
+    expect(identity.hash).toBe(run('books.webhooks', WEBHOOK).hash);
+  });
+
+  it('throws as normalizeRecord does for a record without its primary key', () => {
+    const error = thrown(() => listIdentity(stream('billing.plans'), { name: 'x' }, { organizationId: ORG, source: 'list' }));
+    expect(error).toBeInstanceOf(FatalError);
   });
 });
