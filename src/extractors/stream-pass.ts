@@ -382,13 +382,13 @@ function identifyPage(
  * rows of those normalized, and for an unchanged record, which is not normalized, its identity
  * and the `date` field as listed.
  */
-function recencyRecords(listed: readonly ListIdentity[], changed: readonly NormalizedRecord[]): NormalizedRecord[] {
+function recencyRecords(listed: readonly ListIdentity[], changed: readonly NormalizedRecord[]): Parameters<typeof recencyOf>[1] {
   const rows = new Map(changed.map((n) => [n.id, n]));
   return listed.map((l) => {
     const n = rows.get(l.id);
     if (n) return n;
     const date = l.raw['date'];
-    return { id: l.id, changedAt: l.changedAt, row: { date: typeof date === 'string' ? date : null } } as unknown as NormalizedRecord;
+    return { id: l.id, changedAt: l.changedAt, row: { date: typeof date === 'string' ? date : null } };
   });
 }
 

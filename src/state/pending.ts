@@ -38,7 +38,10 @@ export function recencyText(ms: number | null): string | null {
  * The recency of each record that queues work: its change time (the stream's cursor field),
  * else its `date` when the stream has one. A stream with neither keeps the order of its pages.
  */
-export function recencyOf(stream: Pick<StreamSpec, 'columns'>, records: readonly NormalizedRecord[]): Recency {
+export function recencyOf(
+  stream: Pick<StreamSpec, 'columns'>,
+  records: ReadonlyArray<Pick<NormalizedRecord, 'id' | 'changedAt'> & { row: Readonly<Record<string, unknown>> }>,
+): Recency {
   const dated = stream.columns.some((c) => c.name === 'date' && c.type === 'date');
   const out = new Map<string, string>();
   for (const n of records) {
