@@ -60,6 +60,7 @@ describe('variant options', () => {
     // concurrencyPerUser: svcsync keeps to it only once limits.concurrency_scope says so (A46).
     // organizationPageSize as the page sizes above; inactiveOrganizations is read only when named (A22).
     // childChangesKeepParent: child changes would wait for the reconcile's children cycle (A25).
+    // eventsDeleted: deleted events are found only by a reconcile of the events (A51).
     const offUnderHostile = [
       'perPageCap',
       'fixedPageSize',
@@ -71,6 +72,7 @@ describe('variant options', () => {
       'inactiveOrganizations',
       'uneditedRecords',
       'childChangesKeepParent',
+      'eventsDeleted',
     ];
     for (const name of VARIANT_NAMES.filter((n) => !offUnderHostile.includes(n)))
       expect(HOSTILE_VARIANTS[name], name).not.toEqual(DEFAULT_VARIANTS[name]);
