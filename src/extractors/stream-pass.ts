@@ -165,6 +165,9 @@ async function walk(
   const days = cycleDays(ctx, pass.kind, wholeReadCycle);
   // The parents whose day of the slow cycle this pass covers, besides the changed ones.
   const everyParent = pass.children || days === null ? pass.children : (childrenSlice(rereadAt, pass.startedAt, days) ?? false);
+  // The same for every page of the pass.
+  const detail = detailIsEnabled(ctx, stream);
+  const detailCarriesChildren = carriesChildren(stream, ctx.catalog);
   for await (const page of pages(pageRequest(ctx, key, stream, pass, window, tally))) {
     const syncedAt = ctx.stamp.next();
     const listed = identifyPage(ctx, stream, key.organizationId, page.records, tally, page.repaired);
@@ -188,11 +191,11 @@ async function walk(
       changed,
       stored: storedRows,
       kind: pass.kind,
-      detail: detailIsEnabled(ctx, stream),
+      detail,
       hasMore: page.hasMore,
       reachedFloor: view.reachedFloor,
       everyParent,
-      detailCarriesChildren: carriesChildren(stream, ctx.catalog),
+      detailCarriesChildren,
     });
     Object.assign(pass, {
       nextPage: page.page + 1,
@@ -245,8 +248,8 @@ function since(before: PageCounts, now: PageCounts): PageCounts {
 }
 
 /**
- * What the last page commits besides its rows: the cursor, on full reads (which rewrite every
- * row they see) the instant before which a row not rewritten is gone, and, when the pass queued
+ * What the last page commits besides its rows: the cursor, on full reads (which write or mark
+ * seen every row they list) the instant before which a row not seen is gone, and, when the pass queued
  * every parent's child lists or its slow cycle's share of them over the whole list, its start as
  * the instant up to which they were re-read.
  */
