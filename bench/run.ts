@@ -1115,9 +1115,9 @@ async function main(): Promise<void> {
     throw new Error(`--mem-stream ${opts.memStream} is not a top-level list stream`);
   const step = (f: number): number => Math.round(opts.memRecords * f);
   const scenarios: ScenarioSpec[] = [
-    {
-      name: 'list-sqlite',
-      dialect: 'sqlite',
+    ...(['sqlite', 'postgres'] as const).map((dialect) => ({
+      name: `list-${dialect}`,
+      dialect,
       description: 'list-only streams',
       organizations: opts.orgs,
       scale: opts.scale,
@@ -1126,19 +1126,7 @@ async function main(): Promise<void> {
       profile: false,
       counted: true,
       bare: true,
-    },
-    {
-      name: 'list-postgres',
-      dialect: 'postgres',
-      description: 'list-only streams',
-      organizations: opts.orgs,
-      scale: opts.scale,
-      streams: listStreams,
-      checkpoints: [],
-      profile: false,
-      counted: true,
-      bare: true,
-    },
+    })),
     ...(['sqlite', 'postgres'] as const).map((dialect) => ({
       name: `resync-${dialect}`,
       dialect,
