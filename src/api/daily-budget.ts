@@ -6,6 +6,8 @@ import { describeReset, quotaDayAt, sameReset, type QuotaDay } from './quota-day
 import type { UsageStore } from './usage-store.js';
 
 const DAY_MS = 86_400_000;
+/** The shortest a quota day can be: a day in a zone that moves its clocks an hour forward. */
+const SHORTEST_DAY_MS = 23 * 3_600_000;
 
 /** Requests a limiter reserves from the store at a time (LimiterRegistryOptions.budgetChunk). */
 export const DEFAULT_BUDGET_CHUNK = 10;
@@ -315,7 +317,15 @@ export class DailyBudget {
   }
 
   private rollDay(): void {
-    const today = quotaDayAt(this.clock.now(), this.timeZone, this.serverReset);
+    const now = this.clock.now();
+    // Called for every request: the zone's calendar (luxon) is consulted only near the day's end,
+    // or when the clock went back past the day's start, or the server's reset came or went.
+    const day = this.day;
+    if (now < day.resetsAt && now >= day.resetsAt - SHORTEST_DAY_MS && day.fromServer === (this.serverReset !== null)) {
+      if (day.fromServer) this.markReset();
+      return;
+    }
+    const today = quotaDayAt(now, this.timeZone, this.serverReset);
     if (today.key !== this.day.key) {
       this.total = 0;
       this.granted = 0;

@@ -335,6 +335,59 @@ describe('OrgLimiter: daily budget', () => {
     expect(await store.load('1')).toEqual({ organizationId: '1', day: '2026-01-16', count: 1, blockedUntil: null, resetsAt: null });
   });
 
+  it('after a 23-hour day (clocks forward) starts the next at midnight, not 24 hours after the last', async () => {
+    // Berlin moves to summer time on 29 March 2026: that day runs from 23:00 UTC on the 28th to 22:00 UTC on the 29th.
+    const clock = new FakeClock(Date.UTC(2026, 2, 29, 21, 59, 59));
+    const store = new MemoryUsageStore();
+    const l = limiter({ clock, store, timeZone: 'Europe/Berlin', limits: limits({ per_day: 5, reserve: 0 }) });
+    for (let i = 0; i < 5; i++) await l.schedule(instant());
+    await expect(l.schedule(instant())).rejects.toBeInstanceOf(QuotaExhaustedError);
+    expect(l.nextReset().toISOString()).toBe('2026-03-29T22:00:00.000Z');
+    await clock.advance(2_000);
+    expect(l.usedToday()).toBe(0);
+    expect(l.nextReset().toISOString()).toBe('2026-03-30T22:00:00.000Z');
+    await l.schedule(instant());
+    await l.flush();
+    expect(await store.load('1')).toMatchObject({ day: '2026-03-30', count: 1 });
+  });
+
+  it('a 25-hour day (clocks back) keeps its count through its first hours', async () => {
+    // Berlin leaves summer time on 25 October 2026: that day runs from 22:00 UTC on the 24th to 23:00 UTC on the 25th.
+    const clock = new FakeClock(Date.UTC(2026, 9, 24, 22, 30));
+    const l = limiter({ clock, timeZone: 'Europe/Berlin', limits: limits({ per_day: 5, reserve: 0 }) });
+    for (let i = 0; i < 3; i++) await l.schedule(instant());
+    expect(l.nextReset().toISOString()).toBe('2026-10-25T23:00:00.000Z');
+    await clock.advance(23 * 3_600_000);
+    expect(l.usedToday()).toBe(3);
+    await l.schedule(instant());
+    await l.schedule(instant());
+    await expect(l.schedule(instant())).rejects.toBeInstanceOf(QuotaExhaustedError);
+    await clock.advance(31 * 60_000);
+    expect(l.usedToday()).toBe(3 + 2);
+    await clock.advance(60 * 60_000);
+    expect(l.usedToday()).toBe(0);
+  });
+
+  it('counts in the earlier day again when the system clock is set back past midnight', async () => {
+    let now = Date.UTC(2026, 0, 16, 0, 30);
+    const fake = new FakeClock(now);
+    const clock: Clock = { now: () => now, setTimeout: (fn, ms) => fake.setTimeout(fn, ms), sleep: (ms, signal) => fake.sleep(ms, signal) };
+    const store = new MemoryUsageStore();
+    const l = new OrgLimiter({
+      organizationId: '1',
+      limits: limits({ per_day: 5, reserve: 0 }),
+      timeZone: 'UTC',
+      clock,
+      store,
+      logger: silentLogger(),
+    });
+    await l.schedule(instant());
+    expect(l.quotaDay().key).toBe('2026-01-16');
+    now = Date.UTC(2026, 0, 15, 23, 0);
+    expect(l.quotaDay().key).toBe('2026-01-15');
+    expect(l.nextReset().toISOString()).toBe('2026-01-16T00:00:00.000Z');
+  });
+
   it('fails queued requests when the budget runs out while they wait', async () => {
     const clock = new FakeClock(0);
     const l = limiter({ clock, limits: limits({ per_day: 10, reserve: 0, concurrency: 2 }) });
