@@ -22,6 +22,7 @@ import * as runStreamCounts from './20261128T100000-run-stream-counts.js';
 import * as historyRecord from './20261128T140000-history-record.js';
 import * as childrenReread from './20261128T160000-children-reread.js';
 import * as pendingRecency from './20261129T100000-pending-recency.js';
+import * as listedIds from './20261130T090000-listed-ids.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -51,4 +52,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261128T140000-history-record': historyRecord,
   '20261128T160000-children-reread': childrenReread,
   '20261129T100000-pending-recency': pendingRecency,
+  '20261130T090000-listed-ids': listedIds,
 };

@@ -46,10 +46,11 @@ export interface PagePlan {
   /** How many records are new or changed. */
   changed: number;
   /**
-   * On a full read, the ids of the unchanged rows: only their `_synced_at` and `_run_id` are
-   * set, which is how rows not listed any more are told from rows still there.
+   * On a read whose end marks the rows not listed as gone (a full-refresh stream, a reconcile),
+   * the ids of the unchanged rows: kept until the pass ends, they tell the rows still listed
+   * from those gone. The rows themselves are not touched.
    */
-  seen: string[];
+  listedUnchanged: string[];
   /** Ids with no stored row: they have no older child rows to mark as gone. */
   fresh: ReadonlySet<string>;
   /** Parents whose child streams are queued for reading. */
@@ -74,8 +75,8 @@ export function isNewOrChanged(record: ListedRecord, stored: ReadonlyMap<string,
 
 /**
  * Decides what one list page writes and queues; no I/O. Every pass kind writes only new and
- * changed records; a full read (every kind but incremental) also marks the unchanged rows as
- * seen, since a row's `_synced_at` is how vanished rows are found. A parent without a change
+ * changed records; a pass that marks vanished rows at its end (a full-refresh stream, a
+ * reconcile) also keeps the ids of the unchanged ones it listed. A parent without a change
  * field cannot say its children changed (a new task does not touch its project), so a full
  * read re-reads the children of every parent; a reconcile and a tree read whole do so for the
  * parents `everyParent` says their slow cycle is due for.
@@ -84,7 +85,8 @@ export function planPage(input: PagePlanInput): PagePlan {
   const fullRead = input.kind !== 'incremental';
   const everyParent = input.everyParent ?? fullRead;
   const changed = input.changed.map((n) => n.id);
-  const seen = fullRead ? [...new Set(input.records.filter((r) => !isNewOrChanged(r, input.stored)).map((r) => r.id))] : [];
+  const sweeps = input.kind === 'full' || input.kind === 'reconcile';
+  const listedUnchanged = sweeps ? [...new Set(input.records.filter((r) => !isNewOrChanged(r, input.stored)).map((r) => r.id))] : [];
   let parents: readonly string[] = changed;
   if (everyParent === true) parents = input.records.map((r) => r.id);
   else if (typeof everyParent === 'function') {
@@ -94,7 +96,7 @@ export function planPage(input: PagePlanInput): PagePlan {
   return {
     rows: [...input.changed],
     changed: input.changed.length,
-    seen,
+    listedUnchanged,
     fresh: new Set(input.records.filter((r) => !input.stored.has(r.id)).map((r) => r.id)),
     parents: [...parents],
     details: !input.detail ? [] : [...(input.detailCarriesChildren ? parents : changed)],

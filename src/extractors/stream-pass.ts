@@ -205,12 +205,13 @@ async function walk(
     });
     const end = plan.finished ? passEnd(stream, pass, cursor) : undefined;
     const recency = plan.parents.length || plan.details.length ? recencyOf(stream, recencyRecords(listed, changed)) : undefined;
+    const { listedUnchanged, ...decided } = plan;
     const { deleted } = await commitPage(ctx, {
       key,
       stream,
       syncedAt,
-      runId: ctx.runId,
-      ...plan,
+      ...decided,
+      ...(listedUnchanged.length ? { listed: { passStartedAt: pass.startedAt, page: page.page, ids: listedUnchanged } } : {}),
       ...(recency ? { recency } : {}),
       ...(end ? { end } : { position: pass }),
     });
@@ -248,8 +249,9 @@ function since(before: PageCounts, now: PageCounts): PageCounts {
 }
 
 /**
- * What the last page commits besides its rows: the cursor, on full reads (which write or mark
- * seen every row they list) the instant before which a row not seen is gone, and, when the pass queued
+ * What the last page commits besides its rows: the cursor, on full reads (which write every
+ * new or changed row they list and keep the ids of the others) the instant before which a row
+ * neither written nor listed is gone, and, when the pass queued
  * every parent's child lists or its slow cycle's share of them over the whole list, its start as
  * the instant up to which they were re-read.
  */

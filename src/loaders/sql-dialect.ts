@@ -42,6 +42,12 @@ export interface SqlDialect {
    * search_path, would see each other's). SQLite has no schemas: undefined.
    */
   readonly migrationSchema: (db: AnyKysely) => Promise<string | undefined>;
+  /**
+   * A condition that `idRef` (a column of the statement's table) is not among the ids kept in
+   * `_svcsync_listed` (alias `l`, JSON arrays of ids) on the rows `filter` selects: SQLite
+   * expands them with `json_each` once for the statement, Postgres as an anti-join.
+   */
+  readonly notListed: (idRef: string, filter: string) => string;
 }
 
 /** Bound parameters per statement: under SQLite's 32,766 and Postgres's 65,535. */
@@ -85,6 +91,9 @@ export const POSTGRES: SqlDialect = {
   params: (count, start) => placeholderList(count, start, dollar),
   bind: (value) => value,
   upsert: (table, columns, keyColumns, rowCount) => upsertText(POSTGRES, table, columns, keyColumns, rowCount),
+  notListed: (idRef, filter) =>
+    `NOT EXISTS (SELECT 1 FROM "_svcsync_listed" AS l CROSS JOIN LATERAL jsonb_array_elements_text(l."ids"::jsonb) AS j(value) ` +
+    `WHERE ${filter} AND j.value = ${idRef})`,
   migrationSchema: async (db) => {
     const r = await db.executeQuery<{ s: string }>(CompiledQuery.raw('SELECT current_schema() AS s'));
     return r.rows[0]?.s;
@@ -99,6 +108,7 @@ export const SQLITE: SqlDialect = {
   params: (count, start) => placeholderList(count, start, question),
   bind: (value) => (typeof value === 'boolean' ? Number(value) : value),
   upsert: (table, columns, keyColumns, rowCount) => upsertText(SQLITE, table, columns, keyColumns, rowCount),
+  notListed: (idRef, filter) => `${idRef} NOT IN (SELECT j.value FROM "_svcsync_listed" AS l, json_each(l."ids") AS j WHERE ${filter})`,
   migrationSchema: () => Promise.resolve(undefined),
 };
 

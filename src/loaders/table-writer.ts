@@ -11,6 +11,16 @@ import { ident, type SqlDialect } from './sql-dialect.js';
  * (placeholders, booleans, upserts, parameter limits) comes from the `SqlDialect` it is given
  * (`warehouse.sql`); nothing here looks at the dialect's name.
  */
+/** A pass of a full read, as `_svcsync_listed` keys what it listed. */
+export interface ListedPass {
+  connection: string;
+  organizationId: string;
+  /** Qualified stream name, `family.name`. */
+  stream: string;
+  /** The pass's start: its rows, and no earlier pass's, say what it listed. */
+  startedAt: string;
+}
+
 export class TableWriter {
   private readonly sqlCache = new Map<string, string>();
 
@@ -156,28 +166,29 @@ export class TableWriter {
   }
 
   /**
-   * Marks rows a full read listed unchanged as seen: their `_synced_at` and `_run_id` become the
-   * page's, as if rewritten, and nothing else is touched (no child rows, no history version).
+   * Keeps the ids of the rows one page of a full read listed unchanged (one row of
+   * `_svcsync_listed`, the ids as a JSON array), so that at the pass's end `markVanished` can
+   * tell them from rows no longer listed. The rows themselves are not touched.
    */
-  seenQueries(
-    table: string,
-    idColumn: string,
-    organizationId: string,
-    ids: readonly string[],
-    syncedAt: string,
-    runId: string | null,
-  ): CompiledQuery[] {
-    const out: CompiledQuery[] = [];
-    const per = this.sql.maxParams - 3;
-    for (let i = 0; i < ids.length; i += per) {
-      const chunk = ids.slice(i, i + per);
-      const params: SqlValue[] = [syncedAt, runId, organizationId, ...chunk];
-      const text =
-        `UPDATE ${ident(table)} SET "_synced_at" = ${this.sql.param(1)}, "_run_id" = ${this.sql.param(2)} ` +
-        `WHERE "organization_id" = ${this.sql.param(3)} AND ${ident(idColumn)} IN (${this.sql.params(chunk.length, 4).join(', ')})`;
-      out.push(CompiledQuery.raw(text, params));
-    }
-    return out;
+  listedQuery(pass: ListedPass, page: number, ids: readonly string[]): CompiledQuery {
+    const ph = this.sql.param;
+    return CompiledQuery.raw(
+      `INSERT INTO "_svcsync_listed" ("connection", "organization_id", "stream", "pass_started_at", "page", "ids") ` +
+        `VALUES (${ph(1)}, ${ph(2)}, ${ph(3)}, ${ph(4)}, ${ph(5)}, ${ph(6)}) ` +
+        `ON CONFLICT ("connection", "organization_id", "stream", "pass_started_at", "page") DO UPDATE SET "ids" = excluded."ids"`,
+      [pass.connection, pass.organizationId, pass.stream, pass.startedAt, page, JSON.stringify(ids)],
+    );
+  }
+
+  /** Forgets what every pass of a stream listed (at a pass's end, once vanished rows are marked). */
+  async forgetListed(db: AnyDb, pass: Omit<ListedPass, 'startedAt'>): Promise<void> {
+    const ph = this.sql.param;
+    await db.executeQuery(
+      CompiledQuery.raw(
+        `DELETE FROM "_svcsync_listed" WHERE "connection" = ${ph(1)} AND "organization_id" = ${ph(2)} AND "stream" = ${ph(3)}`,
+        [pass.connection, pass.organizationId, pass.stream],
+      ),
+    );
   }
 
   /** Whether the table holds any row of the organization. */
@@ -217,7 +228,8 @@ export class TableWriter {
    * is instant order. API timestamps are never compared this way.
    *
    * Marks rows not written since `before` as deleted: what a full read stopped returning.
-   * `scope` narrows it to one parent's children (a child stream read for one parent).
+   * `scope` narrows it to one parent's children (a child stream read for one parent);
+   * `listed` spares the rows the pass listed unchanged (`listedQuery`).
    * Returns how many rows it marked.
    */
   async markVanished(
@@ -227,6 +239,7 @@ export class TableWriter {
     before: string,
     now: string,
     scope?: { column: string; value: string },
+    listed?: { pass: ListedPass; idColumn: string },
   ): Promise<number> {
     const params: SqlValue[] = [now, organizationId, before];
     const ph = this.sql.param;
@@ -235,7 +248,16 @@ export class TableWriter {
       `WHERE "organization_id" = ${ph(2)} AND "_deleted_at" IS NULL AND "_synced_at" < ${ph(3)}`;
     if (scope) {
       params.push(scope.value);
-      text += ` AND ${ident(scope.column)} = ${ph(4)}`;
+      text += ` AND ${ident(scope.column)} = ${ph(params.length)}`;
+    }
+    if (listed) {
+      const { pass } = listed;
+      params.push(pass.connection, pass.organizationId, pass.stream, pass.startedAt);
+      const n = params.length;
+      const filter =
+        `l."connection" = ${ph(n - 3)} AND l."organization_id" = ${ph(n - 2)} AND l."stream" = ${ph(n - 1)} ` +
+        `AND l."pass_started_at" = ${ph(n)}`;
+      text += ` AND ${this.sql.notListed(`${ident(table)}.${ident(listed.idColumn)}`, filter)}`;
     }
     const result = await db.executeQuery(CompiledQuery.raw(text, params));
     return changedRows(result);

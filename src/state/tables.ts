@@ -141,6 +141,21 @@ export interface DriftRow {
   last_run_id: string | null;
 }
 
+/**
+ * The ids one page of a full read listed unchanged, kept until its pass ends (src/loaders/table-writer.ts
+ * `listedQuery`): then the rows neither written by the pass nor listed are marked deleted.
+ */
+export interface ListedRow {
+  connection: string;
+  organization_id: string;
+  /** Qualified stream name, `family.name`. */
+  stream: string;
+  pass_started_at: string;
+  page: number;
+  /** JSON array of the ids, as text. */
+  ids: string;
+}
+
 export interface StateTables {
   _svcsync_streams: StreamStateRow;
   _svcsync_pending: PendingRow;
@@ -150,6 +165,7 @@ export interface StateTables {
   _svcsync_organizations: OrganizationRow;
   _svcsync_verify: VerifyRow;
   _svcsync_drift: DriftRow;
+  _svcsync_listed: ListedRow;
 }
 
 export type StateDb = Kysely<StateTables> | Transaction<StateTables>;

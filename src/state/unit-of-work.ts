@@ -7,7 +7,7 @@ import { passColumns, saveStreamState, saveStreamStateQuery, type PassState, typ
 import { stateDb } from './tables.js';
 import type { AnyDb } from '../loaders/db.js';
 import type { Fence } from '../loaders/lease/fence.js';
-import type { TableWriter } from '../loaders/table-writer.js';
+import type { ListedPass, TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 
 /** What the unit of work writes through: the warehouse and the writer chosen for its dialect. */
@@ -27,10 +27,11 @@ export interface PageCommit {
   stream: StreamSpec;
   syncedAt: string;
   rows: readonly NormalizedRecord[];
-  /** Ids of unchanged rows a full read listed: only their `_synced_at` and `_run_id` are set (to the page's and `runId`). */
-  seen?: readonly string[];
-  /** The run writing the page (`_run_id`). */
-  runId?: string | null;
+  /**
+   * Ids of unchanged rows a full read listed, with the pass's start and the page's number: kept
+   * (not written) until the pass ends, when they tell the rows still listed from those gone.
+   */
+  listed?: { passStartedAt: string; page: number; ids: readonly string[] };
   /** Ids with no stored row (no older child rows to mark as gone). */
   fresh: ReadonlySet<string>;
   /** Parents whose child streams are queued, and why. */
@@ -55,11 +56,8 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
   const { warehouse, writer } = loader;
   const db = warehouse.db;
   const queries = writer.recordQueries(page.rows, page.syncedAt, (n) => page.fresh.has(n.id));
-  if (page.seen?.length) {
-    const table = tableName(page.stream);
-    queries.push(
-      ...writer.seenQueries(table, page.stream.primaryKey, page.key.organizationId, page.seen, page.syncedAt, page.runId ?? null),
-    );
+  if (page.listed?.ids.length) {
+    queries.push(writer.listedQuery(listedPass(page.key, page.listed.passStartedAt), page.listed.page, page.listed.ids));
   }
   queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt));
   for (const child of childStreamsOf(page.stream)) {
@@ -89,7 +87,17 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
     queries,
     async (trx) => {
       if (end.vanishedBefore !== null) {
-        deleted = await markVanishedWithChildren(loader, trx, page.stream, page.key.organizationId, end.vanishedBefore, page.syncedAt);
+        const pass = listedPass(page.key, end.vanishedBefore);
+        deleted = await markVanishedWithChildren(
+          loader,
+          trx,
+          page.stream,
+          page.key.organizationId,
+          end.vanishedBefore,
+          page.syncedAt,
+          pass,
+        );
+        await writer.forgetListed(trx, pass);
       }
       const reread = end.childrenRereadAt ? { children_reread_at: end.childrenRereadAt } : {};
       await saveStreamState(trx, page.key, { cursor: end.cursor, ...passColumns(null), ...reread }, page.syncedAt);
@@ -97,6 +105,11 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
     loader.fence,
   );
   return { deleted };
+}
+
+/** The pass of a full read that started at `startedAt`, as `_svcsync_listed` keys it. */
+function listedPass(key: StreamKey, startedAt: string): ListedPass {
+  return { connection: key.connection, organizationId: key.organizationId, stream: key.stream, startedAt };
 }
 
 /** One fetched detail record (or the news that it is gone), and its removal from the queue. */
@@ -234,8 +247,10 @@ export async function markVanishedWithChildren(
   organizationId: string,
   passStartedAt: string,
   now: string,
+  listed?: ListedPass,
 ): Promise<number> {
-  const deleted = await loader.writer.markVanished(db, tableName(stream), organizationId, passStartedAt, now);
+  const spare = listed ? { pass: listed, idColumn: stream.primaryKey } : undefined;
+  const deleted = await loader.writer.markVanished(db, tableName(stream), organizationId, passStartedAt, now, undefined, spare);
   if (deleted > 0) {
     await cascade(loader, db, stream, organizationId, now);
     await recordDeletions(loader, db, stream, organizationId, now);

@@ -52,7 +52,7 @@ describe.each(DIALECTS)('unchanged list records on %s: compared by hash, never n
   }, 120_000);
   afterAll(async () => e?.close());
 
-  it('a reconcile with nothing changed normalizes and writes no record, yet marks every row seen and deletes none', async () => {
+  it('a reconcile with nothing changed normalizes and writes no record, rewrites no row, and deletes none', async () => {
     e.sandbox.advanceClock(10 * 60_000);
     normalized.length = 0;
     const summary = await e.sync('reconcile');
@@ -63,10 +63,12 @@ describe.each(DIALECTS)('unchanged list records on %s: compared by hash, never n
     expect(written(summary, 'books.users')).toBe(0);
     expect(await e.liveIds(org, 'billing', 'plans')).toEqual(truthIds(e.sandbox, org, 'billing', 'plans').sort());
     expect(await e.liveIds(org, 'books', 'users')).toEqual(truthIds(e.sandbox, org, 'books', 'users').sort());
-    // Seen: the rows carry this run, as a rewrite would leave them; their child rows were not rewritten.
+    // Untouched: the rows and their child rows keep the run that wrote them; the ids the pass
+    // listed were kept aside until its end, and are gone with it.
     const plans = e.sandbox.count(org, 'billing', 'plans');
-    expect(await runIds('billing_plans')).toEqual(new Map([[summary.runId, plans]]));
+    expect(await runIds('billing_plans')).toEqual(new Map([[firstRun, plans]]));
     expect([...(await runIds('billing_plans__addons')).keys()]).toEqual([firstRun]);
+    expect(await e.query('SELECT * FROM "_svcsync_listed"')).toEqual([]);
   });
 
   it('a full-refresh stream normalizes only the changed record, marks the one gone, and restores it when it is back', async () => {
@@ -107,5 +109,47 @@ describe.each(DIALECTS)('unchanged list records on %s: compared by hash, never n
       [gone[0]],
     );
     expect(back).toEqual([{ run_id: restoreRun.runId, deleted_at: null }]);
+  });
+});
+
+describe.each(DIALECTS)('a reconcile stopped mid-pass on %s', (dialect) => {
+  let e: E2E;
+  let org: string;
+  beforeAll(async () => {
+    e = await startE2E(dialect, { scale: 10, organizations: 1 }, { connection: { streams: ['billing.plans'] }, sync: { per_page: 3 } });
+    org = e.sandbox.organizations()[0]!.organization_id;
+    expectExit(await e.sync(), 0);
+  }, 120_000);
+  afterAll(async () => e?.close());
+
+  it('keeps the ids its committed pages listed, and its resumed end marks only the rows no page listed', async () => {
+    expect(e.sandbox.count(org, 'billing', 'plans')).toBeGreaterThan(6);
+    e.sandbox.advanceClock(10 * 60_000);
+    expect(e.sandbox.mutate({ organizationId: org, delete: 1, streams: ['billing.plans'] })).toMatchObject({ deleted: 1 });
+    const pagesRead = (): number =>
+      Object.entries(e.sandbox.requestLog().byEndpoint)
+        .filter(([endpoint]) => endpoint.endsWith('/plans'))
+        .reduce((n, [, count]) => n + count, 0);
+    const before = pagesRead();
+    const stop = { reason: () => (pagesRead() - before >= 2 ? 'stopped by the test' : null) };
+    await expect(e.sync('reconcile', { stop })).rejects.toThrow('stopped by the test');
+    // Two pages committed: their unchanged ids wait for the pass's end, the pass stands at page 3.
+    const listed = await e.query<{ page: number | string; ids: string }>('SELECT page, ids FROM "_svcsync_listed" ORDER BY page');
+    expect(listed.map((r) => Number(r.page))).toEqual([1, 2]);
+    expect(listed.flatMap((r) => JSON.parse(r.ids) as string[])).toHaveLength(6);
+    const pass = await e.query<{ pass_kind: string }>(`SELECT pass_kind FROM "_svcsync_streams" WHERE stream = 'billing.plans'`);
+    expect(pass).toEqual([{ pass_kind: 'reconcile' }]);
+
+    // The next reconcile finishes this one (and reads nothing again): rows the first two pages
+    // listed must not be taken for gone.
+    const resumed = await e.sync('reconcile');
+    expectExit(resumed, 0);
+    expect(resumed.organizations.flatMap((o) => o.streams).find((s) => s.stream === 'billing.plans')?.pages).toBe(
+      Math.ceil((e.sandbox.count(org, 'billing', 'plans') - 6) / 3) || 1,
+    );
+    expect(await e.liveIds(org, 'billing', 'plans')).toEqual(truthIds(e.sandbox, org, 'billing', 'plans').sort());
+    const deleted = await e.query<{ n: number | string }>('SELECT COUNT(*) AS n FROM billing_plans WHERE "_deleted_at" IS NOT NULL');
+    expect(Number(deleted[0]!.n)).toBe(1);
+    expect(await e.query('SELECT * FROM "_svcsync_listed"')).toEqual([]);
   });
 });

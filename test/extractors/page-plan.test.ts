@@ -37,11 +37,11 @@ describe('isNewOrChanged', () => {
 });
 
 describe('planPage on a reconcile between its slower cycles', () => {
-  it("writes the changed rows, marks the unchanged seen (deletions are still found), queues only the changed parents' child lists", () => {
+  it("writes the changed rows, keeps the unchanged ids it listed (to find deletions), queues the changed parents' child lists", () => {
     const base = { ...input(page), stored, kind: 'reconcile' as const, detail: true, hasMore: false, reachedFloor: false };
     const daily = planPage({ ...base, everyParent: false });
     expect(daily.rows.map((n) => n.id)).toEqual(['a', 'c', 'd']);
-    expect(daily.seen).toEqual(['b']);
+    expect(daily.listedUnchanged).toEqual(['b']);
     expect(daily.parents).toEqual(['a', 'c', 'd']);
     expect(daily.details).toEqual(['a', 'c', 'd']);
     expect(daily.reason).toBe('reconcile');
@@ -75,7 +75,7 @@ describe('planPage', () => {
     hasMore: boolean;
     reachedFloor: boolean;
     rows: string[];
-    seen: string[];
+    listedUnchanged: string[];
     parents: string[];
     details: string[];
     finished: boolean;
@@ -87,31 +87,31 @@ describe('planPage', () => {
       hasMore: true,
       reachedFloor: false,
       rows: ['a', 'c', 'd'],
-      seen: [],
+      listedUnchanged: [],
       parents: ['a', 'c', 'd'],
       details: ['a', 'c', 'd'],
       finished: false,
     },
     {
-      name: "full read: writes new, changed and revived records, marks the unchanged seen, re-reads every parent's children",
+      name: "full read: writes new, changed and revived records, keeps the unchanged ids it listed, re-reads every parent's children",
       kind: 'full',
       detail: true,
       hasMore: true,
       reachedFloor: false,
       rows: ['a', 'c', 'd'],
-      seen: ['b'],
+      listedUnchanged: ['b'],
       parents: ['a', 'b', 'c', 'd'],
       details: ['a', 'c', 'd'],
       finished: false,
     },
     {
-      name: 'backfill is a full read',
+      name: 'backfill reads every parent but marks nothing gone at its end, so keeps no listed ids',
       kind: 'backfill',
       detail: false,
       hasMore: false,
       reachedFloor: false,
       rows: ['a', 'c', 'd'],
-      seen: ['b'],
+      listedUnchanged: [],
       parents: ['a', 'b', 'c', 'd'],
       details: [],
       finished: true,
@@ -123,7 +123,7 @@ describe('planPage', () => {
       hasMore: true,
       reachedFloor: false,
       rows: ['a', 'c', 'd'],
-      seen: ['b'],
+      listedUnchanged: ['b'],
       parents: ['a', 'b', 'c', 'd'],
       details: ['a', 'c', 'd'],
       finished: false,
@@ -135,7 +135,7 @@ describe('planPage', () => {
       hasMore: true,
       reachedFloor: false,
       rows: ['a', 'c', 'd'],
-      seen: [],
+      listedUnchanged: [],
       parents: ['a', 'c', 'd'],
       details: [],
       finished: false,
@@ -147,7 +147,7 @@ describe('planPage', () => {
       hasMore: false,
       reachedFloor: false,
       rows: ['a', 'c', 'd'],
-      seen: [],
+      listedUnchanged: [],
       parents: ['a', 'c', 'd'],
       details: ['a', 'c', 'd'],
       finished: true,
@@ -159,7 +159,7 @@ describe('planPage', () => {
       hasMore: true,
       reachedFloor: true,
       rows: ['a', 'c', 'd'],
-      seen: [],
+      listedUnchanged: [],
       parents: ['a', 'c', 'd'],
       details: ['a', 'c', 'd'],
       finished: true,
@@ -169,7 +169,7 @@ describe('planPage', () => {
     it(c.name, () => {
       const plan = planPage({ ...input(page), stored, kind: c.kind, detail: c.detail, hasMore: c.hasMore, reachedFloor: c.reachedFloor });
       expect(plan.rows.map((r) => r.id)).toEqual(c.rows);
-      expect(plan.seen).toEqual(c.seen);
+      expect(plan.listedUnchanged).toEqual(c.listedUnchanged);
       expect(plan.changed).toBe(3);
       expect(plan.parents).toEqual(c.parents);
       expect(plan.details).toEqual(c.details);
@@ -182,10 +182,10 @@ describe('planPage', () => {
 
   it('an unchanged page on an incremental pass writes and queues nothing', () => {
     const plan = planPage({ ...input([rec('b', 'h2')]), stored, kind: 'incremental', detail: true, hasMore: true, reachedFloor: false });
-    expect(plan).toMatchObject({ rows: [], seen: [], parents: [], details: [], finished: false });
+    expect(plan).toMatchObject({ rows: [], listedUnchanged: [], parents: [], details: [], finished: false });
   });
 
-  it('an unchanged page on a full read writes nothing and marks its ids seen once each', () => {
+  it('an unchanged page on a full read writes nothing and keeps its ids once each', () => {
     const plan = planPage({
       ...input([rec('b', 'h2'), rec('b', 'h2')]),
       stored,
@@ -194,7 +194,7 @@ describe('planPage', () => {
       hasMore: true,
       reachedFloor: false,
     });
-    expect(plan).toMatchObject({ rows: [], changed: 0, seen: ['b'], parents: ['b', 'b'], details: [] });
+    expect(plan).toMatchObject({ rows: [], changed: 0, listedUnchanged: ['b'], parents: ['b', 'b'], details: [] });
   });
 
   it('an empty last page still finishes the pass', () => {
