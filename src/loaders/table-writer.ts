@@ -241,23 +241,26 @@ export class TableWriter {
     scope?: { column: string; value: string },
     listed?: { pass: ListedPass; idColumn: string },
   ): Promise<number> {
-    const params: SqlValue[] = [now, organizationId, before];
     const ph = this.sql.param;
+    if (scope && listed) throw new Error('markVanished: a scope and listed ids do not go together');
+    const params: SqlValue[] = [now, organizationId, before];
     let text =
       `UPDATE ${ident(table)} SET "_deleted_at" = ${ph(1)} ` +
       `WHERE "organization_id" = ${ph(2)} AND "_deleted_at" IS NULL AND "_synced_at" < ${ph(3)}`;
     if (scope) {
       params.push(scope.value);
-      text += ` AND ${ident(scope.column)} = ${ph(params.length)}`;
+      text += ` AND ${ident(scope.column)} = ${ph(4)}`;
     }
     if (listed) {
       const { pass } = listed;
+      const id = ident(listed.idColumn);
+      // Only Postgres reads `candidates`, and its placeholders can repeat ($2, $3).
+      const candidates =
+        `SELECT s.${id} FROM ${ident(table)} AS s ` +
+        `WHERE s."organization_id" = ${ph(2)} AND s."_deleted_at" IS NULL AND s."_synced_at" < ${ph(3)}`;
       params.push(pass.connection, pass.organizationId, pass.stream, pass.startedAt);
-      const n = params.length;
-      const filter =
-        `l."connection" = ${ph(n - 3)} AND l."organization_id" = ${ph(n - 2)} AND l."stream" = ${ph(n - 1)} ` +
-        `AND l."pass_started_at" = ${ph(n)}`;
-      text += ` AND ${this.sql.notListed(`${ident(table)}.${ident(listed.idColumn)}`, filter)}`;
+      const filter = `l."connection" = ${ph(4)} AND l."organization_id" = ${ph(5)} AND l."stream" = ${ph(6)} AND l."pass_started_at" = ${ph(7)}`;
+      text += ` AND ${this.sql.notListed(`${ident(table)}.${id}`, candidates, filter)}`;
     }
     const result = await db.executeQuery(CompiledQuery.raw(text, params));
     return changedRows(result);
