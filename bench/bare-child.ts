@@ -9,6 +9,8 @@
  *   the raw JSON, and a table per child array (`..__<field>`, grandchildren `..__<field>__<field>`)
  *   keyed by the parent's id and the element's position. Nothing converted beyond what a driver
  *   needs to bind the value.
+ * A third shape, read-only, fetches and parses the same pages and writes nothing (the floor of a
+ * re-sync that reads every page); its row counts are the records it received.
  * SQLite: one prepared `INSERT ... ON CONFLICT` per row (better-sqlite3). Postgres: one
  * multi-row upsert per table per page, pages committed side by side over a pool of 4 connections
  * (svcsync writes over a pool too); every column text, raw text or jsonb (BareSpec.rawType).
@@ -269,10 +271,13 @@ async function main(): Promise<void> {
   });
   const token = (await tokenAnswer.json()) as { access_token: string; api_domain?: string };
   const apiBase = token.api_domain ?? spec.sandboxUrl;
-  const writer = spec.dialect === 'sqlite' ? sqliteWriter(spec.warehouse) : postgresWriter(spec.warehouse);
+  const readOnly = spec.shape === 'read-only';
+  const writeTo = spec.dialect === 'sqlite' ? sqliteWriter : postgresWriter;
+  const writer = readOnly ? null : writeTo(spec.warehouse);
   const streams = spec.streams.map((q) => CATALOG.find((s) => qualifiedName(s) === q)!);
   const plans = new Map(streams.map((s) => [s, planOf(s, spec)]));
-  for (const plan of plans.values()) allTables(plan).forEach((t) => writer.prepare(t));
+  if (writer) for (const plan of plans.values()) allTables(plan).forEach((t) => writer.prepare(t));
+  const received = new Map<StreamSpec, number>();
   let requests = 0;
   let records = 0;
   const cpu0 = process.cpuUsage();
@@ -304,7 +309,10 @@ async function main(): Promise<void> {
           const pages = await Promise.all(Array.from({ length: PAGES_AT_ONCE }, (_, i) => getPage(s, org, first + i)));
           let more = true;
           for (const p of pages) {
-            if (p.rows.length > 0) {
+            if (p.rows.length > 0 && !writer) {
+              received.set(s, (received.get(s) ?? 0) + p.rows.length);
+              records += p.rows.length;
+            } else if (p.rows.length > 0 && writer) {
               const batches = new Map<Table, unknown[][]>([[plan.table, p.rows.map((r) => plan.row(org, r))]]);
               for (const r of p.rows) childRows(plan.children, r, [org, String(r[s.primaryKey])], spec.dialect, batches);
               await writer.page([...batches].map(([table, rows]) => ({ table, rows })));
@@ -323,8 +331,9 @@ async function main(): Promise<void> {
   const elapsedMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const tableRows: Record<string, number> = {};
-  for (const s of streams) tableRows[`${s.family}_${s.name}`] = await writer.count(`bare_${s.family}_${s.name}`);
-  await writer.close();
+  for (const s of streams)
+    tableRows[`${s.family}_${s.name}`] = writer ? await writer.count(`bare_${s.family}_${s.name}`) : (received.get(s) ?? 0);
+  await writer?.close();
   clearInterval(sampler);
   const result: BareResult = {
     type: 'bare',

@@ -138,8 +138,10 @@ export interface BareSpec {
   /**
    * 'narrow': id, three scalar columns and the raw JSON (issue 14's yardstick as first written).
    * 'same-rows': the tables and rows svcsync writes (every catalog column, one table per child array).
+   * 'read-only': the pages fetched and parsed, nothing written: what reading the lists costs any
+   * loader, the floor of a re-sync that reads every page.
    */
-  shape: 'narrow' | 'same-rows';
+  shape: 'narrow' | 'same-rows' | 'read-only';
   /** Postgres type of the raw column (svcsync's _raw is jsonb); default 'text'. */
   rawType?: 'text' | 'jsonb';
 }

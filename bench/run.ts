@@ -495,6 +495,11 @@ interface ScenarioResult {
   bareFirst?: boolean[];
   /** Re-syncs with nothing changed, after the first sync in the same process (ScenarioSpec.resync). */
   resyncs?: ResyncResult[];
+  /**
+   * With re-syncs: the bare loader reading the same pages and writing nothing, its time ÷ the
+   * first sync's (`ratios` per repetition, `ratio` their median): what no re-sync reading every page can beat.
+   */
+  readFloor?: { elapsedS: number; cpuPct: number; ratio: number; ratios: number[]; rowsMatch: boolean };
 }
 
 /** One kind of re-sync with nothing changed, against the first sync of the same run. */
@@ -721,6 +726,12 @@ async function runScenario(s: ScenarioSpec, opts: Options, bareFirst = false): P
         return { mode: x.mode, elapsedS: x.elapsedMs / 1000, ratio, ratios: [ratio], cpuRatio, cpuRatios: [cpuRatio], written: x.written };
       });
     }
+    // The floor of a re-sync that reads every page: the same pages fetched and parsed, nothing written.
+    if (s.resync && !opts.noBare) {
+      const floor = await runBare(s, opts, ready, bareCounts, 'read-only', 'text');
+      const ratio = floor.elapsedS / elapsedS;
+      out.readFloor = { elapsedS: floor.elapsedS, cpuPct: floor.cpuPct, ratio, ratios: [ratio], rowsMatch: floor.rowsMatch };
+    }
     if (withBare) {
       out.bare = bareBefore ?? (await runBares());
       for (const b of out.bare) {
@@ -936,6 +947,28 @@ function renderMarkdown(
             fmt(x.written),
           ]),
         );
+    const floors = resynced.filter((r) => r.readFloor);
+    if (floors.length) {
+      lines.push('');
+      lines.push(
+        'The floor: the bare loader reading the same pages (10 at a time, `JSON.parse`) and writing nothing, its time ÷ the ' +
+          "first sync's. A re-sync that reads every page (a reconcile; the incremental one reads every page of the lists the " +
+          'server cannot sort) cannot take less.',
+      );
+      lines.push('');
+      lines.push('| scenario | warehouse | read only | ÷ first sync | records received = sandbox |');
+      lines.push('|---|---|---:|---:|---|');
+      for (const r of floors)
+        lines.push(
+          tableRow([
+            r.name,
+            r.dialect,
+            `${fmt(r.readFloor!.elapsedS, 1)} s`,
+            `${r.readFloor!.ratio.toFixed(2)}${each(r.readFloor!.ratios)}`,
+            r.readFloor!.rowsMatch ? 'yes' : 'NO',
+          ]),
+        );
+    }
   }
   const mem = results.find((r) => r.name.startsWith('memory'));
   if (mem && mem.checkpoints.length) {
@@ -1078,6 +1111,11 @@ function combineRuns(runs: ScenarioResult[]): ScenarioResult {
   const byTime = [...pool].sort((a, b) => a.elapsedS - b.elapsedS);
   const r = byTime[Math.floor((byTime.length - 1) / 2)]!;
   r.times = runs.map((x) => x.times[0]!);
+  if (r.readFloor) {
+    r.readFloor.ratios = runs.map((y) => y.readFloor?.ratio).filter((v): v is number => v !== undefined);
+    r.readFloor.ratio = median(r.readFloor.ratios);
+    r.readFloor.rowsMatch = runs.every((y) => y.readFloor?.rowsMatch !== false);
+  }
   r.resyncs?.forEach((x, k) => {
     x.ratios = runs.map((y) => y.resyncs?.[k]?.ratio).filter((v): v is number => v !== undefined);
     x.cpuRatios = runs.map((y) => y.resyncs?.[k]?.cpuRatio).filter((v): v is number => v !== undefined);
