@@ -259,7 +259,8 @@ export class TableWriter {
         `SELECT s.${id} FROM ${ident(table)} AS s ` +
         `WHERE s."organization_id" = ${ph(2)} AND s."_deleted_at" IS NULL AND s."_synced_at" < ${ph(3)}`;
       params.push(pass.connection, pass.organizationId, pass.stream, pass.startedAt);
-      const filter = `l."connection" = ${ph(4)} AND l."organization_id" = ${ph(5)} AND l."stream" = ${ph(6)} AND l."pass_started_at" = ${ph(7)}`;
+      const owner = `l."connection" = ${ph(4)} AND l."organization_id" = ${ph(5)}`;
+      const filter = `${owner} AND l."stream" = ${ph(6)} AND l."pass_started_at" = ${ph(7)}`;
       text += ` AND ${this.sql.notListed(`${ident(table)}.${id}`, candidates, filter)}`;
     }
     const result = await db.executeQuery(CompiledQuery.raw(text, params));
