@@ -87,6 +87,7 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
     queries,
     async (trx) => {
       if (end.vanishedBefore !== null) {
+        // A full read's vanishing instant is its start, which also keys the ids its pages listed.
         const pass = listedPass(page.key, end.vanishedBefore);
         deleted = await markVanishedWithChildren(
           loader,
