@@ -75,7 +75,7 @@ keeps each SQLite warehouse and prints its folder):
                           text>; see bench/sync-child.ts); the figures are then
                           labelled as an experiment and never written to the docs
   --profile-postgres      the same, into Postgres (profile-postgres)
-  --no-bare               skip the bare loader runs (svcsync alone, for a quick A/B)
+  --no-bare               skip the bare loader runs and the reading floor (svcsync alone, for a quick A/B)
   --concurrency N         requests in flight per organization (default 10, the paid-plan limit)
   --timeout S             bound on each scenario, seconds (default 600)
   --write-docs            write the figures into docs/benchmarks.md (between its markers)
