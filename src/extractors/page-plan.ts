@@ -67,6 +67,11 @@ export function pendingReason(kind: PassKind): PendingReason {
   return kind === 'backfill' || kind === 'reconcile' ? kind : 'changed';
 }
 
+/** Whether a pass marks the rows it did not list as gone when it ends: a full-refresh read and a reconcile. */
+export function marksVanished(kind: PassKind): boolean {
+  return kind === 'full' || kind === 'reconcile';
+}
+
 /** Whether a listed record must be normalized and written: no stored row, a row marked deleted, or another hash. */
 export function isNewOrChanged(record: ListedRecord, stored: ReadonlyMap<string, StoredRow>): boolean {
   const s = stored.get(record.id);
@@ -85,8 +90,9 @@ export function planPage(input: PagePlanInput): PagePlan {
   const fullRead = input.kind !== 'incremental';
   const everyParent = input.everyParent ?? fullRead;
   const changed = input.changed.map((n) => n.id);
-  const sweeps = input.kind === 'full' || input.kind === 'reconcile';
-  const listedUnchanged = sweeps ? [...new Set(input.records.filter((r) => !isNewOrChanged(r, input.stored)).map((r) => r.id))] : [];
+  const listedUnchanged = marksVanished(input.kind)
+    ? [...new Set(input.records.filter((r) => !isNewOrChanged(r, input.stored)).map((r) => r.id))]
+    : [];
   let parents: readonly string[] = changed;
   if (everyParent === true) parents = input.records.map((r) => r.id);
   else if (typeof everyParent === 'function') {

@@ -8,7 +8,7 @@ import { loadStreamState, type PassKind, type PassState, type StreamKey } from '
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';
 import { IncrementalWindow } from './incremental-window.js';
-import { isNewOrChanged, planPage, type StoredRow } from './page-plan.js';
+import { isNewOrChanged, marksVanished, planPage, type StoredRow } from './page-plan.js';
 import { SeenFilter } from './seen-filter.js';
 import { childrenRereadDue, childrenSlice } from './children-cycle.js';
 import { childrenCycleDays, wholeReadCycleDays } from '../config/cycles.js';
@@ -264,7 +264,7 @@ function passEnd(
   const whole = pass.floor === null && (pass.children || pass.kind === 'reconcile' || pass.kind === 'full');
   return {
     cursor: stream.cursor ? nextCursor(cursor, pass.maxChanged, pass.startedAt) : null,
-    vanishedBefore: pass.kind === 'full' || pass.kind === 'reconcile' ? pass.startedAt : null,
+    vanishedBefore: marksVanished(pass.kind) ? pass.startedAt : null,
     childrenRereadAt: whole ? pass.startedAt : null,
   };
 }
