@@ -1,7 +1,7 @@
 import type { CompiledQuery } from 'kysely';
 import type { StreamSpec } from '../catalog/types.js';
 import type { NormalizedRecord } from '../normalize/normalize.js';
-import { parseInstant } from '../normalize/values.js';
+import { isoUtc, parseInstant } from '../normalize/values.js';
 import type { AnyDb } from '../loaders/db.js';
 import { stateDb, type PendingRow } from './tables.js';
 import type { StreamKey } from './stream-state.js';
@@ -32,7 +32,7 @@ const NONE: Recency = new Map();
  */
 export function recencyText(ms: number | null): string | null {
   if (ms === null || !Number.isFinite(ms) || ms < EARLIEST || ms > LATEST) return null;
-  return new Date(ms).toISOString();
+  return isoUtc(ms);
 }
 /**
  * The recency of each record that queues work: its change time (the stream's cursor field),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ColumnType } from '../../src/catalog/types.js';
-import { convertValue, parseDiscount, parseInstant, type Note, type SqlValue } from '../../src/normalize/values.js';
+import { convertValue, isoUtc, parseDiscount, parseInstant, type Note, type SqlValue } from '../../src/normalize/values.js';
 
 type Case = [input: unknown, value: SqlValue, warns: boolean];
 
@@ -186,5 +186,37 @@ describe('timestamp shapes the fast reader and the regex must agree on', () => {
     const offset = zone === 'Z' ? 'Z' : `${zone!.slice(0, 3)}:${zone!.slice(-2)}`;
     const iso = `${year}-${month}-${day}T${hour}:${minute}:${second}.${millis}${offset}`;
     expect(parsed).toBe(new Date(iso).getTime());
+  });
+});
+
+describe('isoUtc writes what toISOString writes', () => {
+  it.each([
+    ['the epoch', 0],
+    ['the last ms of a leap day', Date.UTC(2024, 1, 29, 23, 59, 59, 999)],
+    ['1 March of a century year that is not a leap year', Date.UTC(2100, 2, 1)],
+    ['29 February 2000 (a leap century)', Date.UTC(2000, 1, 29, 12, 0, 0, 7)],
+    ['the last ms of a year', Date.UTC(2026, 11, 31, 23, 59, 59, 999)],
+    ['before the epoch', Date.UTC(1969, 11, 31, 23, 59, 59, 999)],
+    ['the first ms of year 1000', Date.UTC(1000, 0, 1)],
+    ['the last ms of year 9999', Date.UTC(9999, 11, 31, 23, 59, 59, 999)],
+    ['a year of three digits (toISOString pads it)', Date.UTC(999, 11, 31, 23, 59, 59, 999)],
+    ['a year of five digits (toISOString signs it)', Date.UTC(10000, 0, 1)],
+    ['a fraction of a ms (toISOString truncates it)', Date.UTC(2026, 0, 1) + 1.75],
+  ])('%s', (_, ms) => {
+    expect(isoUtc(ms)).toBe(new Date(ms).toISOString());
+  });
+
+  it('agrees on 100,000 instants spread over years 1000 to 9999', () => {
+    const first = Date.UTC(1000, 0, 1);
+    const span = Date.UTC(9999, 11, 31, 23, 59, 59, 999) - first;
+    // A fixed linear congruential sequence: the same instants on every run, spread over every month and hour.
+    let seed = 12_345;
+    const mismatches: number[] = [];
+    for (let i = 0; i < 100_000; i++) {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      const ms = first + Math.floor((seed / 2_147_483_648) * span);
+      if (isoUtc(ms) !== new Date(ms).toISOString()) mismatches.push(ms);
+    }
+    expect(mismatches).toEqual([]);
   });
 });
