@@ -204,7 +204,6 @@ async function walk(
       maxChanged: window.maxChanged,
     });
     const end = plan.finished ? passEnd(stream, pass, cursor) : undefined;
-    const recency = plan.parents.length || plan.details.length ? recencyOf(stream, recencyRecords(listed, changed)) : undefined;
     const { listedUnchanged, ...decided } = plan;
     const { deleted } = await commitPage(ctx, {
       key,
@@ -212,7 +211,7 @@ async function walk(
       syncedAt,
       ...decided,
       ...(listedUnchanged.length ? { listed: { passStartedAt: pass.startedAt, page: page.page, ids: listedUnchanged } } : {}),
-      ...(recency ? { recency } : {}),
+      recency: () => recencyOf(stream, recencyRecords(listed, changed)),
       ...(end ? { end } : { position: pass }),
     });
     stored.written(plan.rows);

@@ -39,8 +39,11 @@ export interface PageCommit {
   reason: PendingReason;
   /** Ids queued for their single-record read. */
   details: readonly string[];
-  /** How recent the queued ids' records are (`recencyOf`): the newest are taken first. */
-  recency?: Recency;
+  /**
+   * How recent the queued ids' records are (`recencyOf`): the newest are taken first. Asked only
+   * when the page queues work, which most pages of most streams do not.
+   */
+  recency?: () => Recency;
   /** More pages follow: where the pass stands now. */
   position?: PassState;
   /** The last page: the cursor to keep, and since when rows not rewritten count as gone (full reads). */
@@ -60,7 +63,9 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
     queries.push(writer.listedQuery(listedPass(page.key, page.listed.passStartedAt), page.listed.page, page.listed.ids));
   }
   queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt));
-  for (const child of childStreamsOf(page.stream)) {
+  const childStreams = childStreamsOf(page.stream);
+  const recency = (childStreams.length && page.parents.length) || page.details.length ? page.recency?.() : undefined;
+  for (const child of childStreams) {
     queries.push(
       ...enqueuePendingQueries(
         db,
@@ -69,12 +74,12 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
         page.parents,
         page.reason,
         page.syncedAt,
-        page.recency,
+        recency,
       ),
     );
   }
   if (page.details.length) {
-    queries.push(...enqueuePendingQueries(db, page.key, 'detail', page.details, 'changed', page.syncedAt, page.recency));
+    queries.push(...enqueuePendingQueries(db, page.key, 'detail', page.details, 'changed', page.syncedAt, recency));
   }
   const end = page.end;
   if (!end) {
