@@ -1,5 +1,5 @@
 import { stateDb, type StreamStateRow } from './tables.js';
-import type { CompiledQuery } from 'kysely';
+import { CompiledQuery } from 'kysely';
 import type { AnyDb } from '../loaders/db.js';
 
 /** Which stream of which organization, reached through which connection. */
@@ -74,19 +74,51 @@ export async function saveStreamState(
   await db.executeQuery(saveStreamStateQuery(db, key, values, now));
 }
 
-/** The statement of `saveStreamState`, compiled for `db`'s dialect, to run in a batch. */
-export function saveStreamStateQuery(
-  db: AnyDb,
-  key: StreamKey,
-  values: Partial<Omit<StreamStateRow, 'connection' | 'organization_id' | 'stream'>>,
-  now: string,
-): CompiledQuery {
-  const row = { ...values, updated_at: now };
+/**
+ * The text of the state upsert by dialect and set of columns. Every page of every pass saves its
+ * position, and building the statement through kysely cost about as much as running it; the
+ * text depends only on the columns, so it is built once and only the parameters each time.
+ */
+const upsertTexts = new WeakMap<object, Map<string, string | null>>();
+
+type StateValues = Partial<Omit<StreamStateRow, 'connection' | 'organization_id' | 'stream'>>;
+
+function compileUpsert(db: AnyDb, key: StreamKey, row: StateValues): CompiledQuery {
   return stateDb(db)
     .insertInto('_svcsync_streams')
     .values({ connection: key.connection, organization_id: key.organizationId, stream: key.stream, ...row })
     .onConflict((oc) => oc.columns(['connection', 'organization_id', 'stream']).doUpdateSet(row))
     .compile();
+}
+
+/**
+ * The upsert's text when its parameters are the key, the row's values, then the row's values
+ * again, as kysely orders them today; null when not (then every statement is compiled).
+ * Checked once per dialect and columns by compiling a row of distinct markers.
+ */
+function upsertText(db: AnyDb, columns: readonly string[]): string | null {
+  const markers = columns.map((c) => `\u0000${c}`);
+  const markedRow = Object.fromEntries(columns.map((c, i) => [c, markers[i]])) as StateValues;
+  const probe = compileUpsert(db, { connection: '\u0000c', organizationId: '\u0000o', stream: '\u0000s' }, markedRow);
+  const expected = ['\u0000c', '\u0000o', '\u0000s', ...markers, ...markers];
+  const same = probe.parameters.length === expected.length && probe.parameters.every((v, i) => v === expected[i]);
+  return same ? probe.sql : null;
+}
+
+/** The statement of `saveStreamState`, compiled for `db`'s dialect, to run in a batch. */
+export function saveStreamStateQuery(db: AnyDb, key: StreamKey, values: StateValues, now: string): CompiledQuery {
+  const row: StateValues = { ...values, updated_at: now };
+  const rowValues: unknown[] = Object.values(row);
+  // kysely leaves out a column whose value is undefined: the text would not be the columns'.
+  if (rowValues.includes(undefined)) return compileUpsert(db, key, row);
+  const adapter = db.getExecutor().adapter;
+  let texts = upsertTexts.get(adapter);
+  if (!texts) upsertTexts.set(adapter, (texts = new Map<string, string | null>()));
+  const columns = Object.keys(row);
+  let text = texts.get(columns.join(','));
+  if (text === undefined) texts.set(columns.join(','), (text = upsertText(db, columns)));
+  if (text === null) return compileUpsert(db, key, row);
+  return CompiledQuery.raw(text, [key.connection, key.organizationId, key.stream, ...rowValues, ...rowValues]);
 }
 
 export function passColumns(pass: PassState | null): Partial<StreamStateRow> {
