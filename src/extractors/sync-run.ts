@@ -301,6 +301,19 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
   }
   const requests = clients.reduce((a, c) => a + c.stats().requests, 0);
   const written = organizations.reduce((a, o) => a + o.streams.reduce((b, s) => b + s.written, 0), 0);
+  // What was committed, the same whether the run ended or was stopped.
+  const summaryAt = (finishedAt: string, exitCode: ExitCode): SyncSummary => ({
+    runId,
+    command: options.command,
+    startedAt,
+    finishedAt,
+    organizations,
+    connectionFailures,
+    skippedFamilies,
+    requests,
+    usage,
+    exitCode,
+  });
   const aborted = branches.find((b): b is PromiseRejectedResult => b.status === 'rejected');
   if (aborted) {
     const reason = aborted.reason instanceof StopRequested ? aborted.reason.reason : describeError(aborted.reason);
@@ -313,20 +326,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
       errors: [describeError(aborted.reason)],
     }).catch((error: unknown) => logger.warn({ err: error }, `could not record the run's end: ${describeError(error)}`));
     if (!endsTheRun(aborted.reason, options.signal)) throw aborted.reason;
-    const summary: SyncSummary = {
-      runId,
-      command: options.command,
-      startedAt,
-      finishedAt,
-      organizations,
-      connectionFailures,
-      skippedFamilies,
-      requests,
-      usage,
-      exitCode: ExitCode.partial,
-      stopped: reason,
-    };
-    throw new RunStopped(reason, summary, { cause: aborted.reason });
+    throw new RunStopped(reason, { ...summaryAt(finishedAt, ExitCode.partial), stopped: reason }, { cause: aborted.reason });
   }
 
   // Set inside the branches' closures, which the compiler cannot follow.
@@ -337,19 +337,7 @@ async function syncAll(options: SyncRunOptions): Promise<SyncSummary> {
     runFault,
   );
   const finishedAt = stamp.next();
-  const summary: SyncSummary = {
-    runId,
-    command: options.command,
-    startedAt,
-    finishedAt,
-    organizations,
-    connectionFailures,
-    skippedFamilies,
-    requests,
-    usage,
-    exitCode,
-    ...(runFault ? { warehouseFault: runFault.describe() } : {}),
-  };
+  const summary: SyncSummary = { ...summaryAt(finishedAt, exitCode), ...(runFault ? { warehouseFault: runFault.describe() } : {}) };
   const errors = [
     ...connectionFailures.map((f) => `${f.connection}: ${f.error}`),
     ...skippedFamilies.map((f) => `${f.connection}: ${f.error}`),
