@@ -302,15 +302,18 @@ export function parseInstant(text: string): number | null {
   return parseInstantText(text);
 }
 
-const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`);
-const pad3 = (n: number): string => (n < 10 ? `00${n}` : pad2(n).padStart(3, '0'));
 /** 1000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: years of four digits, as `isoUtc`'s arithmetic writes them. */
 const FOUR_DIGIT_YEARS = [Date.UTC(1000, 0, 1), Date.UTC(9999, 11, 31, 23, 59, 59, 999)] as const;
 
+/** The char code of the digit of `n` at `unit` (1000, 100, 10 or 1). */
+const digit = (n: number, unit: number): number => 48 + (Math.floor(n / unit) % 10);
+
 /**
  * Epoch ms as `Date.prototype.toISOString` writes them (`2026-11-20T04:45:30.000Z`), by
- * arithmetic: a `Date` and its formatting cost about three times as much, and every timestamp
- * of every record written goes through here. Years outside 1000-9999, and fractions of a ms, take `toISOString`.
+ * arithmetic: a `Date` and its formatting cost about two and a half times as much, and every
+ * timestamp of every record written goes through here. The text is made in one piece from its
+ * char codes: joined from parts, it would be a tree of strings for the collector to follow.
+ * Years outside 1000-9999, and fractions of a ms, take `toISOString`.
  */
 export function isoUtc(ms: number): string {
   if (!(Number.isInteger(ms) && ms >= FOUR_DIGIT_YEARS[0] && ms <= FOUR_DIGIT_YEARS[1])) return new Date(ms).toISOString();
@@ -332,7 +335,12 @@ export function isoUtc(ms: number): string {
   const minute = Math.floor(rest / 60_000);
   rest -= minute * 60_000;
   const second = Math.floor(rest / 1000);
-  return `${year}-${pad2(month)}-${pad2(day)}T${pad2(hour)}:${pad2(minute)}:${pad2(second)}.${pad3(rest - second * 1000)}Z`;
+  const milli = rest - second * 1000;
+  return String.fromCharCode(
+    ...[digit(year, 1000), digit(year, 100), digit(year, 10), digit(year, 1), 45, digit(month, 10), digit(month, 1), 45],
+    ...[digit(day, 10), digit(day, 1), 84, digit(hour, 10), digit(hour, 1), 58, digit(minute, 10), digit(minute, 1), 58],
+    ...[digit(second, 10), digit(second, 1), 46, digit(milli, 100), digit(milli, 10), digit(milli, 1), 90],
+  );
 }
 
 /** An instant as ISO-8601 UTC text ending in Z (`2026-11-20T04:45:30.000Z`). */
