@@ -115,8 +115,9 @@ export function saveStreamStateQuery(db: AnyDb, key: StreamKey, values: StateVal
   let texts = upsertTexts.get(adapter);
   if (!texts) upsertTexts.set(adapter, (texts = new Map<string, string | null>()));
   const columns = Object.keys(row);
-  let text = texts.get(columns.join(','));
-  if (text === undefined) texts.set(columns.join(','), (text = upsertText(db, columns)));
+  const columnsKey = columns.join(',');
+  let text = texts.get(columnsKey);
+  if (text === undefined) texts.set(columnsKey, (text = upsertText(db, columns)));
   if (text === null) return compileUpsert(db, key, row);
   return CompiledQuery.raw(text, [key.connection, key.organizationId, key.stream, ...rowValues, ...rowValues]);
 }
