@@ -3,6 +3,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { afterEach } from 'vitest';
+import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { type Dialect } from '../../src/loaders/sql-dialect.js';
 
@@ -49,5 +51,22 @@ export async function freshWarehouse(dialect: Dialect): Promise<TestWarehouse> {
       await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       await c.end();
     },
+  };
+}
+
+/**
+ * For a describe block: a function that opens a fresh, migrated warehouse of `dialect`, which is
+ * closed after the test that opened it.
+ */
+export function migratedWarehouses(dialect: Dialect): () => Promise<Warehouse> {
+  let warehouse: Warehouse | undefined;
+  afterEach(async () => {
+    await warehouse?.close();
+    warehouse = undefined;
+  });
+  return async () => {
+    warehouse = await (await freshWarehouse(dialect)).open();
+    await migrateToLatest(warehouse);
+    return warehouse;
   };
 }

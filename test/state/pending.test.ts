@@ -1,11 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
-import { migrateToLatest } from '../../src/loaders/migrate.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { normalizeRecord } from '../../src/normalize/normalize.js';
 import { deferPending, enqueuePending, recencyOf, recencyText, takePending } from '../../src/state/pending.js';
-import { DIALECTS, freshWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouses } from '../helpers/dialects.js';
 
 const ORG = '700';
 const key = { connection: 'c', organizationId: ORG, stream: 'inventory.sales_orders' };
@@ -48,17 +47,7 @@ describe('recency of queued work', () => {
 
 for (const dialect of DIALECTS) {
   describe(`the pending queue's order (${dialect})`, () => {
-    let warehouse: Warehouse | undefined;
-    afterEach(async () => {
-      await warehouse?.close();
-      warehouse = undefined;
-    });
-
-    async function open(): Promise<Warehouse> {
-      warehouse = await (await freshWarehouse(dialect)).open();
-      await migrateToLatest(warehouse);
-      return warehouse;
-    }
+    const open = migratedWarehouses(dialect);
 
     const ids = async (w: Warehouse, limit = 50, by = LATER): Promise<string[]> =>
       (await takePending(w.db, key, 'detail', limit, by)).map((r) => r.item_id);

@@ -1,9 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { migrateToLatest } from '../../src/loaders/migrate.js';
-import type { Warehouse } from '../../src/loaders/warehouse.js';
+import { describe, expect, it } from 'vitest';
 import { loadStreamState, passColumns, saveStreamState, saveStreamStateQuery, type PassState } from '../../src/state/stream-state.js';
 import { stateDb } from '../../src/state/tables.js';
-import { DIALECTS, freshWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouses } from '../helpers/dialects.js';
 
 const key = { connection: 'c', organizationId: '700', stream: 'billing.events' };
 const pass = (nextPage: number): PassState => ({
@@ -19,17 +17,7 @@ const pass = (nextPage: number): PassState => ({
 
 for (const dialect of DIALECTS) {
   describe(`saving a stream's state (${dialect})`, () => {
-    let warehouse: Warehouse | undefined;
-    afterEach(async () => {
-      await warehouse?.close();
-      warehouse = undefined;
-    });
-
-    async function open(): Promise<Warehouse> {
-      warehouse = await (await freshWarehouse(dialect)).open();
-      await migrateToLatest(warehouse);
-      return warehouse;
-    }
+    const open = migratedWarehouses(dialect);
 
     it('gives the statement kysely compiles, for each set of columns, however often it is asked', async () => {
       const w = await open();

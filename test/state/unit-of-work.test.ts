@@ -1,13 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
-import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { TableWriter } from '../../src/loaders/table-writer.js';
 import { commitPage, type Loader } from '../../src/state/unit-of-work.js';
-import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { normalizeRecord, type NormalizedRecord } from '../../src/normalize/normalize.js';
 import { loadStreamState, type PassState } from '../../src/state/stream-state.js';
-import { DIALECTS, freshWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouses } from '../helpers/dialects.js';
 import { CONTACT, CONTACT_PERSON } from '../normalize/fixtures.js';
 
 const contacts = findStream('inventory.contacts') as StreamSpec;
@@ -23,15 +21,10 @@ const contact = (id: string, at: string): NormalizedRecord =>
 
 for (const dialect of DIALECTS) {
   describe(`unit of work: commitPage (${dialect})`, () => {
-    let warehouse: Warehouse | undefined;
-    afterEach(async () => {
-      await warehouse?.close();
-      warehouse = undefined;
-    });
+    const open = migratedWarehouses(dialect);
 
     async function loader(): Promise<Loader> {
-      warehouse = await (await freshWarehouse(dialect)).open();
-      await migrateToLatest(warehouse);
+      const warehouse = await open();
       return { warehouse, writer: new TableWriter(warehouse.sql) };
     }
 
