@@ -7,7 +7,12 @@ import type { ProgressReporter } from '../extractors/context.js';
  * left today, and one per organization held back (after a takeover) with the time left.
  * Elsewhere: progress goes to the JSON log (a line per stream, pages at debug).
  */
-export function createProgress(logger: Logger, interactive = Boolean(process.stderr.isTTY)): ProgressReporter & { stop(): void } {
+export function createProgress(
+  logger: Logger,
+  interactive = Boolean(process.stderr.isTTY),
+  /** Where the terminal lines go; a test hands in a stream of its own. */
+  terminal: NodeJS.WritableStream = process.stderr,
+): ProgressReporter & { stop(): void } {
   if (!interactive) {
     return {
       streamStarted: () => undefined,
@@ -32,7 +37,7 @@ export function createProgress(logger: Logger, interactive = Boolean(process.std
   }
   const multibar = new cliProgress.MultiBar(
     {
-      stream: process.stderr,
+      stream: terminal,
       clearOnComplete: false,
       hideCursor: true,
       format: ' {name} | page {page} | {records} records, {written} written | {left} requests left today',
@@ -69,6 +74,10 @@ export function createProgress(logger: Logger, interactive = Boolean(process.std
       const tick = setInterval(() => {
         if (left() > 0) return bar.update(0, { left: left() });
         clearInterval(tick);
+        // Drawn at 0 before it goes: cli-progress cannot erase the line of its last bar, and a
+        // stale "1 s left" would stay on the screen until another line took its place.
+        bar.update(0, { left: 0 });
+        multibar.update();
         multibar.remove(bar);
       }, 1000);
       tick.unref();
