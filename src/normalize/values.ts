@@ -336,10 +336,12 @@ export function isoUtc(ms: number): string {
   rest -= minute * 60_000;
   const second = Math.floor(rest / 1000);
   const milli = rest - second * 1000;
+  // yyyy-mm-ddThh:mm:ss.sssZ, the separators as char codes (45 '-', 84 'T', 58 ':', 46 '.', 90 'Z').
+  // prettier-ignore
   return String.fromCharCode(
-    ...[digit(year, 1000), digit(year, 100), digit(year, 10), digit(year, 1), 45, digit(month, 10), digit(month, 1), 45],
-    ...[digit(day, 10), digit(day, 1), 84, digit(hour, 10), digit(hour, 1), 58, digit(minute, 10), digit(minute, 1), 58],
-    ...[digit(second, 10), digit(second, 1), 46, digit(milli, 100), digit(milli, 10), digit(milli, 1), 90],
+    digit(year, 1000), digit(year, 100), digit(year, 10), digit(year, 1), 45, digit(month, 10), digit(month, 1), 45,
+    digit(day, 10), digit(day, 1), 84, digit(hour, 10), digit(hour, 1), 58, digit(minute, 10), digit(minute, 1), 58,
+    digit(second, 10), digit(second, 1), 46, digit(milli, 100), digit(milli, 10), digit(milli, 1), 90,
   );
 }
 
