@@ -309,14 +309,12 @@ async function main(): Promise<void> {
           const pages = await Promise.all(Array.from({ length: PAGES_AT_ONCE }, (_, i) => getPage(s, org, first + i)));
           let more = true;
           for (const p of pages) {
-            if (p.rows.length > 0 && !writer) {
-              received.set(s, (received.get(s) ?? 0) + p.rows.length);
-              records += p.rows.length;
-            } else if (p.rows.length > 0 && writer) {
+            records += p.rows.length;
+            if (!writer) received.set(s, (received.get(s) ?? 0) + p.rows.length);
+            else if (p.rows.length > 0) {
               const batches = new Map<Table, unknown[][]>([[plan.table, p.rows.map((r) => plan.row(org, r))]]);
               for (const r of p.rows) childRows(plan.children, r, [org, String(r[s.primaryKey])], spec.dialect, batches);
               await writer.page([...batches].map(([table, rows]) => ({ table, rows })));
-              records += p.rows.length;
             }
             if (!p.more) {
               more = false;
