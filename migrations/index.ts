@@ -23,6 +23,7 @@ import * as historyRecord from './20261128T140000-history-record.js';
 import * as childrenReread from './20261128T160000-children-reread.js';
 import * as pendingRecency from './20261129T100000-pending-recency.js';
 import * as listedIds from './20261130T090000-listed-ids.js';
+import * as pageMemo from './20261201T090000-page-memo.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -53,4 +54,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261128T160000-children-reread': childrenReread,
   '20261129T100000-pending-recency': pendingRecency,
   '20261130T090000-listed-ids': listedIds,
+  '20261201T090000-page-memo': pageMemo,
 };

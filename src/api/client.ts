@@ -75,6 +75,11 @@ export interface GetRequest {
    * caller counts them per stream and field. Without it the client logs one line per answer.
    */
   repaired?: string[] | undefined;
+  /**
+   * Sees the text of a successful answer (2xx) before it is parsed. A body it returns stands for
+   * the answer (a page known unchanged: src/extractors/page-memo.ts); undefined parses as usual.
+   */
+  beforeParse?: ((text: string) => Record<string, unknown> | undefined) | undefined;
 }
 
 /** A count of requests sent on behalf of one stream (or other unit of work). */
@@ -352,10 +357,14 @@ export class ApiClient {
     let body: unknown;
     let parseError: unknown;
     const repaired: string[] = [];
-    try {
-      body = parseJson(text, repaired);
-    } catch (err) {
-      parseError = err;
+    const standIn = status >= 200 && status < 300 ? req.beforeParse?.(text) : undefined;
+    if (standIn) body = standIn;
+    else {
+      try {
+        body = parseJson(text, repaired);
+      } catch (err) {
+        parseError = err;
+      }
     }
     if (repaired.length && req.repaired) req.repaired.push(...repaired);
     else if (repaired.length)

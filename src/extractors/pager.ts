@@ -1,6 +1,9 @@
 import type { ApiClient, RequestMeter } from '../api/client.js';
+import { parseJson } from '../api/json.js';
+import type { MemoPage } from '../loaders/table-writer.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
+import { answerHash, type PageMemo } from './page-memo.js';
 import type { Permit, RecordBudget } from './record-budget.js';
 import { neverStop, raiseIfStopped, type StopRequest } from './stop.js';
 
@@ -14,6 +17,13 @@ export interface Page {
   sortedBy?: SortEcho | undefined;
   /** Paths of the answer whose text was repaired (A38), such as `contacts[3].contact_name`. */
   repaired?: readonly string[];
+  /** With a memo: the SHA-1 of the answer's text (src/extractors/page-memo.ts). */
+  bodyHash?: string | undefined;
+  /**
+   * With a memo: the page answered the text it answered when last read and its rows are untouched
+   * since. `records` is then empty; this holds the page's ids and newest change.
+   */
+  unchanged?: MemoPage | undefined;
 }
 
 /** What a page's `page_context` reports of its order; a key the server left out or empty is absent. */
@@ -62,6 +72,16 @@ export interface PagerRequest {
    * asked without them on page 1 from then on. Shared by a run's walks; absent: not remembered.
    */
   pagingRefused?: Set<string> | undefined;
+  /** What each page answered when last read (src/extractors/page-memo.ts); absent: every page is parsed. */
+  memo?: PageMemo | undefined;
+}
+
+/** Marks the stand-in body of an answer whose text hashed as its page's recalled one. */
+const SAME_ANSWER = Symbol('same answer as recalled');
+
+interface SameAnswer {
+  recalled: MemoPage;
+  text: string;
 }
 
 /** The stream's records in a response, under whichever spelling of the key it uses. */
@@ -171,30 +191,58 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
   const sendsPaging = (n: number): boolean => n > 1 || !bareFirst;
   // Each answer's repaired text paths, kept with the answer until its page is yielded.
   const repairedOf = new WeakMap<object, string[]>();
-  const fetchPage = (n: number): Promise<Record<string, unknown>> => {
+  // Each answer's text hash, on walks with a memo.
+  const hashOf = new WeakMap<object, string>();
+  const memo = req.memo;
+  const requestPage = async (n: number): Promise<Record<string, unknown>> => {
     const query: Record<string, string | number> = { ...req.query };
     if (sendsPaging(n)) {
       query['page'] = n;
       query['per_page'] = req.perPage;
     }
     const repaired: string[] = [];
-    const pending = req.client
-      .get({
-        family: req.stream.family,
-        organizationId: req.organizationId,
-        path: req.path,
-        query,
-        signal: req.signal,
-        meter: req.meter,
-        repaired,
-      })
-      .then((body) => {
-        if (repaired.length) repairedOf.set(body, repaired);
-        return body;
-      });
+    const recalled = memo ? await memo.recall(n) : null;
+    let hash: string | undefined;
+    // The same text as last time need not be parsed: whether its rows still stand is asked when its turn comes.
+    const beforeParse = memo
+      ? (text: string): Record<string, unknown> | undefined => {
+          hash = answerHash(text);
+          if (recalled === null || hash !== recalled.bodyHash) return undefined;
+          const same: SameAnswer = { recalled, text };
+          return { code: 0, [SAME_ANSWER]: same };
+        }
+      : undefined;
+    const body = await req.client.get({
+      family: req.stream.family,
+      organizationId: req.organizationId,
+      path: req.path,
+      query,
+      signal: req.signal,
+      meter: req.meter,
+      repaired,
+      beforeParse,
+    });
+    if (repaired.length) repairedOf.set(body, repaired);
+    if (hash !== undefined) hashOf.set(body, hash);
+    return body;
+  };
+  const fetchPage = (n: number): Promise<Record<string, unknown>> => {
+    const pending = requestPage(n);
     // A prefetch the caller never collects (it stopped on an error) must not be an unhandled rejection.
     pending.catch(() => undefined);
     return pending;
+  };
+  /** An answer as the walk reads it: a recalled page whose rows stand, or the parsed body. */
+  const readAnswer = async (answer: Record<string, unknown>): Promise<{ body: Record<string, unknown>; unchanged?: MemoPage }> => {
+    const same = answer[SAME_ANSWER as unknown as string] as SameAnswer | undefined;
+    if (same === undefined) return { body: answer };
+    if (await memo!.untouched(same.recalled)) return { body: answer, unchanged: same.recalled };
+    // The text is the one a success answered before, so it parses and holds no error.
+    const repaired: string[] = [];
+    const body = parseJson(same.text, repaired) as Record<string, unknown>;
+    if (repaired.length) repairedOf.set(body, repaired);
+    hashOf.set(body, same.recalled.bodyHash);
+    return { body };
   };
   const run = { stop: req.stop ?? neverStop, signal: req.signal };
   raiseIfStopped(run);
@@ -221,11 +269,14 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
         : fetchPage(page);
     for (;;) {
       const request = `GET ${req.stream.family}${req.path} page ${page}`;
-      const body = await current;
-      const records = recordsOf(req.stream, body, request);
+      const { body, unchanged } = await readAnswer(await current);
+      const records = unchanged ? [] : recordsOf(req.stream, body, request);
       held?.resizeTo(records.length);
-      const signal = pageSignal(body, records.length, fullPage(page));
-      const fingerprint = records.length ? records.map((r) => String(r[req.stream.primaryKey])).join('\u0000') : null;
+      const signal: PageSignal = unchanged
+        ? { kind: 'declared', hasMore: unchanged.hasMore }
+        : pageSignal(body, records.length, fullPage(page));
+      const ids = unchanged ? unchanged.ids : records.map((r) => String(r[req.stream.primaryKey]));
+      const fingerprint = ids.length ? ids.join('\u0000') : null;
       walked++;
       const step = advance({ signal, fingerprint, previousFingerprint, walked, maxPages: req.maxPages });
       previousFingerprint = fingerprint;
@@ -251,7 +302,15 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       const prefetch = more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted && run.stop.reason() === null;
       if (prefetch && budget) ahead = budget.tryAcquire(fullPage(page + 1));
       const next = prefetch && (!budget || ahead) ? fetchPage(page + 1) : null;
-      yield { page, records, hasMore: more, sortedBy: sortEcho(body), repaired: repairedOf.get(body) ?? [] };
+      yield {
+        page,
+        records,
+        hasMore: more,
+        sortedBy: unchanged ? undefined : sortEcho(body),
+        repaired: repairedOf.get(body) ?? [],
+        bodyHash: unchanged ? unchanged.bodyHash : hashOf.get(body),
+        unchanged,
+      };
       if (!more) return;
       if (step.action === 'fail-max-pages') {
         throw new FatalError(`${request}: still more pages after ${walked} pages; stopping so the run cannot loop forever.`, {

@@ -8,7 +8,8 @@ import { loadStreamState, type PassKind, type PassState, type StreamKey } from '
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';
 import { IncrementalWindow } from './incremental-window.js';
-import { isNewOrChanged, marksVanished, planPage, type StoredRow } from './page-plan.js';
+import { isNewOrChanged, marksVanished, pendingReason, planPage, type StoredRow } from './page-plan.js';
+import { memoAt, memoizes, memoQuery, pageToKeep, passMemo } from './page-memo.js';
 import { SeenFilter } from './seen-filter.js';
 import { childrenRereadDue, childrenSlice } from './children-cycle.js';
 import { childrenCycleDays, wholeReadCycleDays } from '../config/cycles.js';
@@ -168,8 +169,40 @@ async function walk(
   // The same for every page of the pass.
   const detail = detailIsEnabled(ctx, stream);
   const detailCarriesChildren = carriesChildren(stream, ctx.catalog);
-  for await (const page of pages(pageRequest(ctx, key, stream, pass, window, tally))) {
+  const request = pageRequest(ctx, key, stream, pass, window, tally);
+  const memoKey = memoizes(ctx, stream, pass, detail) ? memoQuery(stream, request.query, request.perPage) : null;
+  // With no rows when the pass began, no page can stand as kept: nothing is recalled.
+  if (memoKey !== null) request.memo = passMemo(ctx, key, stream, memoKey, stored.wasEmpty);
+  for await (const page of pages(request)) {
     const syncedAt = ctx.stamp.next();
+    if (page.unchanged) {
+      // Answered as when last read, its rows untouched since: its ids are listed, nothing is written.
+      const { ids, maxChanged } = page.unchanged;
+      window.observe(maxChanged === null ? [] : [Date.parse(maxChanged)]);
+      Object.assign(pass, {
+        nextPage: page.page + 1,
+        records: pass.records + ids.length,
+        unsorted: window.unsorted,
+        maxChanged: window.maxChanged,
+      });
+      const end = page.hasMore ? undefined : passEnd(stream, pass, cursor);
+      const { deleted } = await commitPage(ctx, {
+        key,
+        stream,
+        syncedAt,
+        rows: [],
+        fresh: new Set(),
+        parents: [],
+        reason: pendingReason(pass.kind),
+        details: [],
+        ...(marksVanished(pass.kind) && ids.length ? { listed: { passStartedAt: pass.startedAt, page: page.page, ids } } : {}),
+        ...(end ? { end, lastMemoPage: memoAt(key, memoKey!, page.page) } : { position: pass }),
+      });
+      countPage(tally, { pages: 1, records: ids.length, reads: ids.length, written: 0, deleted });
+      reportPage(ctx, key, page.page, tally);
+      if (end) break;
+      continue;
+    }
     const listed = identifyPage(ctx, stream, key.organizationId, page.records, tally, page.repaired);
     const view = window.observe(
       listed.map((l) => l.changedAt),
@@ -211,6 +244,8 @@ async function walk(
       syncedAt,
       ...decided,
       ...(listedUnchanged.length ? { listed: { passStartedAt: pass.startedAt, page: page.page, ids: listedUnchanged } } : {}),
+      memo: memoKey === null ? undefined : (pageToKeep(key, memoKey, page, listed, syncedAt) ?? undefined),
+      lastMemoPage: memoKey !== null && end ? memoAt(key, memoKey, page.page) : undefined,
       recency: () => recencyOf(stream, recencyRecords(listed, changed)),
       ...(end ? { end } : { position: pass }),
     });
@@ -321,6 +356,11 @@ class StoredRows {
     private readonly organizationId: string,
     private readonly seen: SeenFilter | null,
   ) {}
+
+  /** The table held no row of the organization when the pass began. */
+  get wasEmpty(): boolean {
+    return this.seen !== null;
+  }
 
   static async open(ctx: SyncContext, stream: StreamSpec, organizationId: string): Promise<StoredRows> {
     const empty = !(await ctx.writer.hasRows(ctx.warehouse.db, tableName(stream), organizationId));

@@ -21,6 +21,25 @@ export interface ListedPass {
   startedAt: string;
 }
 
+/** One page of a whole read as `_svcsync_pages` keeps it (src/extractors/page-memo.ts). */
+export interface MemoPage {
+  connection: string;
+  organizationId: string;
+  /** Qualified stream name, `family.name`. */
+  stream: string;
+  /** The request's query without its page number. */
+  query: string;
+  page: number;
+  /** SHA-1 (hex) of the answer's text. */
+  bodyHash: string;
+  /** The page's record ids, each once. */
+  ids: readonly string[];
+  hasMore: boolean;
+  maxChanged: string | null;
+  /** The `_synced_at` of the commit that read the page. */
+  syncedAt: string;
+}
+
 export class TableWriter {
   private readonly sqlCache = new Map<string, string>();
 
@@ -189,6 +208,101 @@ export class TableWriter {
         [pass.connection, pass.organizationId, pass.stream],
       ),
     );
+  }
+
+  /**
+   * Keeps what one page of a whole read answered (`_svcsync_pages`): the hash of its text, its
+   * ids, whether the walk went on, its newest change time, and the page's `_synced_at`.
+   */
+  pageMemoQuery(p: MemoPage): CompiledQuery {
+    const ph = this.sql.param;
+    return CompiledQuery.raw(
+      `INSERT INTO "_svcsync_pages" ("connection", "organization_id", "stream", "query", "page", "body_hash", "ids", ` +
+        `"has_more", "max_changed", "synced_at") ` +
+        `VALUES (${ph(1)}, ${ph(2)}, ${ph(3)}, ${ph(4)}, ${ph(5)}, ${ph(6)}, ${ph(7)}, ${ph(8)}, ${ph(9)}, ${ph(10)}) ` +
+        `ON CONFLICT ("connection", "organization_id", "stream", "query", "page") DO UPDATE SET ` +
+        `"body_hash" = excluded."body_hash", "ids" = excluded."ids", "has_more" = excluded."has_more", ` +
+        `"max_changed" = excluded."max_changed", "synced_at" = excluded."synced_at"`,
+      [
+        p.connection,
+        p.organizationId,
+        p.stream,
+        p.query,
+        p.page,
+        p.bodyHash,
+        JSON.stringify(p.ids),
+        p.hasMore ? 1 : 0,
+        p.maxChanged,
+        p.syncedAt,
+      ],
+    );
+  }
+
+  /** Forgets the kept pages of a query after its last page (the list got shorter). */
+  forgetPagesAfterQuery(at: Pick<MemoPage, 'connection' | 'organizationId' | 'stream' | 'query' | 'page'>): CompiledQuery {
+    const ph = this.sql.param;
+    return CompiledQuery.raw(
+      `DELETE FROM "_svcsync_pages" WHERE "connection" = ${ph(1)} AND "organization_id" = ${ph(2)} AND "stream" = ${ph(3)} ` +
+        `AND "query" = ${ph(4)} AND "page" > ${ph(5)}`,
+      [at.connection, at.organizationId, at.stream, at.query, at.page],
+    );
+  }
+
+  /** What `pageMemoQuery` kept of a page, or null. */
+  async recallPage(db: AnyDb, at: Pick<MemoPage, 'connection' | 'organizationId' | 'stream' | 'query' | 'page'>): Promise<MemoPage | null> {
+    const ph = this.sql.param;
+    const result = await db.executeQuery<{
+      body_hash: string;
+      ids: string;
+      has_more: number | string;
+      max_changed: string | null;
+      synced_at: unknown;
+    }>(
+      CompiledQuery.raw(
+        `SELECT "body_hash", "ids", "has_more", "max_changed", "synced_at" FROM "_svcsync_pages" ` +
+          `WHERE "connection" = ${ph(1)} AND "organization_id" = ${ph(2)} AND "stream" = ${ph(3)} ` +
+          `AND "query" = ${ph(4)} AND "page" = ${ph(5)}`,
+        [at.connection, at.organizationId, at.stream, at.query, at.page],
+      ),
+    );
+    const r = result.rows[0];
+    if (!r) return null;
+    const ids: unknown = JSON.parse(r.ids);
+    if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) return null;
+    return {
+      ...at,
+      bodyHash: r.body_hash,
+      ids,
+      hasMore: Number(r.has_more) === 1,
+      maxChanged: r.max_changed,
+      syncedAt: String(r.synced_at),
+    };
+  }
+
+  /**
+   * Whether every id still has a row, not marked deleted, not written since `syncedAt` and with
+   * its `_hash` (a migration clears it to have a record read again): the rows are as the page
+   * that listed them left them. (`_synced_at` compared as elsewhere here.)
+   */
+  async rowsUntouchedSince(
+    db: AnyDb,
+    table: string,
+    idColumn: string,
+    organizationId: string,
+    ids: readonly string[],
+    syncedAt: string,
+  ): Promise<boolean> {
+    const per = this.sql.maxParams - 2;
+    for (let i = 0; i < ids.length; i += per) {
+      const chunk = ids.slice(i, i + per);
+      const list = this.sql.params(chunk.length, 3).join(', ');
+      const text =
+        `SELECT count(*) AS n FROM ${ident(table)} WHERE "organization_id" = ${this.sql.param(1)} ` +
+        `AND "_deleted_at" IS NULL AND "_hash" IS NOT NULL AND "_synced_at" <= ${this.sql.param(2)} AND ${ident(idColumn)} IN (${list})`;
+      const result = await db.executeQuery<{ n: number | string }>(CompiledQuery.raw(text, [organizationId, syncedAt, ...chunk]));
+      if (Number(result.rows[0]?.n ?? 0) !== chunk.length) return false;
+    }
+    return true;
   }
 
   /** Whether the table holds any row of the organization. */

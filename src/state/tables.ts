@@ -156,6 +156,30 @@ export interface ListedRow {
   ids: string;
 }
 
+/**
+ * What one page of a whole read of a list-only stream answered, kept so that the same answer
+ * later need not be parsed again (src/state/page-memo.ts). Replaced when the page is read again.
+ */
+export interface PageRow {
+  connection: string;
+  organization_id: string;
+  /** Qualified stream name, `family.name`. */
+  stream: string;
+  /** The request's query without its page number, as `memoQuery` writes it. */
+  query: string;
+  page: number;
+  /** SHA-1 (hex) of the answer's text. */
+  body_hash: string;
+  /** JSON array of the page's record ids, as text. */
+  ids: string;
+  /** 1 when the walk went on after this page. */
+  has_more: number;
+  /** The newest change time among the page's records (ISO-8601 UTC), null without any. */
+  max_changed: string | null;
+  /** The `_synced_at` of the commit that read the page: its rows have been written at or before it. */
+  synced_at: string;
+}
+
 export interface StateTables {
   _svcsync_streams: StreamStateRow;
   _svcsync_pending: PendingRow;
@@ -166,6 +190,7 @@ export interface StateTables {
   _svcsync_verify: VerifyRow;
   _svcsync_drift: DriftRow;
   _svcsync_listed: ListedRow;
+  _svcsync_pages: PageRow;
 }
 
 export type StateDb = Kysely<StateTables> | Transaction<StateTables>;

@@ -7,7 +7,7 @@ import { passColumns, saveStreamState, saveStreamStateQuery, type PassState, typ
 import { stateDb } from './tables.js';
 import type { AnyDb } from '../loaders/db.js';
 import type { Fence } from '../loaders/lease/fence.js';
-import type { ListedPass, TableWriter } from '../loaders/table-writer.js';
+import type { ListedPass, MemoPage, TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 
 /** What the unit of work writes through: the warehouse and the writer chosen for its dialect. */
@@ -32,6 +32,10 @@ export interface PageCommit {
    * (not written) until the pass ends, when they tell the rows still listed from those gone.
    */
   listed?: { passStartedAt: string; page: number; ids: readonly string[] };
+  /** What the page answered, kept for the next whole read (src/extractors/page-memo.ts). */
+  memo?: MemoPage | undefined;
+  /** The last page of a whole read that keeps its pages: the pages kept past it are forgotten. */
+  lastMemoPage?: Pick<MemoPage, 'connection' | 'organizationId' | 'stream' | 'query' | 'page'> | undefined;
   /** Ids with no stored row (no older child rows to mark as gone). */
   fresh: ReadonlySet<string>;
   /** Parents whose child streams are queued, and why. */
@@ -62,6 +66,8 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
   if (page.listed?.ids.length) {
     queries.push(writer.listedQuery(listedPass(page.key, page.listed.passStartedAt), page.listed.page, page.listed.ids));
   }
+  if (page.memo) queries.push(writer.pageMemoQuery(page.memo));
+  if (page.lastMemoPage) queries.push(writer.forgetPagesAfterQuery(page.lastMemoPage));
   queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt));
   const childStreams = childStreamsOf(page.stream);
   const recency = (childStreams.length && page.parents.length) || page.details.length ? page.recency?.() : undefined;

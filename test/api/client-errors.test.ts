@@ -395,6 +395,57 @@ describe('exact identifiers', () => {
   });
 });
 
+describe('beforeParse (an answer known by its text, src/extractors/page-memo.ts)', () => {
+  beforeEach(() => {
+    setupNock();
+    nock(ACCOUNTS).post('/oauth/v2/token').reply(200, tokenReply());
+  });
+  afterEach(teardownNock);
+
+  it('sees the text of a success, and the body it returns stands for the answer unparsed', async () => {
+    const h = harness();
+    const text = '{"code":0,"message":"success","users":[{"user_id":"u1"}]} trailing text no JSON parser takes';
+    mockSequence([{ status: 200, body: text }]);
+    const seen: string[] = [];
+    const standIn = { code: 0, users: [] };
+    const body = await h.run(
+      h.client.get({
+        family: 'books',
+        organizationId: '1',
+        path: '/users',
+        beforeParse: (t) => {
+          seen.push(t);
+          return standIn;
+        },
+      }),
+    );
+    expect(body).toBe(standIn);
+    expect(seen).toEqual([text]);
+  });
+
+  it('parses as usual when it returns nothing, and never sees an error answer', async () => {
+    const h = harness();
+    mockSequence([
+      { status: 500, body: { code: 1, message: 'internal error' } },
+      { status: 200, body: ok },
+    ]);
+    const seen: string[] = [];
+    const body = await h.run(
+      h.client.get({
+        family: 'books',
+        organizationId: '1',
+        path: '/users',
+        beforeParse: (t) => {
+          seen.push(t);
+          return undefined;
+        },
+      }),
+    );
+    expect(body).toEqual(ok);
+    expect(seen).toEqual([JSON.stringify(ok)]);
+  });
+});
+
 describe('rate-limit headers (rule: they feed the daily budget and nothing else)', () => {
   beforeEach(() => {
     setupNock();

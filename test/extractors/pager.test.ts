@@ -4,7 +4,9 @@ import { findStream } from '../../src/catalog/index.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { FatalError } from '../../src/core/errors.js';
 import { advance, fillPath, pageSignal, pages, recordsOf, type Page } from '../../src/extractors/pager.js';
+import { answerHash, type PageMemo } from '../../src/extractors/page-memo.js';
 import { RecordBudget } from '../../src/extractors/record-budget.js';
+import type { MemoPage } from '../../src/loaders/table-writer.js';
 import { StopFlag, StopRequested } from '../../src/extractors/stop.js';
 
 const stream = findStream('billing.plans') as StreamSpec;
@@ -363,5 +365,88 @@ describe('fillPath', () => {
   });
   it('names a missing placeholder', () => {
     expect(() => fillPath('/projects/{project_id}/tasks', {})).toThrow(/\{project_id\}/);
+  });
+});
+
+describe('pages with a memo of what each page answered (src/extractors/page-memo.ts)', () => {
+  /** A client that answers each page's text through the caller's beforeParse, as the real client does. */
+  function texts(answer: (page: number) => string): { client: ApiClient; parsed: number[] } {
+    const parsed: number[] = [];
+    const client = {
+      get: (req: { query?: Record<string, unknown>; beforeParse?: (text: string) => Record<string, unknown> | undefined }) => {
+        const page = Number(req.query?.['page'] ?? 1);
+        const text = answer(page);
+        const standIn = req.beforeParse?.(text);
+        if (standIn) return Promise.resolve(standIn);
+        parsed.push(page);
+        return Promise.resolve(JSON.parse(text) as Record<string, unknown>);
+      },
+    } as unknown as ApiClient;
+    return { client, parsed };
+  }
+  const text = (page: number): string => JSON.stringify(body(page, 3));
+  const kept = (page: number, bodyText: string): MemoPage => ({
+    connection: 'c',
+    organizationId: '1',
+    stream: 'billing.plans',
+    query: '[]',
+    page,
+    bodyHash: answerHash(bodyText),
+    ids: [`p${page}a`, `p${page}b`],
+    hasMore: page < 3,
+    maxChanged: null,
+    syncedAt: '2026-11-01T00:00:00.000Z',
+  });
+
+  it('hashes every answer, and takes a page that answers its kept text, rows untouched, as read without parsing it', async () => {
+    const { client, parsed } = texts(text);
+    const asked: number[] = [];
+    const memo: PageMemo = {
+      recall: (n) => Promise.resolve(n === 2 ? kept(2, text(2)) : null),
+      untouched: (p) => {
+        asked.push(p.page);
+        return Promise.resolve(true);
+      },
+    };
+    const got = await collect(pages({ ...base, client, stream, memo }));
+    expect(parsed).toEqual([1, 3]);
+    expect(asked).toEqual([2]);
+    expect(got.map((p) => [p.page, p.records.length, p.hasMore, p.unchanged?.ids ?? null])).toEqual([
+      [1, 2, true, null],
+      [2, 0, true, ['p2a', 'p2b']],
+      [3, 2, false, null],
+    ]);
+    expect(got.map((p) => p.bodyHash)).toEqual([1, 2, 3].map((n) => answerHash(text(n))));
+  });
+
+  it('parses a page whose kept text matches when its rows were touched since, and one whose text differs', async () => {
+    const { client } = texts(text);
+    const memo: PageMemo = {
+      recall: (n) => Promise.resolve(n === 1 ? kept(1, text(1)) : kept(n, 'another answer')),
+      untouched: () => Promise.resolve(false),
+    };
+    const got = await collect(pages({ ...base, client, stream, memo }));
+    expect(got.map((p) => [p.page, p.records.map((r) => r['plan_code']), p.unchanged ?? null])).toEqual([
+      [1, ['p1a', 'p1b'], null],
+      [2, ['p2a', 'p2b'], null],
+      [3, ['p3a', 'p3b'], null],
+    ]);
+    expect(got[0]!.bodyHash).toBe(answerHash(text(1)));
+  });
+
+  it('asks whether a page still stands only after the caller is done with the page before it', async () => {
+    const { client } = texts(text);
+    const events: string[] = [];
+    const memo: PageMemo = {
+      recall: (n) => Promise.resolve(kept(n, text(n))),
+      untouched: (p) => {
+        events.push(`untouched ${p.page}`);
+        return Promise.resolve(true);
+      },
+    };
+    await collect(pages({ ...base, client, stream, memo, prefetch: true }), (p) => {
+      events.push(`committed ${p.page}`);
+    });
+    expect(events).toEqual(['untouched 1', 'committed 1', 'untouched 2', 'committed 2', 'untouched 3', 'committed 3']);
   });
 });
