@@ -61,6 +61,9 @@ const DEFAULT_POLICY: RetryPolicy = {
   max401Retries: 3,
 };
 
+/** The decoding `Response.text()` does: UTF-8, undecodable bytes replaced, a leading BOM dropped. */
+const UTF8 = new TextDecoder();
+
 export interface GetRequest {
   family: Family;
   organizationId?: string | undefined;
@@ -79,7 +82,7 @@ export interface GetRequest {
    * Sees the text of a successful answer (2xx) before it is parsed. A body it returns stands for
    * the answer (a page known unchanged: src/extractors/page-memo.ts); undefined parses as usual.
    */
-  beforeParse?: ((text: string) => Record<string, unknown> | undefined) | undefined;
+  beforeParse?: ((text: string, bytes: Uint8Array) => Record<string, unknown> | undefined) | undefined;
 }
 
 /** A count of requests sent on behalf of one stream (or other unit of work). */
@@ -328,6 +331,7 @@ export class ApiClient {
     let status: number;
     let headers: Headers;
     let text: string;
+    let bytes: Uint8Array | undefined;
     try {
       const response = await this.fetchImpl(built.url, {
         method: 'GET',
@@ -337,7 +341,11 @@ export class ApiClient {
       status = response.status;
       headers = response.headers;
       // The timeout covers the body too: a stalled body is as bad as a stalled answer.
-      text = await response.text();
+      if (req.beforeParse) {
+        // Decoded as text() decodes (UTF-8, a BOM dropped); the bytes are kept for the hook to hash.
+        bytes = new Uint8Array(await response.arrayBuffer());
+        text = UTF8.decode(bytes);
+      } else text = await response.text();
     } catch (err) {
       attempt.durationMs = this.clock.now() - started;
       if (req.signal?.aborted) throw req.signal.reason;
@@ -357,7 +365,7 @@ export class ApiClient {
     let body: unknown;
     let parseError: unknown;
     const repaired: string[] = [];
-    const standIn = status >= 200 && status < 300 ? req.beforeParse?.(text) : undefined;
+    const standIn = status >= 200 && status < 300 && bytes ? req.beforeParse?.(text, bytes) : undefined;
     if (standIn) body = standIn;
     else {
       try {

@@ -5,7 +5,7 @@ import { svcsyncVersion } from '../core/version.js';
 import type { MemoPage } from '../loaders/table-writer.js';
 import type { ListIdentity } from '../normalize/normalize.js';
 import { isoUtc } from '../normalize/values.js';
-import type { PassState, StreamKey } from '../state/stream-state.js';
+import type { StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 
 /**
@@ -35,14 +35,17 @@ export interface PageMemo {
   untouched(page: MemoPage): Promise<boolean>;
 }
 
-/** The SHA-1 `_svcsync_pages` keeps of an answer's text. */
-export function answerHash(text: string): string {
-  return digest('sha1', text, 'hex');
+/** The SHA-1 `_svcsync_pages` keeps of an answer: of its bytes as received (hashing the decoded text would encode it again). */
+export function answerHash(bytes: Uint8Array | string): string {
+  return digest('sha1', bytes, 'hex');
 }
 
-/** Whether a pass keeps and uses what its pages answered (see `PageMemo`). */
-export function memoizes(ctx: Pick<SyncContext, 'catalog'>, stream: StreamSpec, pass: PassState, detail: boolean): boolean {
-  return pass.floor === null && !detail && !isOrganizationList(stream) && childStreamsOf(stream, ctx.catalog).length === 0;
+/**
+ * Whether a pass keeps and uses what its pages answered (see `PageMemo`): one that reads every
+ * page (no floor, or a list that cannot be sorted newest first), of a list-only stream.
+ */
+export function memoizes(ctx: Pick<SyncContext, 'catalog'>, stream: StreamSpec, readsEveryPage: boolean, detail: boolean): boolean {
+  return readsEveryPage && !detail && !isOrganizationList(stream) && childStreamsOf(stream, ctx.catalog).length === 0;
 }
 
 /**

@@ -205,8 +205,8 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
     let hash: string | undefined;
     // The same text as last time need not be parsed: whether its rows still stand is asked when its turn comes.
     const beforeParse = memo
-      ? (text: string): Record<string, unknown> | undefined => {
-          hash = answerHash(text);
+      ? (text: string, bytes: Uint8Array): Record<string, unknown> | undefined => {
+          hash = answerHash(bytes);
           if (recalled === null || hash !== recalled.bodyHash) return undefined;
           const same: SameAnswer = { recalled, text };
           return { code: 0, [SAME_ANSWER]: same };

@@ -170,7 +170,7 @@ async function walk(
   const detail = detailIsEnabled(ctx, stream);
   const detailCarriesChildren = carriesChildren(stream, ctx.catalog);
   const request = pageRequest(ctx, key, stream, pass, window, tally);
-  const memoKey = memoizes(ctx, stream, pass, detail) ? memoQuery(stream, request.query, request.perPage) : null;
+  const memoKey = memoizes(ctx, stream, !window.mayStopEarly(), detail) ? memoQuery(stream, request.query, request.perPage) : null;
   // With no rows when the pass began, no page can stand as kept: nothing is recalled.
   if (memoKey !== null) request.memo = passMemo(ctx, key, stream, memoKey, stored.wasEmpty);
   for await (const page of pages(request)) {

@@ -402,25 +402,26 @@ describe('beforeParse (an answer known by its text, src/extractors/page-memo.ts)
   });
   afterEach(teardownNock);
 
-  it('sees the text of a success, and the body it returns stands for the answer unparsed', async () => {
+  it('sees the text and bytes of a success, and the body it returns stands for the answer unparsed', async () => {
     const h = harness();
-    const text = '{"code":0,"message":"success","users":[{"user_id":"u1"}]} trailing text no JSON parser takes';
-    mockSequence([{ status: 200, body: text }]);
-    const seen: string[] = [];
+    const text = '{"code":0,"message":"success","users":[{"user_id":"u1","name":"Zoë 😀"}]} trailing text no JSON parser takes';
+    const sent = Buffer.from(text);
+    nock(API).get(USERS).query({ organization_id: '1' }).reply(200, sent);
+    const seen: Array<[string, string]> = [];
     const standIn = { code: 0, users: [] };
     const body = await h.run(
       h.client.get({
         family: 'books',
         organizationId: '1',
         path: '/users',
-        beforeParse: (t) => {
-          seen.push(t);
+        beforeParse: (t, bytes) => {
+          seen.push([t, Buffer.from(bytes).toString('hex')]);
           return standIn;
         },
       }),
     );
     expect(body).toBe(standIn);
-    expect(seen).toEqual([text]);
+    expect(seen).toEqual([[text, sent.toString('hex')]]);
   });
 
   it('parses as usual when it returns nothing, and never sees an error answer', async () => {
@@ -435,8 +436,9 @@ describe('beforeParse (an answer known by its text, src/extractors/page-memo.ts)
         family: 'books',
         organizationId: '1',
         path: '/users',
-        beforeParse: (t) => {
+        beforeParse: (t, bytes) => {
           seen.push(t);
+          expect(Buffer.from(bytes).toString('utf8')).toBe(t);
           return undefined;
         },
       }),
