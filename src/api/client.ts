@@ -366,6 +366,8 @@ export class ApiClient {
     let parseError: unknown;
     const repaired: string[] = [];
     const standIn = status >= 200 && status < 300 && bytes ? req.beforeParse?.(text, bytes) : undefined;
+    // The bytes were for the hook: the collector may take them while the text is parsed.
+    bytes = undefined;
     if (standIn) body = standIn;
     else {
       try {

@@ -26,8 +26,11 @@ import type { SyncContext } from './context.js';
  * unchanged parent still queues its children on the slow cycles, which needs its record.
  */
 export interface PageMemo {
-  /** What page `n` answered when it was last read, or null. Asked before the page is requested. */
-  recall(n: number): Promise<MemoPage | null>;
+  /**
+   * What page `n` answered when it was last read, or null. Asked before the page is requested;
+   * answers null at once (no promise) when nothing can be recalled, so the request is not delayed.
+   */
+  recall(n: number): Promise<MemoPage | null> | null;
   /**
    * Whether the rows of a recalled page stand as that page left them. Asked once the pages
    * before it are committed (a row they wrote makes the answer no longer enough).
@@ -76,7 +79,7 @@ export function passMemo(
   empty: boolean,
 ): PageMemo {
   return {
-    recall: (n) => (empty ? Promise.resolve(null) : ctx.writer.recallPage(ctx.warehouse.db, memoAt(key, query, n))),
+    recall: (n) => (empty ? null : ctx.writer.recallPage(ctx.warehouse.db, memoAt(key, query, n))),
     untouched: (page) =>
       ctx.writer.rowsUntouchedSince(ctx.warehouse.db, tableName(stream), stream.primaryKey, key.organizationId, page.ids, page.syncedAt),
   };

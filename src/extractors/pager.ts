@@ -76,12 +76,16 @@ export interface PagerRequest {
   memo?: PageMemo | undefined;
 }
 
-/** Marks the stand-in body of an answer whose text hashed as its page's recalled one. */
-const SAME_ANSWER = Symbol('same answer as recalled');
+/** What the client returns for an answer that hashed as its page's recalled one, instead of parsing it. */
+const STAND_IN: Readonly<Record<string, unknown>> = Object.freeze({ code: 0 });
 
-interface SameAnswer {
-  recalled: MemoPage;
-  text: string;
+/** One answer as requested: its body, the text repaired in it, and with a memo its hash. */
+interface Answer {
+  body: Record<string, unknown>;
+  repaired: string[];
+  hash?: string | undefined;
+  /** The answer hashed as its page's recalled one: its text, parsed only if its rows were touched since. */
+  same?: { recalled: MemoPage; text: string } | undefined;
 }
 
 /** The stream's records in a response, under whichever spelling of the key it uses. */
@@ -189,60 +193,55 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
   const listName = `${req.stream.family}.${req.stream.name}`;
   let bareFirst = undeclared && (req.pagingRefused?.has(listName) ?? false);
   const sendsPaging = (n: number): boolean => n > 1 || !bareFirst;
-  // Each answer's repaired text paths, kept with the answer until its page is yielded.
-  const repairedOf = new WeakMap<object, string[]>();
-  // Each answer's text hash, on walks with a memo.
-  const hashOf = new WeakMap<object, string>();
   const memo = req.memo;
-  const requestPage = async (n: number): Promise<Record<string, unknown>> => {
+  const send = (n: number, recalled: MemoPage | null): Promise<Answer> => {
     const query: Record<string, string | number> = { ...req.query };
     if (sendsPaging(n)) {
       query['page'] = n;
       query['per_page'] = req.perPage;
     }
-    const repaired: string[] = [];
-    const recalled = memo ? await memo.recall(n) : null;
-    let hash: string | undefined;
-    // The same text as last time need not be parsed: whether its rows still stand is asked when its turn comes.
+    const answer: Answer = { body: STAND_IN, repaired: [] };
+    // The same answer as last time need not be parsed: whether its rows still stand is asked when its turn comes.
     const beforeParse = memo
       ? (text: string, bytes: Uint8Array): Record<string, unknown> | undefined => {
-          hash = answerHash(bytes);
-          if (recalled === null || hash !== recalled.bodyHash) return undefined;
-          const same: SameAnswer = { recalled, text };
-          return { code: 0, [SAME_ANSWER]: same };
+          answer.hash = answerHash(bytes);
+          if (recalled === null || answer.hash !== recalled.bodyHash) return undefined;
+          answer.same = { recalled, text };
+          return STAND_IN;
         }
       : undefined;
-    const body = await req.client.get({
-      family: req.stream.family,
-      organizationId: req.organizationId,
-      path: req.path,
-      query,
-      signal: req.signal,
-      meter: req.meter,
-      repaired,
-      beforeParse,
-    });
-    if (repaired.length) repairedOf.set(body, repaired);
-    if (hash !== undefined) hashOf.set(body, hash);
-    return body;
+    return req.client
+      .get({
+        family: req.stream.family,
+        organizationId: req.organizationId,
+        path: req.path,
+        query,
+        signal: req.signal,
+        meter: req.meter,
+        repaired: answer.repaired,
+        beforeParse,
+      })
+      .then((body) => {
+        answer.body = body;
+        return answer;
+      });
   };
-  const fetchPage = (n: number): Promise<Record<string, unknown>> => {
-    const pending = requestPage(n);
+  const fetchPage = (n: number): Promise<Answer> => {
+    // Nothing to recall (no memo, or no rows yet): the request goes out at once.
+    const recalling = memo?.recall(n) ?? null;
+    const pending = recalling === null ? send(n, null) : recalling.then((recalled) => send(n, recalled));
     // A prefetch the caller never collects (it stopped on an error) must not be an unhandled rejection.
     pending.catch(() => undefined);
     return pending;
   };
   /** An answer as the walk reads it: a recalled page whose rows stand, or the parsed body. */
-  const readAnswer = async (answer: Record<string, unknown>): Promise<{ body: Record<string, unknown>; unchanged?: MemoPage }> => {
-    const same = answer[SAME_ANSWER as unknown as string] as SameAnswer | undefined;
-    if (same === undefined) return { body: answer };
-    if (await memo!.untouched(same.recalled)) return { body: answer, unchanged: same.recalled };
+  const readAnswer = async (answer: Answer): Promise<Answer & { unchanged?: MemoPage }> => {
+    const same = answer.same;
+    if (same === undefined) return answer;
+    if (await memo!.untouched(same.recalled)) return { ...answer, unchanged: same.recalled };
     // The text is the one a success answered before, so it parses and holds no error.
     const repaired: string[] = [];
-    const body = parseJson(same.text, repaired) as Record<string, unknown>;
-    if (repaired.length) repairedOf.set(body, repaired);
-    hashOf.set(body, same.recalled.bodyHash);
-    return { body };
+    return { body: parseJson(same.text, repaired) as Record<string, unknown>, repaired, hash: answer.hash };
   };
   const run = { stop: req.stop ?? neverStop, signal: req.signal };
   raiseIfStopped(run);
@@ -269,7 +268,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
         : fetchPage(page);
     for (;;) {
       const request = `GET ${req.stream.family}${req.path} page ${page}`;
-      const { body, unchanged } = await readAnswer(await current);
+      const { body, unchanged, repaired, hash } = await readAnswer(await current);
       const records = unchanged ? [] : recordsOf(req.stream, body, request);
       held?.resizeTo(records.length);
       const signal: PageSignal = unchanged
@@ -307,8 +306,8 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
         records,
         hasMore: more,
         sortedBy: unchanged ? undefined : sortEcho(body),
-        repaired: repairedOf.get(body) ?? [],
-        bodyHash: unchanged ? unchanged.bodyHash : hashOf.get(body),
+        repaired,
+        bodyHash: hash,
         unchanged,
       };
       if (!more) return;
