@@ -9,11 +9,12 @@ import type { StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 
 /**
- * A page answered with the very text it answered when it was last read, whose rows nothing has
- * written since, holds nothing to write: its records are the rows as they stand. A whole read
- * of a list-only stream (a full-refresh stream, a reconcile, a backfill, a first sync) keeps,
- * per page, the SHA-1 of the answer's text and the ids it held (`_svcsync_pages`). The next
- * whole read of the same query hashes each answer before parsing it; when the hash is the same
+ * A page answered with the very bytes it answered when it was last read, whose rows nothing has
+ * written since, holds nothing to write: its records are the rows as they stand. A read that goes
+ * through every page of a list-only stream (a first sync, a full-refresh stream, a reconcile, a
+ * backfill, an incremental read of a list that cannot be sorted) keeps, per page, the SHA-1 of the
+ * answer and the ids it held (`_svcsync_pages`). The next such read of the same query hashes
+ * each answer before parsing it; when the hash is the same
  * and every id still has its row, unmarked and not written since that page's commit, the page
  * is taken as read: it is neither parsed nor compared, and its ids count as listed. Any other
  * answer is parsed and compared record by record, as always.

@@ -5,6 +5,7 @@ import { listIdentity, normalizeRecord, type ListIdentity, type NormalizedRecord
 import { commitPage } from '../state/unit-of-work.js';
 import { recencyOf } from '../state/pending.js';
 import { loadStreamState, type PassKind, type PassState, type StreamKey } from '../state/stream-state.js';
+import type { MemoPage } from '../loaders/table-writer.js';
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';
 import { IncrementalWindow } from './incremental-window.js';
@@ -34,6 +35,9 @@ export interface PassOptions {
 }
 
 const MAX_PAGES = 100_000;
+
+/** Kept pages (src/extractors/page-memo.ts) are written this many at a time, with a page's commit. */
+const MEMO_BATCH = 20;
 
 function passKindFor(stream: StreamSpec, mode: SyncMode): PassKind {
   if (!stream.cursor) return 'full';
@@ -173,6 +177,13 @@ async function walk(
   const memoKey = memoizes(ctx, stream, !window.mayStopEarly(), detail) ? memoQuery(stream, request.query, request.perPage) : null;
   // With no rows when the pass began, no page can stand as kept: nothing is recalled.
   if (memoKey !== null) request.memo = passMemo(ctx, key, stream, memoKey, stored.wasEmpty);
+  // Pages to keep, written with every MEMO_BATCH-th page and the last: losing them to a stop only costs a comparison.
+  const memos: MemoPage[] = [];
+  const takeMemos = (last: boolean): MemoPage[] | undefined => (last || memos.length >= MEMO_BATCH ? memos.splice(0) : undefined);
+  const keepPage = (kept: MemoPage | null, last: boolean): MemoPage[] | undefined => {
+    if (kept) memos.push(kept);
+    return takeMemos(last);
+  };
   for await (const page of pages(request)) {
     const syncedAt = ctx.stamp.next();
     if (page.unchanged) {
@@ -196,6 +207,7 @@ async function walk(
         reason: pendingReason(pass.kind),
         details: [],
         ...(marksVanished(pass.kind) && ids.length ? { listed: { passStartedAt: pass.startedAt, page: page.page, ids } } : {}),
+        memos: takeMemos(end !== undefined),
         ...(end ? { end, lastMemoPage: memoAt(key, memoKey!, page.page) } : { position: pass }),
       });
       countPage(tally, { pages: 1, records: ids.length, reads: ids.length, written: 0, deleted });
@@ -244,7 +256,7 @@ async function walk(
       syncedAt,
       ...decided,
       ...(listedUnchanged.length ? { listed: { passStartedAt: pass.startedAt, page: page.page, ids: listedUnchanged } } : {}),
-      memo: memoKey === null ? undefined : (pageToKeep(key, memoKey, page, listed, syncedAt) ?? undefined),
+      memos: keepPage(memoKey === null ? null : pageToKeep(key, memoKey, page, listed, syncedAt), end !== undefined),
       lastMemoPage: memoKey !== null && end ? memoAt(key, memoKey, page.page) : undefined,
       recency: () => recencyOf(stream, recencyRecords(listed, changed)),
       ...(end ? { end } : { position: pass }),

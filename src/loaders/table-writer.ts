@@ -211,30 +211,32 @@ export class TableWriter {
   }
 
   /**
-   * Keeps what one page of a whole read answered (`_svcsync_pages`): the hash of its text, its
-   * ids, whether the walk went on, its newest change time, and the page's `_synced_at`.
+   * Keeps what pages of a read answered (`_svcsync_pages`), in one statement: the hash of each
+   * answer, its ids, whether the walk went on, its newest change time, and the page's `_synced_at`.
+   * The pages are of one pass, so no key repeats.
    */
-  pageMemoQuery(p: MemoPage): CompiledQuery {
-    const ph = this.sql.param;
+  pageMemoQuery(pages: readonly MemoPage[]): CompiledQuery {
+    const sql = this.sql;
+    const tuples = pages.map((_, i) => `(${sql.params(10, i * 10 + 1).join(', ')})`);
+    const params = pages.flatMap((p) => [
+      p.connection,
+      p.organizationId,
+      p.stream,
+      p.query,
+      p.page,
+      p.bodyHash,
+      JSON.stringify(p.ids),
+      p.hasMore ? 1 : 0,
+      p.maxChanged,
+      p.syncedAt,
+    ]);
     return CompiledQuery.raw(
       `INSERT INTO "_svcsync_pages" ("connection", "organization_id", "stream", "query", "page", "body_hash", "ids", ` +
-        `"has_more", "max_changed", "synced_at") ` +
-        `VALUES (${ph(1)}, ${ph(2)}, ${ph(3)}, ${ph(4)}, ${ph(5)}, ${ph(6)}, ${ph(7)}, ${ph(8)}, ${ph(9)}, ${ph(10)}) ` +
+        `"has_more", "max_changed", "synced_at") VALUES ${tuples.join(', ')} ` +
         `ON CONFLICT ("connection", "organization_id", "stream", "query", "page") DO UPDATE SET ` +
         `"body_hash" = excluded."body_hash", "ids" = excluded."ids", "has_more" = excluded."has_more", ` +
         `"max_changed" = excluded."max_changed", "synced_at" = excluded."synced_at"`,
-      [
-        p.connection,
-        p.organizationId,
-        p.stream,
-        p.query,
-        p.page,
-        p.bodyHash,
-        JSON.stringify(p.ids),
-        p.hasMore ? 1 : 0,
-        p.maxChanged,
-        p.syncedAt,
-      ],
+      params,
     );
   }
 

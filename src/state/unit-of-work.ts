@@ -32,8 +32,11 @@ export interface PageCommit {
    * (not written) until the pass ends, when they tell the rows still listed from those gone.
    */
   listed?: { passStartedAt: string; page: number; ids: readonly string[] };
-  /** What the page answered, kept for the next whole read (src/extractors/page-memo.ts). */
-  memo?: MemoPage | undefined;
+  /**
+   * What this and earlier pages of the pass answered, kept for the next read (src/extractors/page-memo.ts):
+   * gathered over a few pages, so a Postgres page does not spend a round trip of its own on them.
+   */
+  memos?: readonly MemoPage[] | undefined;
   /** The last page of a whole read that keeps its pages: the pages kept past it are forgotten. */
   lastMemoPage?: Pick<MemoPage, 'connection' | 'organizationId' | 'stream' | 'query' | 'page'> | undefined;
   /** Ids with no stored row (no older child rows to mark as gone). */
@@ -66,7 +69,7 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
   if (page.listed?.ids.length) {
     queries.push(writer.listedQuery(listedPass(page.key, page.listed.passStartedAt), page.listed.page, page.listed.ids));
   }
-  if (page.memo) queries.push(writer.pageMemoQuery(page.memo));
+  if (page.memos?.length) queries.push(writer.pageMemoQuery(page.memos));
   if (page.lastMemoPage) queries.push(writer.forgetPagesAfterQuery(page.lastMemoPage));
   queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt));
   const childStreams = childStreamsOf(page.stream);

@@ -171,3 +171,23 @@ describe.each(DIALECTS)('pages answered as when last read, on %s', (dialect) => 
     }
   });
 });
+
+describe.each(DIALECTS)('pages kept in batches on %s', (dialect) => {
+  let e: E2E;
+  afterAll(async () => e?.close());
+
+  it('keeps every page of a read longer than a batch, and a reconcile then compares none of them', async () => {
+    e = await startE2E(dialect, { scale: 30, organizations: 1 }, { connection: { streams: ['billing.plans'] }, sync: { per_page: 1 } });
+    const org = e.sandbox.organizations()[0]!.organization_id;
+    expectExit(await e.sync(), 0);
+    const truth = truthIds(e.sandbox, org, 'billing', 'plans');
+    expect(truth.length).toBeGreaterThan(20);
+    const kept = await e.query<{ page: number | string }>(`SELECT page FROM "_svcsync_pages" ORDER BY page`);
+    expect(kept.map((r) => Number(r.page))).toEqual(truth.map((_, i) => i + 1));
+    e.sandbox.advanceClock(10 * 60_000);
+    identified.length = 0;
+    expectExit(await e.sync('reconcile'), 0);
+    expect(takeIdentified('billing.plans')).toEqual([]);
+    expect(await e.liveIds(org, 'billing', 'plans')).toEqual([...truth].sort());
+  }, 120_000);
+});
