@@ -10,7 +10,7 @@ import { serverQuotaReset } from './quota-day.js';
 import { classify } from './classify.js';
 import { decideRetry, NO_RETRIES, type RetryPolicy as DecisionPolicy } from './retry-decision.js';
 import { buildFamilyRequest, scopeFor, type Query } from './families.js';
-import { parseJson } from './json.js';
+import { decodeAnswer, parseJson } from './json.js';
 import type { LimitFunction } from 'p-limit';
 import type { LimiterRegistry, OrgLimiter } from './limiter.js';
 import { resolveAccountsUrl } from './oauth.js';
@@ -61,9 +61,6 @@ const DEFAULT_POLICY: RetryPolicy = {
   max401Retries: 3,
 };
 
-/** The decoding `Response.text()` does: UTF-8, undecodable bytes replaced, a leading BOM dropped. */
-const UTF8 = new TextDecoder();
-
 export interface GetRequest {
   family: Family;
   organizationId?: string | undefined;
@@ -79,10 +76,11 @@ export interface GetRequest {
    */
   repaired?: string[] | undefined;
   /**
-   * Sees the text of a successful answer (2xx) before it is parsed. A body it returns stands for
-   * the answer (a page known unchanged: src/extractors/page-memo.ts); undefined parses as usual.
+   * Sees the bytes of a successful answer (2xx) before they are decoded and parsed. A body it
+   * returns stands for the answer (a page known unchanged: src/extractors/page-memo.ts), which is
+   * then neither decoded nor parsed; undefined decodes and parses as usual.
    */
-  beforeParse?: ((text: string, bytes: Uint8Array) => Record<string, unknown> | undefined) | undefined;
+  beforeParse?: ((bytes: Uint8Array) => Record<string, unknown> | undefined) | undefined;
 }
 
 /** A count of requests sent on behalf of one stream (or other unit of work). */
@@ -330,7 +328,7 @@ export class ApiClient {
     if (req.meter) req.meter.requests++;
     let status: number;
     let headers: Headers;
-    let text: string;
+    let text: string | undefined;
     let bytes: Uint8Array | undefined;
     try {
       const response = await this.fetchImpl(built.url, {
@@ -341,11 +339,9 @@ export class ApiClient {
       status = response.status;
       headers = response.headers;
       // The timeout covers the body too: a stalled body is as bad as a stalled answer.
-      if (req.beforeParse) {
-        // Decoded as text() decodes (UTF-8, a BOM dropped); the bytes are kept for the hook to hash.
-        bytes = new Uint8Array(await response.arrayBuffer());
-        text = UTF8.decode(bytes);
-      } else text = await response.text();
+      // With a hook, the bytes: it may spare decoding them at all.
+      if (req.beforeParse) bytes = new Uint8Array(await response.arrayBuffer());
+      else text = await response.text();
     } catch (err) {
       attempt.durationMs = this.clock.now() - started;
       if (req.signal?.aborted) throw req.signal.reason;
@@ -365,11 +361,12 @@ export class ApiClient {
     let body: unknown;
     let parseError: unknown;
     const repaired: string[] = [];
-    const standIn = status >= 200 && status < 300 && bytes ? req.beforeParse?.(text, bytes) : undefined;
-    // The bytes were for the hook: the collector may take them while the text is parsed.
-    bytes = undefined;
+    const standIn = status >= 200 && status < 300 && bytes ? req.beforeParse?.(bytes) : undefined;
     if (standIn) body = standIn;
     else {
+      text ??= decodeAnswer(bytes!);
+      // The collector may take the bytes while the text is parsed.
+      bytes = undefined;
       try {
         body = parseJson(text, repaired);
       } catch (err) {

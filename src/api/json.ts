@@ -1,3 +1,11 @@
+/** The decoding `Response.text()` does: UTF-8, undecodable bytes replaced, a leading BOM dropped. */
+const UTF8 = new TextDecoder();
+
+/** An answer's bytes as text, exactly as `Response.text()` would have given them. */
+export function decodeAnswer(bytes: Uint8Array): string {
+  return UTF8.decode(bytes);
+}
+
 /** The response body was not JSON; classify() treats it as retriable (a cut-short body). */
 export class InvalidJsonError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -1,5 +1,5 @@
 import type { ApiClient, RequestMeter } from '../api/client.js';
-import { parseJson } from '../api/json.js';
+import { decodeAnswer, parseJson } from '../api/json.js';
 import type { MemoPage } from '../loaders/table-writer.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
@@ -84,8 +84,8 @@ interface Answer {
   body: Record<string, unknown>;
   repaired: string[];
   hash?: string | undefined;
-  /** The answer hashed as its page's recalled one: its text, parsed only if its rows were touched since. */
-  same?: { recalled: MemoPage; text: string } | undefined;
+  /** The answer hashed as its page's recalled one: its bytes, decoded and parsed only if its rows were touched since. */
+  same?: { recalled: MemoPage; bytes: Uint8Array } | undefined;
 }
 
 /** The stream's records in a response, under whichever spelling of the key it uses. */
@@ -203,10 +203,10 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
     const answer: Answer = { body: STAND_IN, repaired: [] };
     // The same answer as last time need not be parsed: whether its rows still stand is asked when its turn comes.
     const beforeParse = memo
-      ? (text: string, bytes: Uint8Array): Record<string, unknown> | undefined => {
+      ? (bytes: Uint8Array): Record<string, unknown> | undefined => {
           answer.hash = answerHash(bytes);
           if (recalled === null || answer.hash !== recalled.bodyHash) return undefined;
-          answer.same = { recalled, text };
+          answer.same = { recalled, bytes };
           return STAND_IN;
         }
       : undefined;
@@ -241,7 +241,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
     if (await memo!.untouched(same.recalled)) return { ...answer, unchanged: same.recalled };
     // The text is the one a success answered before, so it parses and holds no error.
     const repaired: string[] = [];
-    return { body: parseJson(same.text, repaired) as Record<string, unknown>, repaired, hash: answer.hash };
+    return { body: parseJson(decodeAnswer(same.bytes), repaired) as Record<string, unknown>, repaired, hash: answer.hash };
   };
   const run = { stop: req.stop ?? neverStop, signal: req.signal };
   raiseIfStopped(run);

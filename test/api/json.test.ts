@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidJsonError, parseJson, quoteUnsafeIntegers } from '../../src/api/json.js';
+import { decodeAnswer, InvalidJsonError, parseJson, quoteUnsafeIntegers } from '../../src/api/json.js';
 import { classify } from '../../src/api/classify.js';
 
 describe('parseJson', () => {
@@ -104,5 +104,14 @@ describe('parseJson: characters no Postgres text holds (A38)', () => {
     const repaired: string[] = [];
     expect(parseJson('{"id":12345678901234567890,"n":"\\u0000"}', repaired)).toEqual({ id: '12345678901234567890', n: '\uFFFD' });
     expect(repaired).toEqual(['n']);
+  });
+});
+
+describe('decodeAnswer', () => {
+  it('decodes as Response.text() does: UTF-8, a leading BOM dropped, undecodable bytes replaced', async () => {
+    const bytes = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode('{"n":"Zoë 😀"}'), 0xff]);
+    const viaResponse = await new Response(bytes).text();
+    expect(decodeAnswer(bytes)).toBe(viaResponse);
+    expect(decodeAnswer(bytes)).toBe('{"n":"Zoë 😀"}\uFFFD');
   });
 });

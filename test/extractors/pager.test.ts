@@ -373,13 +373,10 @@ describe('pages with a memo of what each page answered (src/extractors/page-memo
   function texts(answer: (page: number) => string): { client: ApiClient; parsed: number[] } {
     const parsed: number[] = [];
     const client = {
-      get: (req: {
-        query?: Record<string, unknown>;
-        beforeParse?: (text: string, bytes: Uint8Array) => Record<string, unknown> | undefined;
-      }) => {
+      get: (req: { query?: Record<string, unknown>; beforeParse?: (bytes: Uint8Array) => Record<string, unknown> | undefined }) => {
         const page = Number(req.query?.['page'] ?? 1);
         const text = answer(page);
-        const standIn = req.beforeParse?.(text, new TextEncoder().encode(text));
+        const standIn = req.beforeParse?.(new TextEncoder().encode(text));
         if (standIn) return Promise.resolve(standIn);
         parsed.push(page);
         return Promise.resolve(JSON.parse(text) as Record<string, unknown>);
