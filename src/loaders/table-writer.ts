@@ -240,12 +240,15 @@ export class TableWriter {
     );
   }
 
-  /** Forgets the kept pages of a query after its last page (the list got shorter). */
+  /**
+   * Forgets, at the end of a read, the stream's kept pages after its last page (the list got
+   * shorter) and those kept under another query (an earlier svcsync version or page size).
+   */
   forgetPagesAfterQuery(at: Pick<MemoPage, 'connection' | 'organizationId' | 'stream' | 'query' | 'page'>): CompiledQuery {
     const ph = this.sql.param;
     return CompiledQuery.raw(
       `DELETE FROM "_svcsync_pages" WHERE "connection" = ${ph(1)} AND "organization_id" = ${ph(2)} AND "stream" = ${ph(3)} ` +
-        `AND "query" = ${ph(4)} AND "page" > ${ph(5)}`,
+        `AND ("query" <> ${ph(4)} OR "page" > ${ph(5)})`,
       [at.connection, at.organizationId, at.stream, at.query, at.page],
     );
   }

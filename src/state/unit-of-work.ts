@@ -37,7 +37,7 @@ export interface PageCommit {
    * gathered over a few pages, so a Postgres page does not spend a round trip of its own on them.
    */
   memos?: readonly MemoPage[] | undefined;
-  /** The last page of a whole read that keeps its pages: the pages kept past it are forgotten. */
+  /** The last page of a read that keeps its pages: those kept past it, or under another query, are forgotten. */
   lastMemoPage?: Pick<MemoPage, 'connection' | 'organizationId' | 'stream' | 'query' | 'page'> | undefined;
   /** Ids with no stored row (no older child rows to mark as gone). */
   fresh: ReadonlySet<string>;
