@@ -21,7 +21,7 @@ import type { SyncContext } from './context.js';
  *
  * Why the rows check: a record can be written by another read after its page was kept (a later
  * page of the same read that listed it again after the list shifted, an incremental read, a
- * single read), or marked deleted. Its page's text then says nothing about its row.
+ * single read), or marked deleted. Its page's answer then says nothing about its row.
  *
  * Only list-only streams (no child streams, no single reads, not an organization list): an
  * unchanged parent still queues its children on the slow cycles, which needs its record.
@@ -88,7 +88,7 @@ export function passMemo(
 
 /**
  * What to keep of a page parsed and compared: null when its ids repeat (a row then holds one of
- * the copies only, so the answer's text would not describe the rows).
+ * the copies only, so the answer would not describe the rows).
  */
 export function pageToKeep(
   key: StreamKey,

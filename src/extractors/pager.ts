@@ -17,10 +17,10 @@ export interface Page {
   sortedBy?: SortEcho | undefined;
   /** Paths of the answer whose text was repaired (A38), such as `contacts[3].contact_name`. */
   repaired?: readonly string[];
-  /** With a memo: the SHA-1 of the answer's text (src/extractors/page-memo.ts). */
+  /** With a memo: the SHA-1 of the answer's bytes (src/extractors/page-memo.ts). */
   bodyHash?: string | undefined;
   /**
-   * With a memo: the page answered the text it answered when last read and its rows are untouched
+   * With a memo: the page answered the bytes it answered when last read and its rows are untouched
    * since. `records` is then empty; this holds the page's ids and newest change.
    */
   unchanged?: MemoPage | undefined;
@@ -271,6 +271,8 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
       const { body, unchanged, repaired, hash } = await readAnswer(await current);
       const records = unchanged ? [] : recordsOf(req.stream, body, request);
       held?.resizeTo(records.length);
+      // The same bytes say what they said when kept. Taken as declared, an unchanged page that
+      // repeats the one before stops the walk with an error rather than ending a full read early.
       const signal: PageSignal = unchanged
         ? { kind: 'declared', hasMore: unchanged.hasMore }
         : pageSignal(body, records.length, fullPage(page));

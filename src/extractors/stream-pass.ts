@@ -179,10 +179,9 @@ async function walk(
   if (memoKey !== null) request.memo = passMemo(ctx, key, stream, memoKey, stored.wasEmpty);
   // Pages to keep, written with every MEMO_BATCH-th page and the last: losing them to a stop only costs a comparison.
   const memos: MemoPage[] = [];
-  const takeMemos = (last: boolean): MemoPage[] | undefined => (last || memos.length >= MEMO_BATCH ? memos.splice(0) : undefined);
   const keepPage = (kept: MemoPage | null, last: boolean): MemoPage[] | undefined => {
     if (kept) memos.push(kept);
-    return takeMemos(last);
+    return last || memos.length >= MEMO_BATCH ? memos.splice(0) : undefined;
   };
   for await (const page of pages(request)) {
     const syncedAt = ctx.stamp.next();
@@ -207,7 +206,7 @@ async function walk(
         reason: pendingReason(pass.kind),
         details: [],
         ...(marksVanished(pass.kind) && ids.length ? { listed: { passStartedAt: pass.startedAt, page: page.page, ids } } : {}),
-        memos: takeMemos(end !== undefined),
+        memos: keepPage(null, end !== undefined),
         ...(end ? { end, lastMemoPage: memoAt(key, memoKey!, page.page) } : { position: pass }),
       });
       countPage(tally, { pages: 1, records: ids.length, reads: ids.length, written: 0, deleted });

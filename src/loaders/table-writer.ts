@@ -30,7 +30,7 @@ export interface MemoPage {
   /** The request's query without its page number. */
   query: string;
   page: number;
-  /** SHA-1 (hex) of the answer's text. */
+  /** SHA-1 (hex) of the answer's bytes. */
   bodyHash: string;
   /** The page's record ids, each once. */
   ids: readonly string[];

@@ -158,7 +158,7 @@ export interface ListedRow {
 
 /**
  * What one page of a whole read of a list-only stream answered, kept so that the same answer
- * later need not be parsed again (src/state/page-memo.ts). Replaced when the page is read again.
+ * later need not be parsed again (src/extractors/page-memo.ts). Replaced when the page is read again.
  */
 export interface PageRow {
   connection: string;
@@ -168,7 +168,7 @@ export interface PageRow {
   /** The request's query without its page number, as `memoQuery` writes it. */
   query: string;
   page: number;
-  /** SHA-1 (hex) of the answer's text. */
+  /** SHA-1 (hex) of the answer's bytes. */
   body_hash: string;
   /** JSON array of the page's record ids, as text. */
   ids: string;
