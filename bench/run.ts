@@ -52,7 +52,7 @@ svcsync's benchmark: throughput, memory and requests against an unthrottled sand
 scenario in its own processes. Figures and how to read them: docs/benchmarks.md.
 
 Options (also as env: BENCH_SCALE, BENCH_ORGS, BENCH_MEM_RECORDS, BENCH_PG_URL; BENCH_KEEP_DB=1
-keeps each SQLite warehouse and prints its folder):
+keeps each SQLite warehouse and Postgres database and prints where):
   --quick                 small scales, for a fast check (~30 s)
   --scale N               records per list stream per organization (default 20000; quick 2000)
   --orgs N                organizations (default 2)
@@ -443,6 +443,10 @@ async function freshWarehouse(dialect: 'sqlite' | 'postgres', pgUrl: string): Pr
     url: `${base.toString()}${base.search ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`,
     label: 'Postgres (127.0.0.1, fresh database and schema)',
     drop: async () => {
+      if (process.env['BENCH_KEEP_DB']) {
+        console.log(`kept database ${database}, schema ${schema}`);
+        return;
+      }
       const c = new pg.Client({ connectionString: pgUrl });
       await c.connect();
       await c.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);

@@ -7,7 +7,16 @@ import { qualifiedName, type StreamSpec } from './types.js';
 
 export * from './types.js';
 export { validateCatalog } from './validate.js';
-export { tableDefinitions, sqlType, type ColumnDef, type Dialect, type SystemColumnType, type TableDef } from './tables.js';
+export {
+  tableDefinitions,
+  sqlType,
+  streamTables,
+  type ColumnDef,
+  type Dialect,
+  type KeyedTable,
+  type SystemColumnType,
+  type TableDef,
+} from './tables.js';
 export { renderDictionary, renderErd, renderWarehouseMarkdown } from './dictionary.js';
 export {
   columnReferences,

@@ -56,6 +56,17 @@ export function tableDefinitions(catalog: readonly StreamSpec[]): TableDef[] {
   return defs;
 }
 
+/** A stream's table and its child tables (written with it), parent first, each with its primary key's columns. */
+export function streamTables(stream: StreamSpec): KeyedTable[] {
+  const layout = streamLayout(stream);
+  return [layout, ...allChildLayouts(layout)].map((t) => ({ name: t.table, primaryKey: [...t.primaryKey] }));
+}
+
+export interface KeyedTable {
+  name: string;
+  primaryKey: string[];
+}
+
 function columnDef(c: LaidColumn): ColumnDef {
   const def: ColumnDef = { name: c.name, type: c.type, nullable: c.nullable, source: c.source };
   if (c.description !== undefined) def.description = c.description;

@@ -1,6 +1,6 @@
 import type { StreamSpec } from '../catalog/types.js';
 import { isOrganizationList, qualifiedName, tableName } from '../catalog/types.js';
-import { carriesChildren } from '../catalog/index.js';
+import { carriesChildren, streamTables } from '../catalog/index.js';
 import { listIdentity, normalizeRecord, type ListIdentity, type NormalizedRecord } from '../normalize/normalize.js';
 import { commitPage } from '../state/unit-of-work.js';
 import { recencyOf } from '../state/pending.js';
@@ -265,7 +265,11 @@ async function walk(
     reportPage(ctx, key, page.page, tally);
     if (plan.finished) break;
   }
-  log.info({ pass: pass.kind, ...since(before, tally) }, 'pass finished');
+  const counts = since(before, tally);
+  log.info({ pass: pass.kind, ...counts }, 'pass finished');
+  // After the last commit: the rows are in whatever this costs, and the next pass's lookups are planned on them.
+  if (await ctx.warehouse.sql.refreshStatistics(ctx.warehouse.db, streamTables(stream), counts.written))
+    log.info({ written: counts.written }, 'refreshed the warehouse planner statistics of the stream tables');
 }
 
 /** One pass to walk: which stream of which organization, where it stands, the cursor it started from. */

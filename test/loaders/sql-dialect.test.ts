@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { POSTGRES, SQL_DIALECTS, SQLITE, ident, type SqlDialect } from '../../src/loaders/sql-dialect.js';
+import { POSTGRES, SQL_DIALECTS, SQLITE, ident, statisticsStale, type SqlDialect } from '../../src/loaders/sql-dialect.js';
 import type { Dialect } from '../../src/loaders/sql-dialect.js';
 import type { SqlValue } from '../../src/normalize/normalize.js';
 
@@ -142,5 +142,20 @@ describe('migrationSchema', () => {
     } as unknown as MigratorDb;
     await expect(POSTGRES.migrationSchema(db)).resolves.toBe('t_run_1');
     expect(seen).toEqual(['SELECT current_schema() AS s']);
+  });
+});
+
+describe('statisticsStale', () => {
+  it.each([
+    // written, estimated rows (pg_class.reltuples), stale
+    [999, -1, false], // too few rows to matter, even never analyzed
+    [1000, -1, true], // never analyzed (Postgres 14+)
+    [1000, 0, true], // never analyzed (Postgres 13 and earlier) or analyzed empty
+    [2000, 20_000, false], // a tenth of the rows: not yet
+    [2001, 20_000, true],
+    [20_000, 20_000, true], // a second organization's first sync doubles the table
+    [5000, 1_000_000, false],
+  ] as Array<[number, number, boolean]>)('written %i onto an estimate of %i rows: %s', (written, estimated, stale) => {
+    expect(statisticsStale(written, estimated)).toBe(stale);
   });
 });
