@@ -76,6 +76,8 @@ keeps each SQLite warehouse and Postgres database and prints where):
                           labelled as an experiment and never written to the docs
   --profile-postgres      the same, into Postgres (profile-postgres)
   --no-bare               skip the bare loader runs and the reading floor (svcsync alone, for a quick A/B)
+  --pg URL                the Postgres server of the Postgres scenarios (default BENCH_PG_URL, else
+                          postgres://postgres@127.0.0.1:5432/test); each run gets a fresh database
   --concurrency N         requests in flight per organization (default 10, the paid-plan limit)
   --timeout S             bound on each scenario, seconds (default 600)
   --write-docs            write the figures into docs/benchmarks.md (between its markers)
