@@ -141,7 +141,7 @@ export function normalizeRecord(stream: StreamSpec, received: Record<string, unk
   const organizationId = plan.keyedByOrganization ? id : opts.organizationId;
   const key: Row = plan.keyedByOrganization ? { organization_id: id } : { organization_id: organizationId, [plan.primaryKey]: id };
 
-  const row: Row = {};
+  const row: Row = { ...plan.rowTemplate };
   row.organization_id = organizationId;
   if (!plan.keyedByOrganization) row[plan.primaryKey] = id;
   writeSteps(plan.steps, raw, row, note, warnings, plan.table, id, '');
@@ -341,7 +341,7 @@ function normalizeChild(ctx: ChildContext, child: ChildPlan, record: Record<stri
       continue;
     }
     const values = element as Record<string, unknown>;
-    const row: Row = {};
+    const row: Row = { ...child.rowTemplate };
     for (let k = 0; k < child.parentKeyColumns.length; k++) {
       row[child.parentKeyColumns[k] as string] = parentRow[child.parentKeySources[k] as string] ?? null;
     }
