@@ -10,7 +10,7 @@ import { serverQuotaReset } from './quota-day.js';
 import { classify } from './classify.js';
 import { decideRetry, NO_RETRIES, type RetryPolicy as DecisionPolicy } from './retry-decision.js';
 import { buildFamilyRequest, scopeFor, type Query } from './families.js';
-import { decodeAnswer, parseJson } from './json.js';
+import { parseAnswer } from './json-bytes.js';
 import type { LimitFunction } from 'p-limit';
 import type { LimiterRegistry, OrgLimiter } from './limiter.js';
 import { resolveAccountsUrl } from './oauth.js';
@@ -328,8 +328,7 @@ export class ApiClient {
     if (req.meter) req.meter.requests++;
     let status: number;
     let headers: Headers;
-    let text: string | undefined;
-    let bytes: Uint8Array | undefined;
+    let bytes: Uint8Array;
     try {
       const response = await this.fetchImpl(built.url, {
         method: 'GET',
@@ -339,9 +338,7 @@ export class ApiClient {
       status = response.status;
       headers = response.headers;
       // The timeout covers the body too: a stalled body is as bad as a stalled answer.
-      // With a hook, the bytes: it may spare decoding them at all.
-      if (req.beforeParse) bytes = new Uint8Array(await response.arrayBuffer());
-      else text = await response.text();
+      bytes = new Uint8Array(await response.arrayBuffer());
     } catch (err) {
       attempt.durationMs = this.clock.now() - started;
       if (req.signal?.aborted) throw req.signal.reason;
@@ -361,14 +358,12 @@ export class ApiClient {
     let body: unknown;
     let parseError: unknown;
     const repaired: string[] = [];
-    const standIn = status >= 200 && status < 300 && bytes ? req.beforeParse?.(bytes) : undefined;
+    // A hook may spare decoding the bytes at all.
+    const standIn = status >= 200 && status < 300 ? req.beforeParse?.(bytes) : undefined;
     if (standIn) body = standIn;
     else {
-      text ??= decodeAnswer(bytes!);
-      // The collector may take the bytes while the text is parsed.
-      bytes = undefined;
       try {
-        body = parseJson(text, repaired);
+        body = parseAnswer(bytes, repaired);
       } catch (err) {
         parseError = err;
       }

@@ -21,7 +21,7 @@ const LONG_INTEGER = /(?:^|[:[,])\s*-?\d{16,}/;
 const MAX_SAFE = String(Number.MAX_SAFE_INTEGER);
 
 /** Whether an integer literal (optional minus, digits only) is beyond a double's exact range. */
-function isUnsafeInteger(digits: string): boolean {
+export function isUnsafeInteger(digits: string): boolean {
   const d = digits.startsWith('-') ? digits.slice(1) : digits;
   return d.length > MAX_SAFE.length || (d.length === MAX_SAFE.length && d > MAX_SAFE);
 }
@@ -111,6 +111,11 @@ function storable(s: string): string | null {
   return (nul ? s.replaceAll('\u0000', REPLACEMENT) : s).toWellFormed();
 }
 
+/** Whether a JSON text may hold a string that `repairStrings` would change. */
+export function hasSuspectEscape(text: string): boolean {
+  return SUSPECT_ESCAPE.test(text);
+}
+
 /**
  * Replaces, in place, NUL characters and unpaired surrogates in every string and key of a
  * parsed body with U+FFFD, noting the path of each value changed (`organizations[0].name`).
@@ -158,5 +163,5 @@ export function parseJson(text: string, repaired: string[] = []): unknown {
     const snippet = text.slice(0, 80).replace(/\s+/g, ' ');
     throw new InvalidJsonError(`response body is not valid JSON (${text.length} bytes, starting "${snippet}")`, { cause: err });
   }
-  return SUSPECT_ESCAPE.test(text) ? repairStrings(value, '', repaired) : value;
+  return hasSuspectEscape(text) ? repairStrings(value, '', repaired) : value;
 }

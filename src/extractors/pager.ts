@@ -1,5 +1,5 @@
 import type { ApiClient, RequestMeter } from '../api/client.js';
-import { decodeAnswer, parseJson } from '../api/json.js';
+import { parseAnswer } from '../api/json-bytes.js';
 import type { MemoPage } from '../loaders/table-writer.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
@@ -241,7 +241,7 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
     if (await memo!.untouched(same.recalled)) return { ...answer, unchanged: same.recalled };
     // The text is the one a success answered before, so it parses and holds no error.
     const repaired: string[] = [];
-    return { body: parseJson(decodeAnswer(same.bytes), repaired) as Record<string, unknown>, repaired, hash: answer.hash };
+    return { body: parseAnswer(same.bytes, repaired) as Record<string, unknown>, repaired, hash: answer.hash };
   };
   const run = { stop: req.stop ?? neverStop, signal: req.signal };
   raiseIfStopped(run);
