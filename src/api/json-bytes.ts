@@ -139,13 +139,35 @@ function pieceText(b: Uint8Array, from: number, to: number, longIntegers: number
   return text + decodeAnswer(b.subarray(copied, to));
 }
 
+/** Where the first of `longIntegers` at or after `from` is (an even index). */
+function firstAfter(longIntegers: number[], from: number): number {
+  let i = 0;
+  while (i < longIntegers.length && longIntegers[i]! < from) i += 2;
+  return i;
+}
+
+/** The elements of one array member, each parsed (and repaired) on its own. Throws on a piece that is not JSON. */
+function parseElements(b: Uint8Array, m: ArrayMember, name: string, longIntegers: number[], repaired: string[]): unknown[] {
+  const elements: unknown[] = [];
+  if (m.commas.length === 0 && blank(b, m.open + 1, m.close)) return elements;
+  const at = { i: firstAfter(longIntegers, m.open) };
+  let from = m.open + 1;
+  for (let k = 0; k <= m.commas.length; k++) {
+    const end = k < m.commas.length ? m.commas[k]! : m.close;
+    const text = pieceText(b, from, end, longIntegers, at);
+    let value = JSON.parse(text) as unknown;
+    if (hasSuspectEscape(text)) value = repairStrings(value, `${name}[${elements.length}]`, repaired);
+    elements.push(value);
+    from = end + 1;
+  }
+  return elements;
+}
+
 /** The body parsed piece by piece, or undefined when it must be parsed whole. Exported for its tests. */
 export function parseInPieces(b: Uint8Array, repaired: string[]): unknown {
   const layout = layoutOf(b);
   if (layout === null || layout.members.length === 0) return undefined;
   const { members, topStrings, longIntegers } = layout;
-  const at = { i: 0 };
-  const arrays: unknown[][] = [];
   const names: string[] = [];
   let skeleton = '';
   let copied = 0;
@@ -153,25 +175,13 @@ export function parseInPieces(b: Uint8Array, repaired: string[]): unknown {
     for (const m of members) {
       const name = keyName(b, m, topStrings);
       if (name === undefined) return undefined;
-      const elements: unknown[] = [];
-      const ends = [...m.commas, m.close];
-      let from = m.open + 1;
-      if (m.commas.length > 0 || !blank(b, from, m.close)) {
-        for (const end of ends) {
-          const text = pieceText(b, from, end, longIntegers, at);
-          let value = JSON.parse(text) as unknown;
-          if (hasSuspectEscape(text)) value = repairStrings(value, `${name}[${elements.length}]`, repaired);
-          elements.push(value);
-          from = end + 1;
-        }
-      }
+      names.push(name);
       // The skeleton is parsed by parseJson, which quotes its long integers itself.
       skeleton += decodeAnswer(b.subarray(copied, m.open + 1));
       copied = m.close;
-      arrays.push(elements);
-      names.push(name);
     }
     skeleton += decodeAnswer(b.subarray(copied));
+    const arrays = members.map((m, k) => parseElements(b, m, names[k]!, longIntegers, repaired));
     const top = parseJson(skeleton, repaired) as Record<string, unknown>;
     for (let k = 0; k < names.length; k++) {
       const placeholder = top[names[k]!];
