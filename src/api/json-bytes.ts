@@ -13,6 +13,14 @@ import { decodeAnswer, hasSuspectEscape, isUnsafeInteger, parseJson, repairStrin
 const WHOLE_LIMIT_ASCII = 120_000;
 const WHOLE_LIMIT = 60_000;
 
+// A piece is decoded as a part of the body, not as a body: a byte-order mark at its start stays
+// (and JSON.parse refuses it there, as it does in the whole text) instead of being dropped.
+const PIECE = new TextDecoder('utf-8', { ignoreBOM: true });
+
+function decodePiece(b: Uint8Array, from: number, to?: number): string {
+  return PIECE.decode(b.subarray(from, to));
+}
+
 const QUOTE = 34;
 const BACKSLASH = 92;
 const OPEN_OBJECT = 123;
@@ -123,20 +131,20 @@ function layoutOf(b: Uint8Array): Layout | null {
  */
 function pieceText(b: Uint8Array, from: number, to: number, longIntegers: number[], at: { i: number }): string {
   while (at.i < longIntegers.length && longIntegers[at.i]! < from) at.i += 2;
-  if (at.i >= longIntegers.length || longIntegers[at.i]! >= to) return decodeAnswer(b.subarray(from, to));
+  if (at.i >= longIntegers.length || longIntegers[at.i]! >= to) return decodePiece(b, from, to);
   let text = '';
   let copied = from;
   while (at.i < longIntegers.length && longIntegers[at.i]! < to) {
     const start = longIntegers[at.i]!;
     const end = longIntegers[at.i + 1]!;
-    const literal = decodeAnswer(b.subarray(start, end));
+    const literal = decodePiece(b, start, end);
     if (isUnsafeInteger(literal)) {
-      text += `${decodeAnswer(b.subarray(copied, start))}"${literal}"`;
+      text += `${decodePiece(b, copied, start)}"${literal}"`;
       copied = end;
     }
     at.i += 2;
   }
-  return text + decodeAnswer(b.subarray(copied, to));
+  return text + decodePiece(b, copied, to);
 }
 
 /** Where the first of `longIntegers` at or after `from` is (an even index). */
@@ -177,10 +185,10 @@ export function parseInPieces(b: Uint8Array, repaired: string[]): unknown {
       if (name === undefined) return undefined;
       names.push(name);
       // The skeleton is parsed by parseJson, which quotes its long integers itself.
-      skeleton += decodeAnswer(b.subarray(copied, m.open + 1));
+      skeleton += decodePiece(b, copied, m.open + 1);
       copied = m.close;
     }
-    skeleton += decodeAnswer(b.subarray(copied));
+    skeleton += decodePiece(b, copied);
     const arrays = members.map((m, k) => parseElements(b, m, names[k]!, longIntegers, repaired));
     const top = parseJson(skeleton, repaired) as Record<string, unknown>;
     for (let k = 0; k < names.length; k++) {
@@ -214,7 +222,7 @@ function keyName(b: Uint8Array, m: ArrayMember, topStrings: number[]): string | 
     const close = topStrings[s + 1]!;
     if (close - open === m.keyClose - m.keyOpen && equalBytes(b, open + 1, key)) seen++;
   }
-  return seen === 1 ? decodeAnswer(key) : undefined;
+  return seen === 1 ? PIECE.decode(key) : undefined;
 }
 
 function equalBytes(b: Uint8Array, from: number, other: Uint8Array): boolean {

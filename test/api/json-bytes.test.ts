@@ -127,6 +127,9 @@ describe('parseAnswer: a large body parsed record by record', () => {
     ['two records without a comma', (p: string) => p.replace(' ,\n', ' \n')],
     ['garbage after the body', (p: string) => `${p}x`],
     ['an empty element', (p: string) => p.replace(' ,\n', ',,')],
+    // Decoded alone, a piece must not lose a byte-order mark that the whole text would refuse.
+    ['a byte-order mark between two records', (p: string) => p.replace(' ,\n', ',\ufeff')],
+    ['a byte-order mark after a long integer', (p: string) => p.replace(/(4600000000123456789)([,}])/, '$1\ufeff$2')],
   ])('refuses a body %s with the error parsing it whole gives', (_name, edit) => {
     const bytes = utf8(edit(page(13)));
     expect(parseInPieces(bytes, [])).toBeUndefined();
