@@ -147,18 +147,12 @@ function pieceText(b: Uint8Array, from: number, to: number, longIntegers: number
   return text + decodePiece(b, copied, to);
 }
 
-/** Where the first of `longIntegers` at or after `from` is (an even index). */
-function firstAfter(longIntegers: number[], from: number): number {
-  let i = 0;
-  while (i < longIntegers.length && longIntegers[i]! < from) i += 2;
-  return i;
-}
-
 /** The elements of one array member, each parsed (and repaired) on its own. Throws on a piece that is not JSON. */
 function parseElements(b: Uint8Array, m: ArrayMember, name: string, longIntegers: number[], repaired: string[]): unknown[] {
   const elements: unknown[] = [];
   if (m.commas.length === 0 && blank(b, m.open + 1, m.close)) return elements;
-  const at = { i: firstAfter(longIntegers, m.open) };
+  // pieceText moves past the integers before each piece itself.
+  const at = { i: 0 };
   let from = m.open + 1;
   for (let k = 0; k <= m.commas.length; k++) {
     const end = k < m.commas.length ? m.commas[k]! : m.close;
