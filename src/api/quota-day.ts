@@ -31,6 +31,14 @@ export function nextQuotaReset(now: number, zone: string): number {
   return inZone(now, zone).startOf('day').plus({ days: 1 }).toMillis();
 }
 
+/**
+ * When the quota day that `now` falls in began (epoch ms): a server's day began a whole day
+ * before its reset; a zone's, at its midnight (23 or 25 hours before its end on a clock change).
+ */
+export function quotaDayStart(now: number, zone: string, day: QuotaDay): number {
+  return day.fromServer ? day.resetsAt - DAY_MS : inZone(now, zone).startOf('day').toMillis();
+}
+
 /** Checks a zone name once, at configuration time, so a typo is a config error not a crash mid-run. */
 export function assertTimeZone(zone: string): void {
   inZone(0, zone);

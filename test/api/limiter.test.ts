@@ -388,6 +388,29 @@ describe('OrgLimiter: daily budget', () => {
     expect(l.nextReset().toISOString()).toBe('2026-01-16T00:00:00.000Z');
   });
 
+  it('counts in the earlier day again when the clock is set back minutes past midnight, in the first hour of a day', async () => {
+    let now = Date.UTC(2026, 0, 16, 0, 10);
+    const fake = new FakeClock(now);
+    const clock: Clock = { now: () => now, setTimeout: (fn, ms) => fake.setTimeout(fn, ms), sleep: (ms, signal) => fake.sleep(ms, signal) };
+    const store = new MemoryUsageStore();
+    const l = new OrgLimiter({
+      organizationId: '1',
+      limits: limits({ per_day: 5, reserve: 0 }),
+      timeZone: 'UTC',
+      clock,
+      store,
+      logger: silentLogger(),
+    });
+    for (let i = 0; i < 2; i++) await l.schedule(instant());
+    now = Date.UTC(2026, 0, 16, 0, 50);
+    expect(l.quotaDay().key).toBe('2026-01-16');
+    expect(l.usedToday()).toBe(2);
+    now = Date.UTC(2026, 0, 15, 23, 55);
+    expect(l.quotaDay().key).toBe('2026-01-15');
+    expect(l.usedToday()).toBe(0);
+    expect(l.nextReset().toISOString()).toBe('2026-01-16T00:00:00.000Z');
+  });
+
   it('fails queued requests when the budget runs out while they wait', async () => {
     const clock = new FakeClock(0);
     const l = limiter({ clock, limits: limits({ per_day: 10, reserve: 0, concurrency: 2 }) });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { classify } from '../../src/api/classify.js';
 import { OrgLimiter } from '../../src/api/limiter.js';
-import { quotaDayAt, serverQuotaReset } from '../../src/api/quota-day.js';
+import { quotaDayAt, quotaDayStart, serverQuotaReset } from '../../src/api/quota-day.js';
 import { MemoryUsageStore, type UsageStore } from '../../src/api/usage-store.js';
 import type { Limits } from '../../src/config/plans.js';
 import { FakeClock } from '../../src/core/clock.js';
@@ -43,6 +43,21 @@ describe('quotaDayAt', () => {
     expect(quotaDayAt(now, 'Europe/Berlin', berlinMidnight).key).toBe(quotaDayAt(now, 'Europe/Berlin', null).key);
     expect(quotaDayAt(now, 'UTC', at('2026-11-22T00:00:00Z')).key).toBe('2026-11-21');
     for (const drift of [-3, -1, 1, 3]) expect(quotaDayAt(now, 'UTC', KOLKATA_RESET + drift * MINUTE).key).toBe('2026-11-22');
+  });
+});
+
+describe('quotaDayStart', () => {
+  it("is the zone's midnight, 23 or 25 hours before the day's end on a clock change, or a day before the server's reset", () => {
+    const start = (now: string, zone: string, reset: number | null): string => {
+      const day = quotaDayAt(at(now), zone, reset);
+      return new Date(quotaDayStart(at(now), zone, day)).toISOString();
+    };
+    expect(start('2026-11-22T00:10:00Z', 'UTC', null)).toBe('2026-11-22T00:00:00.000Z');
+    expect(start('2026-11-21T23:30:00Z', 'Europe/Berlin', null)).toBe('2026-11-21T23:00:00.000Z');
+    // Berlin's 25 October 2026 runs from 22:00 UTC on the 24th to 23:00 UTC on the 25th; 29 March, 23:00 to 22:00.
+    expect(start('2026-10-25T22:30:00Z', 'Europe/Berlin', null)).toBe('2026-10-24T22:00:00.000Z');
+    expect(start('2026-03-29T21:30:00Z', 'Europe/Berlin', null)).toBe('2026-03-28T23:00:00.000Z');
+    expect(start('2026-11-22T00:01:00Z', 'UTC', KOLKATA_RESET)).toBe('2026-11-21T18:30:00.000Z');
   });
 });
 
