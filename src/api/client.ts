@@ -130,6 +130,8 @@ export class ApiClient {
   private readonly connection: ConnectionConfig;
   private readonly clock: Clock;
   private readonly logger: Logger;
+  /** A child logger per family and organization: pino serializes a child's bindings when it is made, ~10 µs a request. */
+  private readonly requestLoggers = new Map<string, Logger>();
   private readonly secrets: SecretRegistry;
   private readonly limiters: LimiterRegistry;
   private readonly fetchImpl: typeof fetch;
@@ -181,10 +183,17 @@ export class ApiClient {
     return { ...this.counters, rateLimited: { ...this.counters.rateLimited } };
   }
 
+  private requestLogger(family: Family, organizationId: string | undefined): Logger {
+    const key = `${family}/${organizationId ?? ''}`;
+    let log = this.requestLoggers.get(key);
+    if (!log) this.requestLoggers.set(key, (log = this.logger.child({ family, organization_id: organizationId })));
+    return log;
+  }
+
   /** GET under a family root, the organization identified as the family requires; the envelope, code 0 checked. */
   async get(req: GetRequest): Promise<Record<string, unknown>> {
     const limiter = req.organizationId === undefined ? undefined : await this.limitsFor(req.organizationId);
-    const log = this.logger.child({ family: req.family, organization_id: req.organizationId });
+    const log = this.requestLogger(req.family, req.organizationId);
     // What a 401 is judged by at the bound (A26): has this scope ever worked for the connection?
     const scope = scopeFor(req.family, 'GET', req.path);
     let attemptNo = 0;

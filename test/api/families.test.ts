@@ -47,6 +47,23 @@ describe('organization identification per family (spec 1)', () => {
     });
   }
 
+  it('logs each request with its own family and organization, whichever came before it', async () => {
+    const h = harness();
+    nock(API)
+      .get((p) => p.startsWith('/books/v3/users') || p.startsWith('/billing/v1/plans'))
+      .times(4)
+      .reply(200, { code: 0, message: 'success' });
+    const calls: Array<{ family: Family; organizationId: string; path: string }> = [
+      { family: 'books', organizationId: '1', path: '/users' },
+      { family: 'billing', organizationId: '2', path: '/plans' },
+      { family: 'books', organizationId: '2', path: '/users' },
+      { family: 'books', organizationId: '1', path: '/users' },
+    ];
+    for (const c of calls) await h.run(h.client.get(c));
+    const logged = h.log.records.filter((r) => r['msg'] === 'request').map((r) => [r['family'], r['organization_id'], r['path']]);
+    expect(logged).toEqual(calls.map((c) => [c.family, c.organizationId, expect.stringContaining(c.path)]));
+  });
+
   it('lists organizations without charging any organization, ids as text', async () => {
     const h = harness();
     nock(API)
