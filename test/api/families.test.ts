@@ -61,7 +61,7 @@ describe('organization identification per family (spec 1)', () => {
     ];
     for (const c of calls) await h.run(h.client.get(c));
     const logged = h.log.records.filter((r) => r['msg'] === 'request').map((r) => [r['family'], r['organization_id'], r['path']]);
-    expect(logged).toEqual(calls.map((c) => [c.family, c.organizationId, expect.stringContaining(c.path)]));
+    expect(logged).toEqual(calls.map((c): unknown[] => [c.family, c.organizationId, expect.stringContaining(c.path)]));
   });
 
   it('lists organizations without charging any organization, ids as text', async () => {
