@@ -368,44 +368,38 @@ describe('OrgLimiter: daily budget', () => {
     expect(l.usedToday()).toBe(0);
   });
 
-  it('counts in the earlier day again when the system clock is set back past midnight', async () => {
-    let now = Date.UTC(2026, 0, 16, 0, 30);
+  /** A limiter on a clock the test sets, forward or back, as a system clock can be. */
+  function onSettableClock(start: number): { l: OrgLimiter; set: (at: number) => void } {
+    let now = start;
     const fake = new FakeClock(now);
     const clock: Clock = { now: () => now, setTimeout: (fn, ms) => fake.setTimeout(fn, ms), sleep: (ms, signal) => fake.sleep(ms, signal) };
-    const store = new MemoryUsageStore();
     const l = new OrgLimiter({
       organizationId: '1',
       limits: limits({ per_day: 5, reserve: 0 }),
       timeZone: 'UTC',
       clock,
-      store,
+      store: new MemoryUsageStore(),
       logger: silentLogger(),
     });
+    return { l, set: (at) => (now = at) };
+  }
+
+  it('counts in the earlier day again when the system clock is set back past midnight', async () => {
+    const { l, set } = onSettableClock(Date.UTC(2026, 0, 16, 0, 30));
     await l.schedule(instant());
     expect(l.quotaDay().key).toBe('2026-01-16');
-    now = Date.UTC(2026, 0, 15, 23, 0);
+    set(Date.UTC(2026, 0, 15, 23, 0));
     expect(l.quotaDay().key).toBe('2026-01-15');
     expect(l.nextReset().toISOString()).toBe('2026-01-16T00:00:00.000Z');
   });
 
   it('counts in the earlier day again when the clock is set back minutes past midnight, in the first hour of a day', async () => {
-    let now = Date.UTC(2026, 0, 16, 0, 10);
-    const fake = new FakeClock(now);
-    const clock: Clock = { now: () => now, setTimeout: (fn, ms) => fake.setTimeout(fn, ms), sleep: (ms, signal) => fake.sleep(ms, signal) };
-    const store = new MemoryUsageStore();
-    const l = new OrgLimiter({
-      organizationId: '1',
-      limits: limits({ per_day: 5, reserve: 0 }),
-      timeZone: 'UTC',
-      clock,
-      store,
-      logger: silentLogger(),
-    });
+    const { l, set } = onSettableClock(Date.UTC(2026, 0, 16, 0, 10));
     for (let i = 0; i < 2; i++) await l.schedule(instant());
-    now = Date.UTC(2026, 0, 16, 0, 50);
+    set(Date.UTC(2026, 0, 16, 0, 50));
     expect(l.quotaDay().key).toBe('2026-01-16');
     expect(l.usedToday()).toBe(2);
-    now = Date.UTC(2026, 0, 15, 23, 55);
+    set(Date.UTC(2026, 0, 15, 23, 55));
     expect(l.quotaDay().key).toBe('2026-01-15');
     expect(l.usedToday()).toBe(0);
     expect(l.nextReset().toISOString()).toBe('2026-01-16T00:00:00.000Z');
