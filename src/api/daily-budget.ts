@@ -77,6 +77,12 @@ export class DailyBudget {
     this.dayStartsAt = quotaDayStart(now, opts.timeZone, this.day);
   }
 
+  /** Counts from now on in `day`, which `now` falls in. */
+  private enterDay(day: QuotaDay, now: number): void {
+    this.day = day;
+    this.dayStartsAt = quotaDayStart(now, this.timeZone, day);
+  }
+
   /** Restores today's count, the server's reset and any block from the store. */
   async load(): Promise<void> {
     const rec = await this.store.load(this.organizationId);
@@ -154,9 +160,9 @@ export class DailyBudget {
     this.rollDay();
     const before = this.day;
     this.serverReset = at;
-    const after = quotaDayAt(this.clock.now(), this.timeZone, at);
-    this.day = after;
-    this.dayStartsAt = quotaDayStart(this.clock.now(), this.timeZone, after);
+    const now = this.clock.now();
+    const after = quotaDayAt(now, this.timeZone, at);
+    this.enterDay(after, now);
     if (after.key !== before.key) {
       this.logger.info(
         {
@@ -335,8 +341,7 @@ export class DailyBudget {
       this.sent = 0;
       this.exhausted = false;
     }
-    this.day = today;
-    this.dayStartsAt = quotaDayStart(now, this.timeZone, today);
+    this.enterDay(today, now);
     if (today.fromServer) this.markReset();
   }
 
