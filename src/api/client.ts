@@ -5,7 +5,7 @@ import type { Clock } from '../core/clock.js';
 import { RetriableError, SvcsyncError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
-import { serverQuota, type ServerQuota } from './backoff.js';
+import { serverQuota, type HeaderSource, type ServerQuota } from './backoff.js';
 import { serverQuotaReset } from './quota-day.js';
 import { classify } from './classify.js';
 import { decideRetry, NO_RETRIES, type RetryPolicy as DecisionPolicy } from './retry-decision.js';
@@ -16,6 +16,7 @@ import type { LimiterRegistry, OrgLimiter } from './limiter.js';
 import { resolveAccountsUrl } from './oauth.js';
 import { TokenCache } from './token-cache.js';
 import { userAgent } from './user-agent.js';
+import { httpGet, type HttpGet } from './http-get.js';
 
 export type RequestOutcome = 'ok' | 'retried' | 'rate_limited' | 'failed';
 
@@ -40,7 +41,8 @@ export interface ApiClientOptions {
   logger: Logger;
   secrets: SecretRegistry;
   limiters: LimiterRegistry;
-  fetch?: typeof fetch;
+  /** How a GET is made: node:http by default (src/api/http-get.ts); `fetch` itself fits. */
+  fetch?: HttpGet;
   random?: () => number;
   onRequest?: (e: RequestEvent) => void;
   /** Bounds for waits that do not spend max_retries; defaults suit production. */
@@ -134,7 +136,7 @@ export class ApiClient {
   private readonly requestLoggers = new Map<string, Logger>();
   private readonly secrets: SecretRegistry;
   private readonly limiters: LimiterRegistry;
-  private readonly fetchImpl: typeof fetch;
+  private readonly fetchImpl: HttpGet;
   private readonly random: () => number;
   private readonly onRequest: ((e: RequestEvent) => void) | undefined;
   private readonly timeoutMs: number;
@@ -153,7 +155,7 @@ export class ApiClient {
     this.clock = opts.clock;
     this.secrets = opts.secrets;
     this.limiters = opts.limiters;
-    this.fetchImpl = opts.fetch ?? globalThis.fetch;
+    this.fetchImpl = opts.fetch ?? httpGet;
     this.random = opts.random ?? Math.random;
     this.onRequest = opts.onRequest;
     this.timeoutMs = opts.settings.request_timeout_ms;
@@ -336,7 +338,7 @@ export class ApiClient {
     this.counters.requests++;
     if (req.meter) req.meter.requests++;
     let status: number;
-    let headers: Headers;
+    let headers: HeaderSource;
     let bytes: Uint8Array;
     try {
       const response = await this.fetchImpl(built.url, {

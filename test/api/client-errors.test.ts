@@ -12,7 +12,8 @@ function mockSequence(replies: Reply[], times: number[] = []): nock.Scope {
   const scope = nock(API);
   for (const r of replies) {
     const i = scope.get(USERS).query({ organization_id: '1' });
-    if ('error' in r) i.replyWithError(r.error);
+    // An Error, as a socket gives: nock emits a plain object on a ClientRequest not at all.
+    if ('error' in r) i.replyWithError(Object.assign(new Error(r.error.message), { code: r.error.code }));
     else
       i.reply(function () {
         times.push(now());

@@ -7,6 +7,7 @@ import { ApiClient, TokenCacheRegistry, type ApiClientOptions, type RequestEvent
 import { LimiterRegistry } from '../../src/api/limiter.js';
 import { MemoryUsageStore } from '../../src/api/usage-store.js';
 import type { TokenCache } from '../../src/api/token-cache.js';
+import { httpGet, type HttpGet } from '../../src/api/http-get.js';
 
 export const ACCOUNTS = 'https://accounts.example.test';
 export const API = 'https://api.example.test';
@@ -73,6 +74,20 @@ export function trackedFetch(): { fetch: typeof fetch; pending: () => number } {
   return { fetch: tracked, pending: () => pending };
 }
 
+/** The same for the client's own GET (node:http, src/api/http-get.ts), which the API requests go through. */
+export function trackedGet(): { get: HttpGet; pending: () => number } {
+  let pending = 0;
+  const tracked: HttpGet = async (url, init) => {
+    pending++;
+    try {
+      return await httpGet(url, init);
+    } finally {
+      pending--;
+    }
+  };
+  return { get: tracked, pending: () => pending };
+}
+
 export function harness(
   opts: {
     connection?: Partial<ConnectionConfig>;
@@ -102,6 +117,7 @@ export function harness(
   const limiters = new LimiterRegistry({ clock, store, logger });
   const events: RequestEvent[] = [];
   const tracker = trackedFetch();
+  const getTracker = trackedGet();
   const conn = connection(opts.connection);
   const fetchImpl = opts.fetch ?? tracker.fetch;
   const tokens =
@@ -116,10 +132,10 @@ export function harness(
     limiters,
     random: opts.random ?? (() => 0.5),
     onRequest: (e) => events.push(e),
-    fetch: fetchImpl,
+    fetch: opts.fetch ?? getTracker.get,
     ...(opts.policy ? { policy: opts.policy } : {}),
   });
-  const idle = () => settle(tracker.pending);
+  const idle = () => settle(() => tracker.pending() + getTracker.pending());
   return { client, clock, log, secrets, store, limiters, events, idle, run: (p, stepMs) => drive(clock, p, stepMs, idle) };
 }
 

@@ -32,7 +32,7 @@ describe('secrets never reach a log line or an error message', () => {
       .reply(500, { code: 1000, message: `internal error for Svc-oauthtoken ${SECRETS.accessToken2}` })
       .get('/books/v3/users')
       .query(true)
-      .replyWithError({ code: 'ECONNRESET', message: 'socket hang up' })
+      .replyWithError(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }))
       .get('/books/v3/users')
       .query(true)
       .reply(200, { code: 0, users: [] })

@@ -1,0 +1,126 @@
+import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
+import nock from 'nock';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { decode, httpGet, type HttpAnswer } from '../../src/api/http-get.js';
+
+const API = 'https://api.example.test';
+const BODY = JSON.stringify({ code: 0, events: [{ event_id: '1', payload: 'ü'.repeat(500) }] });
+
+const text = async (a: HttpAnswer): Promise<string> => new TextDecoder().decode(await a.arrayBuffer());
+const get = (url: string, headers: Record<string, string> = {}, signal = new AbortController().signal): Promise<HttpAnswer> =>
+  httpGet(url, { method: 'GET', headers, signal });
+
+describe('httpGet (the API client GET over node:http)', () => {
+  beforeEach(() => nock.disableNetConnect());
+  afterEach(() => {
+    nock.cleanAll();
+    nock.enableNetConnect();
+  });
+
+  it('sends the caller headers and asks for compressed answers; status, headers and body come back', async () => {
+    let seen: Record<string, unknown> = {};
+    nock(API)
+      .get('/books/v3/users?organization_id=7')
+      .reply(function () {
+        seen = this.req.headers;
+        return [200, BODY, { 'X-Rate-Limit-Remaining': '99' }];
+      });
+    const answer = await get(`${API}/books/v3/users?organization_id=7`, { Authorization: 'Svc-oauthtoken t' });
+    expect(seen['authorization']).toBe('Svc-oauthtoken t');
+    expect(seen['accept-encoding']).toBe('gzip, deflate, br');
+    expect(answer.status).toBe(200);
+    expect((answer.headers as Record<string, string>)['x-rate-limit-remaining']).toBe('99');
+    expect(await text(answer)).toBe(BODY);
+  });
+
+  const codings: Array<[string, (b: Buffer) => Buffer]> = [
+    ['gzip', gzipSync],
+    ['br', brotliCompressSync],
+    ['deflate', deflateSync],
+  ];
+  for (const [coding, compress] of codings) {
+    it(`decodes a ${coding} answer`, async () => {
+      nock(API)
+        .get('/p')
+        .reply(200, compress(Buffer.from(BODY)), { 'Content-Encoding': coding });
+      expect(await text(await get(`${API}/p`))).toBe(BODY);
+    });
+  }
+
+  it('decodes raw deflate too, and codings applied in turn in reverse', () => {
+    const raw = Buffer.from(BODY);
+    expect(Buffer.from(decode(deflateRawSync(raw), 'deflate')).toString()).toBe(BODY);
+    expect(Buffer.from(decode(brotliCompressSync(gzipSync(raw)), 'gzip, br')).toString()).toBe(BODY);
+    expect(decode(raw, 'identity')).toBe(raw);
+  });
+
+  it('a body that does not decode, or a coding it never asked for, is an error that names the coding', async () => {
+    expect(() => decode(Buffer.from('not gzip'), 'gzip')).toThrow(/could not be decoded as gzip \(Content-Encoding: gzip\)/);
+    nock(API).get('/p').reply(200, 'x', { 'Content-Encoding': 'zstd' });
+    await expect(get(`${API}/p`)).rejects.toThrow(/does not decode "zstd"/);
+  });
+
+  it('follows a redirect, and keeps the credentials only within the origin', async () => {
+    const other = 'https://elsewhere.example.test';
+    const seen: Array<Record<string, unknown>> = [];
+    const record = function (this: nock.ReplyFnContext): void {
+      seen.push(this.req.headers);
+    };
+    nock(API)
+      .get('/a')
+      .reply(function () {
+        record.call(this);
+        return [307, '', { Location: '/b' }];
+      })
+      .get('/b')
+      .reply(function () {
+        record.call(this);
+        return [302, '', { Location: `${other}/c` }];
+      });
+    nock(other)
+      .get('/c')
+      .reply(function () {
+        record.call(this);
+        return [200, BODY];
+      });
+    const answer = await get(`${API}/a`, { Authorization: 'Svc-oauthtoken t', 'X-Org': '7' });
+    expect(await text(answer)).toBe(BODY);
+    expect(seen.map((h) => h['authorization'])).toEqual(['Svc-oauthtoken t', 'Svc-oauthtoken t', undefined]);
+    expect(seen[2]?.['x-org']).toBe('7');
+  });
+
+  it('a redirect loop ends with an error', async () => {
+    nock(API).get('/loop').times(21).reply(301, '', { Location: '/loop' });
+    await expect(get(`${API}/loop`)).rejects.toThrow(/20 redirects in a row/);
+  });
+
+  it('an API base that is not http or https is an error that says so', async () => {
+    await expect(get('ftp://api.example.test/p')).rejects.toThrow(
+      /cannot request ftp: addresses; the API base must be an http or https URL/,
+    );
+  });
+
+  it('a transport failure keeps its system code for classify', async () => {
+    nock(API)
+      .get('/p')
+      .replyWithError(Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:443'), { code: 'ECONNREFUSED' }));
+    await expect(get(`${API}/p`)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('the caller signal ends a request in flight, with the signal reason', async () => {
+    nock(API).get('/slow').delay(2_000).reply(200, BODY);
+    const controller = new AbortController();
+    const pending = get(`${API}/slow`, {}, controller.signal);
+    const reason = new Error('request timed out after 50 ms');
+    setTimeout(() => controller.abort(reason), 50);
+    await expect(pending).rejects.toBe(reason);
+  });
+
+  it('an already aborted signal sends nothing', async () => {
+    const scope = nock(API).get('/p').reply(200, BODY);
+    const controller = new AbortController();
+    controller.abort(new Error('stopped'));
+    await expect(get(`${API}/p`, {}, controller.signal)).rejects.toThrow('stopped');
+    expect(scope.isDone()).toBe(false);
+  });
+});
