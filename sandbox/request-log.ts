@@ -13,7 +13,7 @@ export interface RequestLog {
    * (changeWhilePagingEvery), single records sent as an array of one (singleRecordArray), empty
    * list pages sent with a null key (nullEmptyLists).
    */
-  variants: { spurious401: number; pagingMutations: number; singleArrays: number; nullLists: number };
+  variants: { spurious401: number; pagingMutations: number; singleArrays: number; nullLists: number; compressed: number };
   /**
    * Organization-scoped requests (those naming a known organization, whatever the answer) per
    * caller: the User-Agent header as sent, `unknown` when absent or empty.
@@ -49,7 +49,7 @@ export function emptyLog(): RequestLog {
     rateLimited: { '44': 0, '45': 0, '1070': 0 },
     faults: { '5xx': 0, '429': 0, truncated: 0, latency: 0, revoked: 0 },
     token: { refresh: 0, authorization_code: 0, revoke: 0, errors: 0 },
-    variants: { spurious401: 0, pagingMutations: 0, singleArrays: 0, nullLists: 0 },
+    variants: { spurious401: 0, pagingMutations: 0, singleArrays: 0, nullLists: 0, compressed: 0 },
     byCaller: {},
     tokenByCaller: {},
     overlaps: [],

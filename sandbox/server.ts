@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { CONTROL_ROOT, type ControlAnswer } from './control.js';
 import { OrgData, toJson } from './data-store.js';
 import { OrgLimiter, type Limits, type Rejection } from './limits.js';
@@ -182,6 +183,12 @@ export class SandboxServer {
     };
     if (api && (this.v.rateLimitHeaders || this.v.localQuotaDay)) Object.assign(headers, this.quotaHeaders(api.limiterKey));
     if (this.v.noRetryAfter) delete headers['retry-after'];
+    if (api && this.v.compressAnswers && acceptsGzip(res.req.headers['accept-encoding'])) {
+      body = gzipSync(body);
+      headers['content-encoding'] = 'gzip';
+      headers['content-length'] = body.length;
+      this.log.variants.compressed++;
+    }
     res.writeHead(answer.status, headers);
     res.end(body);
   }
@@ -719,4 +726,14 @@ function omit(rec: Record<string, unknown>, fields: readonly string[]): Record<s
   const out = { ...rec };
   for (const f of fields) delete out[f];
   return out;
+}
+
+/** Whether an `Accept-Encoding` header takes gzip (named, or `*`, without `q=0`). */
+export function acceptsGzip(header: string | undefined): boolean {
+  if (!header) return false;
+  return header.split(',').some((part) => {
+    const [coding, ...params] = part.trim().toLowerCase().split(';');
+    const refused = params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(p));
+    return (coding === 'gzip' || coding === '*') && !refused;
+  });
 }

@@ -55,6 +55,12 @@ export interface Variants {
   /** No `Retry-After` header on any answer (429s included). */
   noRetryAfter: boolean;
   /**
+   * API answers come gzip-compressed (`Content-Encoding: gzip`) whenever the request's
+   * `Accept-Encoding` names gzip, as a service behind a compressing front end answers. The spec
+   * says nothing of compression either way.
+   */
+  compressAnswers: boolean;
+  /**
    * Lists (`family.stream` names) that ignore `sort_column`/`sort_order` and answer in their default
    * order; page_context (when sent) reports the order actually used.
    */
@@ -245,6 +251,7 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   spurious401Run: 1,
   refusedTokenCode: 14,
   noRetryAfter: false,
+  compressAnswers: false,
   ignoreSort: Object.freeze([]) as unknown as string[],
   numericIds: false,
   mixedOffsets: false,
@@ -288,6 +295,7 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   spurious401Run: 2,
   refusedTokenCode: 57,
   noRetryAfter: true,
+  compressAnswers: true,
   ignoreSort: Object.freeze(['inventory.contacts', 'books.vendor_credits']) as unknown as string[],
   numericIds: true,
   mixedOffsets: true,

@@ -277,6 +277,26 @@ describe('noRetryAfter', () => {
   });
 });
 
+describe('compressAnswers', () => {
+  it('gzips API answers when the request takes gzip, and only then', async () => {
+    const h = await start({ scale: 3, organizations: 1, variants: { compressAnswers: true } });
+    const asked = await h.get('books', '/users', undefined, { 'accept-encoding': 'gzip, deflate, br' });
+    expect(asked.status).toBe(200);
+    expect(asked.headers.get('content-encoding')).toBe('gzip');
+    expect(((await asked.json()) as Rec)['code']).toBe(0);
+    for (const refused of ['identity', 'gzip;q=0, br', 'deflate']) {
+      const plain = await h.get('books', '/users', undefined, { 'accept-encoding': refused });
+      expect(plain.headers.get('content-encoding')).toBeNull();
+      expect(((await plain.json()) as Rec)['code']).toBe(0);
+    }
+    expect((await h.get('books', '/users', undefined, { 'accept-encoding': '*' })).headers.get('content-encoding')).toBe('gzip');
+    expect(h.sb.requestLog().variants.compressed).toBe(2);
+    const off = await start({ scale: 3, organizations: 1 });
+    const answer = await off.get('books', '/users', undefined, { 'accept-encoding': 'gzip' });
+    expect(answer.headers.get('content-encoding')).toBeNull();
+  });
+});
+
 describe('ignoreSort', () => {
   it('answers the listed lists in their default order whatever is asked, and says so in page_context', async () => {
     const h = await start({ scale: 30, organizations: 1, variants: { ignoreSort: ['inventory.contacts', 'books.users'] } });

@@ -77,6 +77,9 @@ describe.each(DIALECTS)('the hostile preset and short-lived tokens, on %s', (dia
     const after = minimumRequests(e.sandbox, PER_PAGE);
     const refused = refusedAnswers(e);
     expect(log.variants.pagingMutations).toBeGreaterThan(0);
+    // Every API answer, refusals included, came gzip-compressed: the client asks for it and decodes it.
+    expect(log.variants.compressed).toBeGreaterThan(0);
+    expect(log.variants.compressed).toBe(apiRequests(e));
     expect(apiRequests(e)).toBeGreaterThanOrEqual(before.minimum + refused);
     expect(apiRequests(e)).toBeLessThanOrEqual(after.minimum + after.exactMultiples + refused);
     // The NUL characters it sends make one warning line per organization, stream and field, not one per answer.
