@@ -8,8 +8,8 @@ import type { HeaderSource } from './backoff.js';
  *
  * `fetch` builds WHATWG Request, Headers and stream objects around every exchange: measured
  * here at 470 µs of CPU a request for a 35 KB answer and 780 µs for a 200 KB one, against
- * 235 and 365 µs for `http.request` with a keep-alive agent. A list sync makes a request for
- * every 200 records, so that is about a tenth of its CPU. Nothing else changes: the same
+ * 235 and 365 µs for `http.request` with a keep-alive agent. An events sync, a request for every
+ * 200 small records, spends 15 % less CPU (docs/benchmarks.md). Nothing else changes: the same
  * headers, compressed answers asked for and decoded as `fetch` does (gzip, deflate, br), the
  * caller's signal ends the request and the body alike, and transport failures carry the
  * system's code (ECONNREFUSED, ECONNRESET) for `classify`.
