@@ -48,7 +48,7 @@ export const httpGet: HttpGet = async (url, init) => {
   let target = new URL(url);
   let headers = init.headers;
   for (let hop = 0; ; hop++) {
-    const answer = await once(target, headers, init.signal);
+    const answer = await exchange(target, headers, init.signal);
     const location = REDIRECTS.has(answer.status) ? headerOf(answer.headers, 'location') : undefined;
     if (location === undefined) return answer;
     if (hop === MAX_REDIRECTS)
@@ -69,7 +69,7 @@ function withoutAuthorization(headers: Record<string, string>): Record<string, s
   return Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'authorization'));
 }
 
-function once(target: URL, headers: Record<string, string>, signal: AbortSignal): Promise<HttpAnswer> {
+function exchange(target: URL, headers: Record<string, string>, signal: AbortSignal): Promise<HttpAnswer> {
   return new Promise<HttpAnswer>((resolve, reject) => {
     signal.throwIfAborted();
     const transport = transports[target.protocol];
@@ -112,10 +112,9 @@ function once(target: URL, headers: Record<string, string>, signal: AbortSignal)
             reject(err);
             return;
           }
-          const headers = response.headers as Record<string, string | undefined>;
           resolve({
             status: response.statusCode ?? 0,
-            headers,
+            headers: response.headers as Record<string, string | undefined>,
             arrayBuffer: () => Promise.resolve(ownBuffer(decoded)),
           });
         });
