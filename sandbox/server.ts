@@ -729,7 +729,7 @@ function omit(rec: Record<string, unknown>, fields: readonly string[]): Record<s
 }
 
 /** Whether an `Accept-Encoding` header takes gzip (named, or `*`, without `q=0`). */
-export function acceptsGzip(header: string | undefined): boolean {
+function acceptsGzip(header: string | undefined): boolean {
   if (!header) return false;
   return header.split(',').some((part) => {
     const [coding, ...params] = part.trim().toLowerCase().split(';');

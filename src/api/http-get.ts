@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from 'node:zlib';
-import type { HeaderSource } from './backoff.js';
+import { headerValue, type HeaderSource } from './backoff.js';
 
 /**
  * The GET the API client makes, over node:http rather than the global `fetch`.
@@ -49,7 +49,7 @@ export const httpGet: HttpGet = async (url, init) => {
   let headers = init.headers;
   for (let hop = 0; ; hop++) {
     const answer = await exchange(target, headers, init.signal);
-    const location = REDIRECTS.has(answer.status) ? headerOf(answer.headers, 'location') : undefined;
+    const location = REDIRECTS.has(answer.status) ? headerValue(answer.headers, 'location') : undefined;
     if (location === undefined) return answer;
     if (hop === MAX_REDIRECTS)
       throw new Error(`${MAX_REDIRECTS} redirects in a row, the last to ${location}; the API base is probably wrong`);
@@ -59,11 +59,6 @@ export const httpGet: HttpGet = async (url, init) => {
     target = next;
   }
 };
-
-function headerOf(headers: HeaderSource, name: string): string | undefined {
-  const v = (headers as Record<string, string | string[] | undefined> | undefined)?.[name];
-  return Array.isArray(v) ? v[0] : v;
-}
 
 function withoutAuthorization(headers: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(headers).filter(([k]) => k.toLowerCase() !== 'authorization'));
