@@ -100,17 +100,12 @@ function exchange(target: URL, headers: Record<string, string>, signal: AbortSig
             body.set(c, at);
             at += c.length;
           }
-          let decoded: Uint8Array;
-          try {
-            decoded = decode(body, response.headers['content-encoding']);
-          } catch (err) {
-            reject(err);
-            return;
-          }
+          const coding = response.headers['content-encoding'];
           resolve({
             status: response.statusCode ?? 0,
             headers: response.headers as Record<string, string | undefined>,
-            arrayBuffer: () => Promise.resolve(ownBuffer(decoded)),
+            // Decoded when read, as fetch does: a redirect's body, never read, is never decoded.
+            arrayBuffer: () => new Promise((done) => done(ownBuffer(decode(body, coding)))),
           });
         });
       },
@@ -133,7 +128,8 @@ function ownBuffer(bytes: Uint8Array): ArrayBuffer {
 
 /** The body as the server meant it, per `Content-Encoding` (the codings applied in order, undone in reverse). */
 export function decode(body: Uint8Array, contentEncoding: string | undefined): Uint8Array {
-  if (!contentEncoding) return body;
+  // An empty body is empty in every coding (a 204, a redirect): there is nothing to undo.
+  if (!contentEncoding || body.length === 0) return body;
   const codings = contentEncoding
     .split(',')
     .map((c) => c.trim().toLowerCase())
