@@ -24,6 +24,8 @@ import * as childrenReread from './20261128T160000-children-reread.js';
 import * as pendingRecency from './20261129T100000-pending-recency.js';
 import * as listedIds from './20261130T090000-listed-ids.js';
 import * as pageMemo from './20261201T090000-page-memo.js';
+import * as appliedUnits from './20261204T090000-applied-units.js';
+import * as runStreamDeleted from './20261204T091000-run-stream-deleted.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -55,4 +57,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261129T100000-pending-recency': pendingRecency,
   '20261130T090000-listed-ids': listedIds,
   '20261201T090000-page-memo': pageMemo,
+  '20261204T090000-applied-units': appliedUnits,
+  '20261204T091000-run-stream-deleted': runStreamDeleted,
 };

@@ -47,6 +47,8 @@ export function renderSummary(summary: SyncSummary): string {
         `      ${pad(s.stream, 36)} ${lpad(String(s.records), 8)} records ${lpad(String(s.written), 8)} written ` +
           `${lpad(String(s.reads), 8)} reads ${lpad(String(s.requests), 6)} req${status}`,
       );
+      // Rows marked deleted, by table: a deleted order's lines are rows too.
+      if (s.deleted > 0) lines.push(`          ${s.deleted} rows marked deleted: ${deletedByTable(s.deletedTables)}`);
       // Data-shape warnings: one line per field and kind, however many records had it.
       for (const w of s.warnings ?? []) {
         lines.push(`          ⚠ ${w.count} × ${w.field}: ${w.message} (e.g. record ${w.example})`);
@@ -78,4 +80,12 @@ export function renderSummary(summary: SyncSummary): string {
   };
   lines.push(`  Result: ${codes[summary.exitCode] ?? summary.exitCode} (exit ${summary.exitCode})`);
   return lines.join('\n') + '\n';
+}
+
+/** `inventory_sales_orders 3, inventory_sales_orders__line_items 13`, largest first. */
+function deletedByTable(tables: Readonly<Record<string, number>> | undefined): string {
+  return Object.entries(tables ?? {})
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([table, rows]) => `${table} ${rows}`)
+    .join(', ');
 }

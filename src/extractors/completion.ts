@@ -13,7 +13,7 @@ import { fillPath, pages } from './pager.js';
 import { runAll } from './settle.js';
 import { holding } from './record-budget.js';
 import { raiseIfStopped } from './stop.js';
-import { newTally, type StreamTally } from './stream-tally.js';
+import { countDeleted, newTally, type StreamTally } from './stream-tally.js';
 import { detailIsEnabled, normalizePage } from './stream-pass.js';
 import { recordRepairs, repairMessage } from './text-repairs.js';
 import { provenEmbedded, type ProvenChildren } from './embedded-children.js';
@@ -130,7 +130,8 @@ export async function completeDetails(
             } catch (error) {
               if (!isGone(ctx, error)) throw error;
             }
-            await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
+            const { deleted } = await commitDetail(ctx, { key, stream, id: item.item_id, syncedAt, record });
+            countDeleted(tally, deleted);
             for (const p of proven) {
               const name = qualifiedName(p.child);
               const childTally = embedded.get(name) ?? newTally();
@@ -139,7 +140,6 @@ export async function completeDetails(
             }
             // The record and its change were counted with its list page: this is one more read of it.
             tally.reads++;
-            if (!record) tally.deleted++;
           });
         }),
       ),
@@ -171,10 +171,11 @@ async function commitEmbedded(
   const syncedAt = ctx.stamp.next();
   const records = normalizePage(ctx, child, parentKey.organizationId, entries, syncedAt, { key: link.key, value: parentId }, tally);
   const key: StreamKey = { ...parentKey, stream: qualifiedName(child) };
-  const { changed } = await commitChildren(ctx, { key, child, parent, parentId, syncedAt, records, parentGone: false, reason });
+  const { changed, deleted } = await commitChildren(ctx, { key, child, parent, parentId, syncedAt, records, parentGone: false, reason });
   tally.records += records.length;
   tally.reads += records.length;
   tally.written += changed;
+  countDeleted(tally, deleted);
 }
 
 /**
@@ -212,7 +213,7 @@ export async function completeChildren(
           let gone = false;
           let pagesRead = 0;
           if (all) {
-            const { changed } = await commitChildren(ctx, {
+            const { changed, deleted } = await commitChildren(ctx, {
               key,
               child,
               parent,
@@ -224,6 +225,7 @@ export async function completeChildren(
             });
             tally.records += all.get(parentId)?.length ?? 0;
             tally.written += changed;
+            countDeleted(tally, deleted);
             return;
           }
           // The parent's whole list is committed at once, so its pages are held together: the
@@ -267,7 +269,7 @@ export async function completeChildren(
             }
             const syncedAt = ctx.stamp.next();
             for (const r of records) r.row['_synced_at'] = syncedAt;
-            const { changed } = await commitChildren(ctx, {
+            const { changed, deleted } = await commitChildren(ctx, {
               key,
               child,
               parent,
@@ -281,7 +283,7 @@ export async function completeChildren(
             tally.records += records.length;
             tally.reads += records.length;
             tally.written += changed;
-            if (gone) tally.deleted++;
+            countDeleted(tally, deleted);
           });
         }),
       ),

@@ -1,5 +1,6 @@
 import type { Logger } from '../core/logger.js';
 import { recordDrift } from '../state/drift.js';
+import { newUnitId } from '../loaders/applied-units.js';
 import type { SyncContext } from './context.js';
 import type { DriftTally } from './stream-tally.js';
 
@@ -16,11 +17,15 @@ export async function reportDrift(
 ): Promise<void> {
   if (drift.size === 0) return;
   const fields = drift.entries();
-  await recordDrift(
-    ctx.warehouse.db,
-    { connection: ctx.connection.name, organizationId: at.organizationId, stream: at.stream, runId: ctx.runId, seenAt: at.seenAt },
-    fields,
-  );
+  const sighting = {
+    connection: ctx.connection.name,
+    organizationId: at.organizationId,
+    stream: at.stream,
+    runId: ctx.runId,
+    seenAt: at.seenAt,
+  };
+  // One unit: the occurrences add up, so a retry after a lost reply must not add them twice.
+  await ctx.warehouse.transaction((trx) => recordDrift(trx, sighting, fields).then(() => null), undefined, newUnitId());
   const warned = ctx.driftWarned ?? new Set<string>();
   for (const f of fields) {
     const key = `${at.stream}\u0000${f.field}`;

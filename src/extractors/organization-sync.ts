@@ -32,7 +32,10 @@ export interface StreamOutcome {
   reads: number;
   /** Rows new or changed. */
   written: number;
+  /** Rows marked deleted: the records', their child-table rows, and child streams' rows under them. */
   deleted: number;
+  /** The same rows by table. */
+  deletedTables: Record<string, number>;
   requests: number;
   /** Data-shape warnings, one entry per table, field and kind. */
   warnings: WarningCount[];
@@ -124,6 +127,7 @@ function counts(tally: StreamTally): Omit<StreamOutcome, 'organizationId' | 'str
     reads: tally.reads,
     written: tally.written,
     deleted: tally.deleted,
+    deletedTables: { ...tally.deletedTables },
     requests: tally.meter.requests,
     warnings: tally.warnings.entries(),
     drift: tally.drift.entries(),
@@ -190,6 +194,7 @@ export async function syncOrganization(
     reads: 0,
     written: 0,
     deleted: 0,
+    deletedTables: {},
     requests: 0,
     warnings: [],
     drift: [],
@@ -279,6 +284,8 @@ export async function syncOrganization(
       records: base.records,
       reads: base.reads,
       written: base.written,
+      deleted: base.deleted,
+      deleted_tables: base.deleted > 0 ? JSON.stringify(base.deletedTables) : null,
       requests: base.requests,
       error: base.error ?? null,
       warnings: base.warnings.length ? JSON.stringify(base.warnings) : null,

@@ -13,6 +13,7 @@ import { ensureHistory } from '../loaders/derived/ensure-history.js';
 import { historyPlan, historySettingOf, type HistoryPlan } from '../loaders/derived/history-tables.js';
 import { HistoryWriter } from '../loaders/history-writer.js';
 import { migrateToLatest } from '../loaders/migrate.js';
+import { KEEP_CLAIMS_MS, pruneClaims } from '../loaders/applied-units.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import type { HistorySink } from '../state/history.js';
 import { WarehouseUsageStore } from '../state/usage-store.js';
@@ -61,7 +62,9 @@ export async function setUpRun(options: RunInputs): Promise<RunSetup> {
   // Every request in flight listens to the run's signal; many at once is expected.
   setMaxListeners(0, options.signal);
   await migrateToLatest(warehouse);
-  const store = (): WarehouseUsageStore => new WarehouseUsageStore(warehouse.db, () => clock.now());
+  // Claims of units older than any retry can be (wall time, as the warehouse's retries run).
+  await pruneClaims(warehouse.db, warehouse.sql, new Date(Date.now() - KEEP_CLAIMS_MS).toISOString());
+  const store = (): WarehouseUsageStore => new WarehouseUsageStore(warehouse, () => clock.now());
   const runId = `${new Date(clock.now()).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${randomUUID().slice(0, 8)}`;
   const catalog = options.catalog ?? CATALOG;
   const connections = selectConnections(config, options.connection);

@@ -2,7 +2,7 @@ import type { StreamSpec } from '../catalog/types.js';
 import { isOrganizationList, qualifiedName, tableName } from '../catalog/types.js';
 import { carriesChildren, streamTables } from '../catalog/index.js';
 import { listIdentity, normalizeRecord, type ListIdentity, type NormalizedRecord } from '../normalize/normalize.js';
-import { commitPage } from '../state/unit-of-work.js';
+import { commitPage, type PassEnd } from '../state/unit-of-work.js';
 import { recencyOf } from '../state/pending.js';
 import { loadStreamState, type PassKind, type PassState, type StreamKey } from '../state/stream-state.js';
 import type { MemoPage } from '../loaders/table-writer.js';
@@ -14,7 +14,8 @@ import { memoAt, memoizes, memoQuery, pageToKeep, passMemo } from './page-memo.j
 import { SeenFilter } from './seen-filter.js';
 import { childrenRereadDue, childrenSlice } from './children-cycle.js';
 import { childrenCycleDays, wholeReadCycleDays } from '../config/cycles.js';
-import type { StreamTally } from './stream-tally.js';
+import { countDeleted, type StreamTally } from './stream-tally.js';
+import type { DeletedRows } from '../state/deleted-rows.js';
 import { listRepairs, repairMessage } from './text-repairs.js';
 
 /** What the caller asked for; the pass kind follows from it and the stream. */
@@ -195,7 +196,7 @@ async function walk(
         unsorted: window.unsorted,
         maxChanged: window.maxChanged,
       });
-      const end = page.hasMore ? undefined : passEnd(stream, pass, cursor);
+      const end = page.hasMore ? undefined : passEnd(stream, pass, cursor, page.page);
       const { deleted } = await commitPage(ctx, {
         key,
         stream,
@@ -209,7 +210,7 @@ async function walk(
         memos: keepPage(null, end !== undefined),
         ...(end ? { end, lastMemoPage: memoAt(key, memoKey!, page.page) } : { position: pass }),
       });
-      countPage(tally, { pages: 1, records: ids.length, reads: ids.length, written: 0, deleted });
+      countPage(tally, { pages: 1, records: ids.length, reads: ids.length, written: 0 }, deleted);
       reportPage(ctx, key, page.page, tally);
       if (end) break;
       continue;
@@ -247,7 +248,7 @@ async function walk(
       unsorted: window.unsorted,
       maxChanged: window.maxChanged,
     });
-    const end = plan.finished ? passEnd(stream, pass, cursor) : undefined;
+    const end = plan.finished ? passEnd(stream, pass, cursor, page.page) : undefined;
     const { listedUnchanged, ...decided } = plan;
     const { deleted } = await commitPage(ctx, {
       key,
@@ -261,7 +262,7 @@ async function walk(
       ...(end ? { end } : { position: pass }),
     });
     stored.written(plan.rows);
-    countPage(tally, { pages: 1, records: page.records.length, reads: page.records.length, written: plan.changed, deleted });
+    countPage(tally, { pages: 1, records: page.records.length, reads: page.records.length, written: plan.changed }, deleted);
     reportPage(ctx, key, page.page, tally);
     if (plan.finished) break;
   }
@@ -304,28 +305,26 @@ function since(before: PageCounts, now: PageCounts): PageCounts {
  * every parent's child lists or its slow cycle's share of them over the whole list, its start as
  * the instant up to which they were re-read.
  */
-function passEnd(
-  stream: StreamSpec,
-  pass: PassState,
-  cursor: string | null,
-): { cursor: string | null; vanishedBefore: string | null; childrenRereadAt: string | null } {
+function passEnd(stream: StreamSpec, pass: PassState, cursor: string | null, page: number): PassEnd {
   // A reconcile or a tree read whole moves its slow cycle on to its start: the days up to it are re-read.
   const whole = pass.floor === null && (pass.children || pass.kind === 'reconcile' || pass.kind === 'full');
   return {
     cursor: stream.cursor ? nextCursor(cursor, pass.maxChanged, pass.startedAt) : null,
     vanishedBefore: marksVanished(pass.kind) ? pass.startedAt : null,
     childrenRereadAt: whole ? pass.startedAt : null,
+    // Page 1 ending the pass: no earlier page saved a position (a resumed pass starts past page 1).
+    firstPage: page === 1,
   };
 }
 
 type PageCounts = Pick<StreamTally, 'pages' | 'records' | 'reads' | 'written' | 'deleted'>;
 
-function countPage(tally: StreamTally, page: PageCounts): void {
+function countPage(tally: StreamTally, page: Omit<PageCounts, 'deleted'>, deleted: DeletedRows): void {
   tally.pages += page.pages;
   tally.records += page.records;
   tally.reads += page.reads;
   tally.written += page.written;
-  tally.deleted += page.deleted;
+  countDeleted(tally, deleted);
 }
 
 function reportPage(ctx: SyncContext, key: StreamKey, page: number, tally: StreamTally): void {

@@ -2,6 +2,7 @@ import type { RequestMeter } from '../api/client.js';
 import type { Logger } from '../core/logger.js';
 import type { NormalizeWarning, UnknownField, WarningKind } from '../normalize/normalize.js';
 import type { DriftCount } from '../state/drift.js';
+import { mergeDeleted, totalDeleted, type DeletedRows } from '../state/deleted-rows.js';
 
 /** One kind of data-shape surprise in one field of one table, counted over a run. */
 export interface WarningCount {
@@ -114,12 +115,21 @@ export interface StreamTally {
   reads: number;
   /** Rows changed: new, or with another `_hash` (an unchanged row a full read rewrites is not counted). */
   written: number;
+  /** Rows marked deleted, child-table rows and child streams' rows under a deleted record included. */
   deleted: number;
+  /** The same rows by table. */
+  deletedTables: DeletedRows;
   /** Every request sent for the stream, retries included. */
   meter: RequestMeter;
   warnings: WarningTally;
   /** Fields the catalog does not know, per field. */
   drift: DriftTally;
+}
+
+/** Counts rows a unit of work marked deleted. */
+export function countDeleted(tally: Pick<StreamTally, 'deleted' | 'deletedTables'>, rows: DeletedRows): void {
+  tally.deleted += totalDeleted(rows);
+  mergeDeleted(tally.deletedTables, rows);
 }
 
 export function newTally(): StreamTally {
@@ -129,6 +139,7 @@ export function newTally(): StreamTally {
     reads: 0,
     written: 0,
     deleted: 0,
+    deletedTables: {},
     meter: { requests: 0 },
     warnings: new WarningTally(),
     drift: new DriftTally(),
@@ -145,6 +156,7 @@ export function mergeTally(into: StreamTally, from: StreamTally): void {
   into.reads += from.reads;
   into.written += from.written;
   into.deleted += from.deleted;
+  mergeDeleted(into.deletedTables, from.deletedTables);
   into.warnings.merge(from.warnings);
   into.drift.merge(from.drift);
 }

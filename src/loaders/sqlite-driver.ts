@@ -15,6 +15,8 @@ import {
   type QueryResult,
 } from 'kysely';
 import type { AnyKysely } from './db.js';
+import { changedRows, claimQuery, replayOf, resultQuery, storedQuery, type BatchOutcome } from './applied-units.js';
+import { SQLITE } from './sql-dialect.js';
 
 /** Time spent in SQLite by statement shape (collected only when asked for, by the benchmark). */
 export interface SqlStat {
@@ -178,7 +180,16 @@ export class SqliteBatchDriver implements Driver {
     return Promise.resolve();
   }
 
-  async batch(queries: readonly CompiledQuery[], fence: Fence = noFence): Promise<void> {
+  /**
+   * With a `unit` id the batch runs once (src/loaders/applied-units.ts): a claimed id means an
+   * earlier attempt committed, and its stored report is returned instead.
+   */
+  async batch<T = undefined>(
+    queries: readonly CompiledQuery[],
+    fence: Fence = noFence,
+    unit?: string,
+    now: () => string = () => new Date().toISOString(),
+  ): Promise<BatchOutcome<T>> {
     const lost = fence.lost();
     if (lost) throw lost;
     await this.mutex.lock();
@@ -187,8 +198,9 @@ export class SqliteBatchDriver implements Driver {
       try {
         // The lease's check first: it takes the write lock, and a refusal rolls back before any write.
         if (fence.query && !fence.holds(this.connection.execute(fence.query))) throw fence.refusal();
-        for (const q of queries) this.connection.execute(q);
+        const outcome = this.runOnce<T>(queries, unit, now);
         this.connection.execute(CompiledQuery.raw('commit'));
+        return outcome;
       } catch (error) {
         if (this.database.inTransaction) this.connection.execute(CompiledQuery.raw('rollback'));
         throw error;
@@ -196,6 +208,16 @@ export class SqliteBatchDriver implements Driver {
     } finally {
       this.mutex.unlock();
     }
+  }
+
+  private runOnce<T>(queries: readonly CompiledQuery[], unit: string | undefined, now: () => string): BatchOutcome<T> {
+    if (unit !== undefined && changedRows(this.connection.execute(claimQuery(SQLITE, unit, now()))) === 0) {
+      const stored = this.connection.execute<{ result: string | null }>(storedQuery(SQLITE, unit)).rows[0]?.result ?? null;
+      return replayOf<T>(stored);
+    }
+    const affected = queries.map((q) => changedRows(this.connection.execute(q)));
+    if (unit !== undefined) this.connection.execute(resultQuery(SQLITE, unit, JSON.stringify({ affected, result: null })));
+    return { affected, result: undefined, replayed: false };
   }
 
   sqlStats(): SqlStat[] {

@@ -1,4 +1,5 @@
-import { CompiledQuery, type QueryResult } from 'kysely';
+import { CompiledQuery } from 'kysely';
+import { changedRows } from './applied-units.js';
 import type { ChildRows, NormalizedRecord, Row, SqlValue } from '../normalize/normalize.js';
 import type { AnyDb } from './db.js';
 import { ident, type SqlDialect } from './sql-dialect.js';
@@ -42,6 +43,8 @@ export interface MemoPage {
 
 export class TableWriter {
   private readonly sqlCache = new Map<string, string>();
+  /** The statements that mark rows deleted, by the table they mark: their counts are rows deleted. */
+  private readonly deletions = new WeakMap<CompiledQuery, string>();
 
   /** `sql` is the warehouse's dialect object (`warehouse.sql`), chosen once in openWarehouse. */
   constructor(readonly sql: SqlDialect) {}
@@ -88,14 +91,21 @@ export class TableWriter {
    * Upserts top-level records (one source, so one column list) and replaces their children.
    * `isNew` tells which records had no row before this write (the caller looked them up):
    * a new record has no older children to mark, so the stale-children check skips it.
+   * Returns the child rows marked deleted (children the records no longer carry), by table.
    */
   async writeRecords(
     db: AnyDb,
     records: readonly NormalizedRecord[],
     syncedAt: string,
     isNew?: (record: NormalizedRecord) => boolean,
-  ): Promise<void> {
-    for (const q of this.recordQueries(records, syncedAt, isNew)) await db.executeQuery(q);
+  ): Promise<Record<string, number>> {
+    const deleted: Record<string, number> = {};
+    for (const q of this.recordQueries(records, syncedAt, isNew)) {
+      const n = changedRows(await db.executeQuery(q));
+      const table = this.deletions.get(q);
+      if (table !== undefined && n > 0) deleted[table] = (deleted[table] ?? 0) + n;
+    }
+    return deleted;
   }
 
   /** The statements of `writeRecords`, to run in a batch of the caller's (Warehouse.batch). */
@@ -183,8 +193,15 @@ export class TableWriter {
       const text =
         `UPDATE ${ident(table)} SET "_deleted_at" = ${sql.param(1)} ` +
         `WHERE "_deleted_at" IS NULL AND "_synced_at" < ${sql.param(2)} AND "organization_id" = ${sql.param(3)} AND (${where})`;
-      out.push(CompiledQuery.raw(text, params));
+      const query = CompiledQuery.raw(text, params);
+      this.deletions.set(query, table);
+      out.push(query);
     }
+  }
+
+  /** The table a statement of `recordQueries` marks rows deleted in (children no longer listed), or undefined. */
+  deletesIn(query: CompiledQuery): string | undefined {
+    return this.deletions.get(query);
   }
 
   /**
@@ -411,19 +428,14 @@ export class TableWriter {
     return changedRows(result);
   }
 
-  /** Marks one record deleted (its single-record read answered "does not exist"). */
-  async markDeleted(db: AnyDb, table: string, idColumn: string, organizationId: string, id: string, now: string): Promise<void> {
+  /** Marks one record deleted (its single-record read answered "does not exist"); returns the rows marked (0 or 1). */
+  async markDeleted(db: AnyDb, table: string, idColumn: string, organizationId: string, id: string, now: string): Promise<number> {
     const ph = this.sql.param;
     const text =
       `UPDATE ${ident(table)} SET "_deleted_at" = ${ph(1)} ` +
       `WHERE "organization_id" = ${ph(2)} AND ${ident(idColumn)} = ${ph(3)} AND "_deleted_at" IS NULL`;
-    await db.executeQuery(CompiledQuery.raw(text, [now, organizationId, id]));
+    return changedRows(await db.executeQuery(CompiledQuery.raw(text, [now, organizationId, id])));
   }
-}
-
-/** Rows an UPDATE changed (both drivers report `numAffectedRows`). */
-function changedRows(result: QueryResult<unknown>): number {
-  return Number(result.numAffectedRows ?? 0n);
 }
 
 function groupByTable(children: readonly ChildRows[]): Map<string, ChildRows[]> {

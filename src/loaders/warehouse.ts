@@ -12,6 +12,9 @@ import { SqliteBatchDialect, SqliteBatchDriver, type SqlStat } from './sqlite-dr
 import { FALLBACK_AUTOCHECKPOINT, SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { POSTGRES, SQLITE, type Dialect, type SqlDialect } from './sql-dialect.js';
 import { checkFence, noFence } from './lease/fence.js';
+import { changedRows, claimUnit, replayOf, resultQuery, type BatchOutcome } from './applied-units.js';
+
+export type { BatchOutcome };
 import { DEFAULT_LEASE_TIMINGS } from './lease/lease.js';
 import { PostgresOrgLeases } from './lease/postgres.js';
 import { ProcessLeases } from './lease/process.js';
@@ -40,16 +43,24 @@ export interface Warehouse {
    * Runs the queries in order as one transaction, then `after` (work that needs results) in
    * the same transaction. Without `after`, on SQLite
    * it runs without returning to the event loop between statements. The fence (an
-   * organization's lease) is checked first; when it fails nothing is written.
+   * organization's lease) is checked first; when it fails nothing is written. With a `unit` id
+   * (src/loaders/applied-units.ts) the transaction runs once: a retry after a lost COMMIT reply
+   * finds the id claimed, changes nothing, and returns what the first attempt returned.
    */
-  batch(queries: readonly CompiledQuery[], after?: (trx: AnyTransaction) => Promise<void>, fence?: Fence): Promise<void>;
+  batch<T = undefined>(
+    queries: readonly CompiledQuery[],
+    after?: (trx: AnyTransaction) => Promise<T>,
+    fence?: Fence,
+    unit?: string,
+  ): Promise<BatchOutcome<T>>;
   /**
    * Runs `work` in one transaction, after the fence's check. A transient fault (a lost
    * connection, another program's lock) rolls it back and runs it again on a new connection
-   * for up to `warehouse.retry_s`, so `work` must be safe to repeat (svcsync's writes are
-   * upserts). Every other failure comes out as a `WarehouseError`, or as what `work` threw.
+   * for up to `warehouse.retry_s`, so `work` must be safe to repeat: give it a `unit` id, and a
+   * retry whose first attempt committed returns that attempt's result (JSON) instead of running
+   * `work` again. Every other failure comes out as a `WarehouseError`, or as what `work` threw.
    */
-  transaction<T>(work: (trx: AnyTransaction) => Promise<T>, fence?: Fence): Promise<T>;
+  transaction<T>(work: (trx: AnyTransaction) => Promise<T>, fence?: Fence, unit?: string): Promise<T>;
   /** How this warehouse retries transient faults and names itself in errors. */
   faults: FaultPolicy;
   /** Where the warehouse's own events are told (retries, a derived-objects refusal); `OpenOptions.logger`. */
@@ -146,23 +157,46 @@ function setPgTypeParsers(): void {
   pg.types.setTypeParser(1082, (v: string) => v);
 }
 
-async function inTransaction(
+/** Now as the claims of `_svcsync_applied` record it: wall time, like every retry of the warehouse's. */
+const claimedAt = (): string => new Date().toISOString();
+
+async function inTransaction<T>(
   db: AnyKysely,
+  sql: SqlDialect,
   queries: readonly CompiledQuery[],
-  after?: (trx: AnyTransaction) => Promise<void>,
+  after?: (trx: AnyTransaction) => Promise<T>,
   fence: Fence = noFence,
-): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  unit?: string,
+): Promise<BatchOutcome<T>> {
+  return db.transaction().execute(async (trx) => {
     await checkFence(trx, fence);
-    for (const q of queries) await trx.executeQuery(q);
-    if (after) await after(trx);
+    if (unit) {
+      const claim = await claimUnit(trx, sql, unit, claimedAt());
+      if (claim.replayed) return replayOf<T>(claim.stored);
+    }
+    const affected: number[] = [];
+    for (const q of queries) affected.push(changedRows(await trx.executeQuery(q)));
+    const result = after ? await after(trx) : undefined;
+    if (unit) await trx.executeQuery(resultQuery(sql, unit, JSON.stringify({ affected, result: result ?? null })));
+    return { affected, result, replayed: false };
   });
 }
 
-async function transactionOf<T>(db: AnyKysely, work: (trx: AnyTransaction) => Promise<T>, fence: Fence = noFence): Promise<T> {
+async function transactionOf<T>(
+  db: AnyKysely,
+  sql: SqlDialect,
+  work: (trx: AnyTransaction) => Promise<T>,
+  fence: Fence = noFence,
+  unit?: string,
+): Promise<T> {
   return db.transaction().execute(async (trx) => {
     await checkFence(trx, fence);
-    return work(trx);
+    if (!unit) return work(trx);
+    const claim = await claimUnit(trx, sql, unit, claimedAt());
+    if (claim.replayed) return (claim.stored === null ? undefined : JSON.parse(claim.stored)) as T;
+    const result = await work(trx);
+    await trx.executeQuery(resultQuery(sql, unit, JSON.stringify(result ?? null)));
+    return result;
   });
 }
 
@@ -250,9 +284,11 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
       faults,
       ...(options.logger ? { logger: options.logger } : {}),
       displayUrl: faults.displayUrl,
-      batch: (queries, after, fence) =>
-        withFaultRetry(faults, () => (after ? inTransaction(db, queries, after, fence) : driver.batch(queries, fence))),
-      transaction: (work, fence) => withFaultRetry(faults, () => transactionOf(db, work, fence)),
+      batch: <T>(queries: readonly CompiledQuery[], after?: (trx: AnyTransaction) => Promise<T>, fence?: Fence, unit?: string) =>
+        withFaultRetry(faults, () =>
+          after ? inTransaction(db, SQLITE, queries, after, fence, unit) : driver.batch<T>(queries, fence, unit, claimedAt),
+        ),
+      transaction: (work, fence, unit) => withFaultRetry(faults, () => transactionOf(db, SQLITE, work, fence, unit)),
       sqlStats: () => driver.sqlStats(),
       close: async () => {
         await leases.close();
@@ -302,8 +338,9 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
       faults,
       ...(options.logger ? { logger: options.logger } : {}),
       displayUrl: faults.displayUrl,
-      batch: (queries, after, fence) => withFaultRetry(faults, () => inTransaction(db, queries, after, fence)),
-      transaction: (work, fence) => withFaultRetry(faults, () => transactionOf(db, work, fence)),
+      batch: <T>(queries: readonly CompiledQuery[], after?: (trx: AnyTransaction) => Promise<T>, fence?: Fence, unit?: string) =>
+        withFaultRetry(faults, () => inTransaction(db, POSTGRES, queries, after, fence, unit)),
+      transaction: (work, fence, unit) => withFaultRetry(faults, () => transactionOf(db, POSTGRES, work, fence, unit)),
       close: async () => {
         await leases.close();
         await db.destroy();

@@ -85,7 +85,7 @@ export class JobRunner {
       ctx.limiters ??
       new LimiterRegistry({
         clock: ctx.clock,
-        store: new WarehouseUsageStore(ctx.warehouse.db, () => ctx.clock.now()),
+        store: new WarehouseUsageStore(ctx.warehouse, () => ctx.clock.now()),
         logger: ctx.logger,
       });
     this.records = new RecordBudget(ctx.config.sync.max_records_in_flight);
@@ -373,7 +373,12 @@ export class JobRunner {
     }
     const written = summary
       ? summary.organizations.flatMap((o) =>
-          o.streams.map((s) => ({ organizationId: o.organizationId, stream: s.stream, written: s.written })),
+          o.streams.map((s) => ({
+            organizationId: o.organizationId,
+            stream: s.stream,
+            written: s.written,
+            deletedTables: s.deletedTables,
+          })),
         )
       : [];
     this.metrics.jobFinished(job, outcome, (this.ctx.clock.now() - started) / 1000, written);

@@ -30,6 +30,7 @@ export class DaemonMetrics {
   readonly requests: Counter<'family' | 'outcome'>;
   readonly rateLimited: Counter<'family' | 'code'>;
   readonly records: Counter<'connection' | 'organization' | 'stream'>;
+  readonly deleted: Counter<'connection' | 'organization' | 'stream' | 'table'>;
   readonly runs: Counter<'connection' | 'job_class' | 'status'>;
   readonly skipped: Counter<'connection' | 'job_class' | 'reason'>;
   readonly duration: Histogram<'connection' | 'job_class' | 'status'>;
@@ -58,6 +59,12 @@ export class DaemonMetrics {
       name: 'svcsync_records_written_total',
       help: 'Rows written per stream',
       labelNames: ['connection', 'organization', 'stream'],
+      registers,
+    });
+    this.deleted = new Counter({
+      name: 'svcsync_rows_deleted_total',
+      help: 'Rows marked deleted per table (child tables included), by the stream whose run marked them',
+      labelNames: ['connection', 'organization', 'stream', 'table'],
       registers,
     });
     this.runs = new Counter({
@@ -261,13 +268,16 @@ export class DaemonMetrics {
     job: JobSpec,
     outcome: JobOutcome,
     seconds: number,
-    written: Array<{ organizationId: string; stream: string; written: number }>,
+    written: Array<{ organizationId: string; stream: string; written: number; deletedTables?: Readonly<Record<string, number>> }>,
   ): void {
     this.running.dec({ job_class: job.jobClass });
     this.runs.inc({ connection: job.connection, job_class: job.jobClass, status: outcome.status });
     this.duration.observe({ connection: job.connection, job_class: job.jobClass, status: outcome.status }, seconds);
-    for (const w of written)
-      if (w.written > 0) this.records.inc({ connection: job.connection, organization: w.organizationId, stream: w.stream }, w.written);
+    for (const w of written) {
+      const labels = { connection: job.connection, organization: w.organizationId, stream: w.stream };
+      if (w.written > 0) this.records.inc(labels, w.written);
+      for (const [table, rows] of Object.entries(w.deletedTables ?? {})) if (rows > 0) this.deleted.inc({ ...labels, table }, rows);
+    }
   }
 
   jobSkipped(job: JobSpec, reason: string): void {

@@ -2,7 +2,7 @@ import { CompiledQuery } from 'kysely';
 import { childrenCycleDays } from '../config/cycles.js';
 import { connectionLimits } from '../api/client.js';
 import { quotaDay, quotaDayAt, type QuotaDay } from '../api/quota-day.js';
-import { CATALOG, findStream } from '../catalog/index.js';
+import { CATALOG, findStream, streamTables } from '../catalog/index.js';
 import { qualifiedName, tableName } from '../catalog/types.js';
 import type { Family } from '../catalog/families.js';
 import { dailyBudget } from '../config/plans.js';
@@ -39,6 +39,7 @@ export interface StatusStream {
   expectedEverySeconds: number | null;
   lastError: string | null;
   rows: number;
+  /** Rows marked deleted in the stream's tables, its child tables (a deleted order's lines) included. */
   deleted: number;
   pending: number;
   /** Fields the API sent on this stream that the catalog does not know (`_svcsync_drift`). */
@@ -170,19 +171,26 @@ async function rowCounts(warehouse: Warehouse, organizationId: string | undefine
   const out = new Map<string, RowCount>();
   const where = organizationId === undefined ? '' : ` WHERE "organization_id" = ${warehouse.sql.param(1)}`;
   for (const stream of CATALOG) {
-    const table = tableName(stream);
-    try {
-      const result = await warehouse.db.executeQuery<{ organization_id: string; live: number | string; gone: number | string }>(
-        CompiledQuery.raw(
-          'SELECT "organization_id", SUM(CASE WHEN "_deleted_at" IS NULL THEN 1 ELSE 0 END) AS live, ' +
-            `SUM(CASE WHEN "_deleted_at" IS NULL THEN 0 ELSE 1 END) AS gone FROM "${table}"${where} GROUP BY "organization_id"`,
-          organizationId === undefined ? [] : [organizationId],
-        ),
-      );
-      for (const r of result.rows)
-        out.set(`${r.organization_id}|${qualifiedName(stream)}`, { rows: Number(r.live), deleted: Number(r.gone) });
-    } catch {
-      // A table the warehouse does not have yet has no rows to count.
+    // The stream's own table gives its rows; deleted rows are counted in its child tables too (a deleted order's lines).
+    for (const [i, { name: table }] of streamTables(stream).entries()) {
+      try {
+        const result = await warehouse.db.executeQuery<{ organization_id: string; live: number | string; gone: number | string }>(
+          CompiledQuery.raw(
+            'SELECT "organization_id", SUM(CASE WHEN "_deleted_at" IS NULL THEN 1 ELSE 0 END) AS live, ' +
+              `SUM(CASE WHEN "_deleted_at" IS NULL THEN 0 ELSE 1 END) AS gone FROM "${table}"${where} GROUP BY "organization_id"`,
+            organizationId === undefined ? [] : [organizationId],
+          ),
+        );
+        for (const r of result.rows) {
+          const key = `${r.organization_id}|${qualifiedName(stream)}`;
+          const c = out.get(key) ?? { rows: 0, deleted: 0 };
+          if (i === 0) c.rows = Number(r.live);
+          c.deleted += Number(r.gone);
+          out.set(key, c);
+        }
+      } catch {
+        // A table the warehouse does not have yet has no rows to count.
+      }
     }
   }
   return out;

@@ -186,9 +186,14 @@ export class Worker {
     return this.enqueue(job, data, job.id, afterSeconds);
   }
 
-  private enqueue(job: JobSpec, data: SyncJobData, singletonKey: string, afterSeconds: number): Promise<string | null> {
+  private enqueue(job: JobSpec, data: SyncJobData, singletonKey: string, afterSeconds: number, db?: PgBoss.Db): Promise<string | null> {
     // pg-boss fetches the highest priority first; the daemon's priority 0 (incremental) is the most urgent.
-    const options = { singletonKey, priority: 10 - job.priority, ...(afterSeconds > 0 ? { startAfter: afterSeconds } : {}) };
+    const options = {
+      singletonKey,
+      priority: 10 - job.priority,
+      ...(afterSeconds > 0 ? { startAfter: afterSeconds } : {}),
+      ...(db ? { db } : {}),
+    };
     return this.requireBoss().send(SYNC_QUEUE, data, options);
   }
 
@@ -216,32 +221,52 @@ export class Worker {
   /**
    * The schedule tick: claims the span since the last tick (any worker's) in Postgres, so each
    * fire is queued once however many ticks run, and queues each job whose cron fires in it.
-   * Returns the ids queued.
+   * The claim and the jobs it queues commit in one transaction: a tick whose COMMIT's reply is
+   * lost has queued them (a retry finds the span claimed and queues nothing), and a tick that
+   * fails before its COMMIT has claimed nothing (the next tick covers its span). Returns the ids queued.
    */
   async tick(now = this.ctx.clock.now()): Promise<string[]> {
     if (this.stopping) return [];
+    await this.runner.reloadOrganizations();
+    const client = new pg.Client({ connectionString: this.ctx.config.warehouse.url });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      const queued = await this.queueDue(client, now);
+      await client.query('COMMIT');
+      return queued;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  /** Inside the tick's transaction: claims the span up to `now` and queues the jobs due in it. */
+  private async queueDue(client: pg.Client, now: number): Promise<string[]> {
     const s = quoteSchema(this.schema);
-    const { rows } = await this.requireBoss()
-      .getDb()
-      .executeSql(
-        // The old value comes from a locking subquery in FROM, read before the update: a CTE read
-        // from RETURNING ran after it and saw no row (so every tick looked back the full lookback).
-        `UPDATE ${s}.svcsync_tick AS t SET covered_until = $1
-         FROM (SELECT covered_until FROM ${s}.svcsync_tick WHERE id = 1 FOR UPDATE) AS old
-         WHERE t.id = 1 AND t.covered_until < $1
-         RETURNING old.covered_until AS prev`,
-        [now],
-      );
-    const prev = rows[0] as { prev: string | number } | undefined;
+    const { rows } = await client.query<{ prev: string | number }>(
+      // The old value comes from a locking subquery in FROM, read before the update: a CTE read
+      // from RETURNING ran after it and saw no row (so every tick looked back the full lookback).
+      `UPDATE ${s}.svcsync_tick AS t SET covered_until = $1
+       FROM (SELECT covered_until FROM ${s}.svcsync_tick WHERE id = 1 FOR UPDATE) AS old
+       WHERE t.id = 1 AND t.covered_until < $1
+       RETURNING old.covered_until AS prev`,
+      [now],
+    );
+    const prev = rows[0];
     if (!prev) return [];
     const from = Math.max(Number(prev.prev), now - TICK_LOOKBACK_MS);
-    await this.runner.reloadOrganizations();
     const due = this.runner
       .jobs()
       .filter((j) => j.cron.next(from) <= now)
       .sort((a, b) => a.priority - b.priority || a.id.localeCompare(b.id));
+    // pg-boss writes the jobs through the tick's own connection, inside its transaction.
+    const db = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };
     const queued: string[] = [];
-    for (const job of due) if (await this.send(job)) queued.push(job.id);
+    for (const job of due) if (await this.enqueue(job, { id: job.id }, job.id, 0, db)) queued.push(job.id);
     this.log.info({ from: new Date(from).toISOString(), to: new Date(now).toISOString(), due: due.length, queued: queued.length }, 'tick');
     return queued;
   }

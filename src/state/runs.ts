@@ -54,6 +54,8 @@ export async function startRun(db: AnyDb, run: { runId: string; command: string;
       summary: null,
       process: processOwner(),
     })
+    // Sent again after a lost reply, the row is already there: the run id is fresh for every run.
+    .onConflict((oc) => oc.column('run_id').doNothing())
     .execute();
 }
 
@@ -86,6 +88,8 @@ export async function recordRunStream(db: AnyDb, row: RunStreamRow): Promise<voi
     records: row.records,
     reads: row.reads,
     written: row.written,
+    deleted: row.deleted ?? null,
+    deleted_tables: row.deleted_tables ?? null,
     requests: row.requests,
     error: row.error,
     warnings: row.warnings,

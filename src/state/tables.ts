@@ -77,6 +77,10 @@ export interface RunStreamRow {
   reads: number | null;
   /** Rows new or changed (migration 20261128T100000; null before). */
   written: number | null;
+  /** Rows marked deleted, child tables included (migration 20261204T091000; null before). */
+  deleted?: number | null;
+  /** JSON object of table name to rows marked deleted, or null when none. */
+  deleted_tables?: string | null;
   requests: number;
   error: string | null;
   /** JSON array of WarningCount (migration 20261122T173000), or null when there were none. */

@@ -1,11 +1,14 @@
+import type { CompiledQuery } from 'kysely';
 import { childStreamsOf } from '../catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
 import type { NormalizedRecord } from '../normalize/normalize.js';
 import { historyQueries, recordDeletions, type HistoryLoader } from './history.js';
 import { completePending, enqueuePending, enqueuePendingQueries, recencyOf, type PendingReason, type Recency } from './pending.js';
-import { passColumns, saveStreamState, saveStreamStateQuery, type PassState, type StreamKey } from './stream-state.js';
+import { loadStreamState, passColumns, saveStreamState, saveStreamStateQuery, type PassState, type StreamKey } from './stream-state.js';
 import { stateDb } from './tables.js';
-import type { AnyDb } from '../loaders/db.js';
+import { addDeleted, mergeDeleted, type DeletedRows } from './deleted-rows.js';
+import { newUnitId } from '../loaders/applied-units.js';
+import type { AnyDb, AnyTransaction } from '../loaders/db.js';
 import type { Fence } from '../loaders/lease/fence.js';
 import type { ListedPass, MemoPage, TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
@@ -54,15 +57,42 @@ export interface PageCommit {
   /** More pages follow: where the pass stands now. */
   position?: PassState;
   /** The last page: the cursor to keep, and since when rows not rewritten count as gone (full reads). */
-  end?: { cursor: string | null; vanishedBefore: string | null; childrenRereadAt?: string | null };
+  end?: PassEnd;
+}
+
+/** What the last page of a pass commits besides its rows. */
+export interface PassEnd {
+  cursor: string | null;
+  /** The pass's start, before which rows neither written nor listed are gone (full reads); null otherwise. */
+  vanishedBefore: string | null;
+  childrenRereadAt?: string | null;
+  /** This last page is also the pass's first: the pass never saved a position. */
+  firstPage: boolean;
 }
 
 /**
  * A page's rows, the work they queue and the pass's position commit in one transaction, so a
  * page that arrives twice only rewrites the same rows, and a page that fails moves nothing.
- * Returns the rows marked deleted (the last page of a full read).
+ * The transaction is one unit (src/loaders/applied-units.ts): retried after a lost COMMIT reply,
+ * it changes nothing the second time. Returns the rows it marked deleted, by table: children a
+ * changed record no longer carries, and on the last page of a full read the rows no longer listed.
  */
-export async function commitPage(loader: Loader, page: PageCommit): Promise<{ deleted: number }> {
+export async function commitPage(loader: Loader, page: PageCommit): Promise<{ deleted: DeletedRows }> {
+  const { warehouse, writer } = loader;
+  const queries = pageQueries(loader, page);
+  const end = page.end;
+  if (!end && page.position) queries.push(saveStreamStateQuery(warehouse.db, page.key, passColumns(page.position), page.syncedAt));
+  const outcome = await warehouse.batch(queries, end ? (trx) => endPass(loader, trx, page, end) : undefined, loader.fence, newUnitId());
+  const deleted: DeletedRows = {};
+  outcome.affected.forEach((n, i) => {
+    const table = queries[i] && writer.deletesIn(queries[i]);
+    if (table) addDeleted(deleted, table, n);
+  });
+  return { deleted: mergeDeleted(deleted, outcome.result ?? {}) };
+}
+
+/** A page's statements but its position: rows, listed ids, kept pages, history, queued work. */
+function pageQueries(loader: Loader, page: PageCommit): CompiledQuery[] {
   const { warehouse, writer } = loader;
   const db = warehouse.db;
   const queries = writer.recordQueries(page.rows, page.syncedAt, (n) => page.fresh.has(n.id));
@@ -75,51 +105,39 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
   const childStreams = childStreamsOf(page.stream);
   const recency = (childStreams.length && page.parents.length) || page.details.length ? page.recency?.() : undefined;
   for (const child of childStreams) {
-    queries.push(
-      ...enqueuePendingQueries(
-        db,
-        { ...page.key, stream: qualifiedName(child) },
-        'children',
-        page.parents,
-        page.reason,
-        page.syncedAt,
-        recency,
-      ),
-    );
+    const key = { ...page.key, stream: qualifiedName(child) };
+    queries.push(...enqueuePendingQueries(db, key, 'children', page.parents, page.reason, page.syncedAt, recency));
   }
   if (page.details.length) {
     queries.push(...enqueuePendingQueries(db, page.key, 'detail', page.details, 'changed', page.syncedAt, recency));
   }
-  const end = page.end;
-  if (!end) {
-    if (page.position) queries.push(saveStreamStateQuery(db, page.key, passColumns(page.position), page.syncedAt));
-    await warehouse.batch(queries, undefined, loader.fence);
-    return { deleted: 0 };
+  return queries;
+}
+
+/**
+ * The last page's work after its rows: a full read marks the rows it neither wrote nor listed
+ * deleted and forgets what it listed, and the cursor moves. The marking is done only while the
+ * pass is still open: the state row still names it, or it never saved a position (its one page
+ * is this one, whose listed ids are in this transaction). A pass already closed has forgotten
+ * its listed ids, and marking then would take every unchanged row for gone.
+ */
+async function endPass(loader: Loader, trx: AnyTransaction, page: PageCommit, end: PassEnd): Promise<DeletedRows> {
+  let deleted: DeletedRows = {};
+  if (end.vanishedBefore !== null && (await passIsOpen(trx, page.key, end.vanishedBefore, end.firstPage))) {
+    // A full read's vanishing instant is its start, which also keys the ids its pages listed.
+    const pass = listedPass(page.key, end.vanishedBefore);
+    deleted = await markVanishedWithChildren(loader, trx, page.stream, page.key.organizationId, end.vanishedBefore, page.syncedAt, pass);
+    await loader.writer.forgetListed(trx, pass);
   }
-  let deleted = 0;
-  await warehouse.batch(
-    queries,
-    async (trx) => {
-      if (end.vanishedBefore !== null) {
-        // A full read's vanishing instant is its start, which also keys the ids its pages listed.
-        const pass = listedPass(page.key, end.vanishedBefore);
-        deleted = await markVanishedWithChildren(
-          loader,
-          trx,
-          page.stream,
-          page.key.organizationId,
-          end.vanishedBefore,
-          page.syncedAt,
-          pass,
-        );
-        await writer.forgetListed(trx, pass);
-      }
-      const reread = end.childrenRereadAt ? { children_reread_at: end.childrenRereadAt } : {};
-      await saveStreamState(trx, page.key, { cursor: end.cursor, ...passColumns(null), ...reread }, page.syncedAt);
-    },
-    loader.fence,
-  );
-  return { deleted };
+  const reread = end.childrenRereadAt ? { children_reread_at: end.childrenRereadAt } : {};
+  await saveStreamState(trx, page.key, { cursor: end.cursor, ...passColumns(null), ...reread }, page.syncedAt);
+  return deleted;
+}
+
+/** Whether the pass that started at `startedAt` is still the stream's open pass (see `endPass`). */
+async function passIsOpen(trx: AnyTransaction, key: StreamKey, startedAt: string, firstPage: boolean): Promise<boolean> {
+  const open = (await loadStreamState(trx, key)).pass?.startedAt ?? null;
+  return open === startedAt || (open === null && firstPage);
 }
 
 /** The pass of a full read that started at `startedAt`, as `_svcsync_listed` keys it. */
@@ -137,19 +155,28 @@ export interface DetailCommit {
   record: NormalizedRecord | null;
 }
 
-export async function commitDetail(loader: Loader, item: DetailCommit): Promise<void> {
+/** Returns the rows marked deleted: the record's lines it no longer carries, or the record and everything under it when gone. */
+export async function commitDetail(loader: Loader, item: DetailCommit): Promise<{ deleted: DeletedRows }> {
   const { key, stream, syncedAt } = item;
-  await loader.warehouse.transaction(async (trx) => {
-    if (item.record) {
-      await loader.writer.writeRecords(trx, [item.record], syncedAt);
-      for (const q of historyQueries(loader, stream, key.organizationId, [item.record], syncedAt)) await trx.executeQuery(q);
-    } else {
-      await loader.writer.markDeleted(trx, tableName(stream), stream.primaryKey, key.organizationId, item.id, syncedAt);
-      await cascade(loader, trx, stream, key.organizationId, syncedAt);
-      await recordDeletions(loader, trx, stream, key.organizationId, syncedAt);
-    }
-    await completePending(trx, key, 'detail', [item.id]);
-  }, loader.fence);
+  const deleted = await loader.warehouse.transaction(
+    async (trx) => {
+      let marked: DeletedRows = {};
+      if (item.record) {
+        marked = await loader.writer.writeRecords(trx, [item.record], syncedAt);
+        for (const q of historyQueries(loader, stream, key.organizationId, [item.record], syncedAt)) await trx.executeQuery(q);
+      } else {
+        const table = tableName(stream);
+        addDeleted(marked, table, await loader.writer.markDeleted(trx, table, stream.primaryKey, key.organizationId, item.id, syncedAt));
+        mergeDeleted(marked, await cascade(loader, trx, stream, key.organizationId, syncedAt));
+        await recordDeletions(loader, trx, stream, key.organizationId, syncedAt);
+      }
+      await completePending(trx, key, 'detail', [item.id]);
+      return marked;
+    },
+    loader.fence,
+    newUnitId(),
+  );
+  return { deleted };
 }
 
 /** One parent's whole child list (or the news that the parent is gone), and its removal from the queue. */
@@ -168,51 +195,68 @@ export interface ChildrenCommit {
 /**
  * A parent's children are a full refresh: what the parent no longer lists is marked deleted,
  * and its own dependants with it. Grandchild streams are queued for the children written.
- * Returns how many children were new or changed (every child is rewritten, most unchanged).
+ * Returns how many children were new or changed (every child is rewritten, most unchanged),
+ * how many the parent no longer lists (`removed`), and the rows marked deleted by table.
  */
-export async function commitChildren(loader: Loader, item: ChildrenCommit): Promise<{ changed: number }> {
+export async function commitChildren(loader: Loader, item: ChildrenCommit): Promise<ChildrenOutcome> {
+  return loader.warehouse.transaction((trx) => writeChildren(loader, trx, item), loader.fence, newUnitId());
+}
+
+/** What `commitChildren` did. */
+export interface ChildrenOutcome {
+  changed: number;
+  /** Children the parent listed before and no longer lists. */
+  removed: number;
+  deleted: DeletedRows;
+}
+
+async function writeChildren(loader: Loader, trx: AnyTransaction, item: ChildrenCommit): Promise<ChildrenOutcome> {
   const { key, child, parent, parentId, syncedAt } = item;
   const organizationId = key.organizationId;
+  const changed = await countChanged(loader, trx, child, organizationId, item.records);
+  const deleted = await loader.writer.writeRecords(trx, item.records, syncedAt);
+  for (const q of historyQueries(loader, child, organizationId, item.records, syncedAt)) await trx.executeQuery(q);
+  // Everything this parent still has was just written; older rows of it are gone.
+  const removed = await loader.writer.markVanished(trx, tableName(child), organizationId, syncedAt, syncedAt, {
+    column: child.parent!.key,
+    value: parentId,
+  });
+  addDeleted(deleted, tableName(child), removed);
+  if (item.parentGone) {
+    const table = tableName(parent);
+    addDeleted(deleted, table, await loader.writer.markDeleted(trx, table, parent.primaryKey, organizationId, parentId, syncedAt));
+    mergeDeleted(deleted, await cascade(loader, trx, parent, organizationId, syncedAt));
+    await recordDeletions(loader, trx, parent, organizationId, syncedAt);
+  } else if (removed > 0) {
+    mergeDeleted(deleted, await cascade(loader, trx, child, organizationId, syncedAt));
+    await recordDeletions(loader, trx, child, organizationId, syncedAt);
+  }
+  for (const g of childStreamsOf(child)) {
+    const ids = item.records.map((r) => r.id);
+    await enqueuePending(trx, { ...key, stream: qualifiedName(g) }, 'children', ids, item.reason, syncedAt, recencyOf(child, item.records));
+  }
+  await completePending(trx, key, 'children', [parentId]);
+  return { changed, removed, deleted };
+}
+
+/** How many of a parent's children are new or changed against the stored rows (a child listed twice counts once). */
+async function countChanged(
+  loader: Loader,
+  trx: AnyTransaction,
+  child: StreamSpec,
+  organizationId: string,
+  records: readonly NormalizedRecord[],
+): Promise<number> {
+  // A child listed twice is written twice, the later copy last.
+  const latest = new Map(records.map((r) => [r.id, r]));
+  if (latest.size === 0) return 0;
+  const stored = await loader.writer.storedHashes(trx, tableName(child), child.primaryKey, organizationId, [...latest.keys()]);
   let changed = 0;
-  await loader.warehouse.transaction(async (trx) => {
-    // A child listed twice is written twice, the later copy last.
-    const latest = new Map(item.records.map((r) => [r.id, r]));
-    if (latest.size > 0) {
-      const stored = await loader.writer.storedHashes(trx, tableName(child), child.primaryKey, organizationId, [...latest.keys()]);
-      for (const [id, r] of latest) {
-        const s = stored.get(id);
-        if (!s || s.deleted || s.hash !== r.hash) changed++;
-      }
-    }
-    await loader.writer.writeRecords(trx, item.records, syncedAt);
-    for (const q of historyQueries(loader, child, organizationId, item.records, syncedAt)) await trx.executeQuery(q);
-    // Everything this parent still has was just written; older rows of it are gone.
-    const removed = await loader.writer.markVanished(trx, tableName(child), organizationId, syncedAt, syncedAt, {
-      column: child.parent!.key,
-      value: parentId,
-    });
-    if (item.parentGone) {
-      await loader.writer.markDeleted(trx, tableName(parent), parent.primaryKey, organizationId, parentId, syncedAt);
-      await cascade(loader, trx, parent, organizationId, syncedAt);
-      await recordDeletions(loader, trx, parent, organizationId, syncedAt);
-    } else if (removed > 0) {
-      await cascade(loader, trx, child, organizationId, syncedAt);
-      await recordDeletions(loader, trx, child, organizationId, syncedAt);
-    }
-    for (const g of childStreamsOf(child)) {
-      await enqueuePending(
-        trx,
-        { ...key, stream: qualifiedName(g) },
-        'children',
-        item.records.map((r) => r.id),
-        item.reason,
-        syncedAt,
-        recencyOf(child, item.records),
-      );
-    }
-    await completePending(trx, key, 'children', [parentId]);
-  }, loader.fence);
-  return { changed };
+  for (const [id, r] of latest) {
+    const s = stored.get(id);
+    if (!s || s.deleted || s.hash !== r.hash) changed++;
+  }
+  return changed;
 }
 
 /** One family's organization list: the `{family}_organizations` rows and the daemon's registry of them. */
@@ -253,7 +297,8 @@ export async function commitOrganizations(loader: Loader, list: OrganizationsCom
 
 /**
  * After a full read: rows of this organization not written since the pass began are gone.
- * Their child-table rows and the rows of child streams under them go with them.
+ * Their child-table rows and the rows of child streams under them go with them. Returns the
+ * rows marked, by table.
  */
 export async function markVanishedWithChildren(
   loader: Loader,
@@ -263,34 +308,39 @@ export async function markVanishedWithChildren(
   passStartedAt: string,
   now: string,
   listed?: ListedPass,
-): Promise<number> {
+): Promise<DeletedRows> {
   const spare = listed ? { pass: listed, idColumn: stream.primaryKey } : undefined;
-  const deleted = await loader.writer.markVanished(db, tableName(stream), organizationId, passStartedAt, now, undefined, spare);
-  if (deleted > 0) {
-    await cascade(loader, db, stream, organizationId, now);
+  const table = tableName(stream);
+  const deleted: DeletedRows = {};
+  addDeleted(deleted, table, await loader.writer.markVanished(db, table, organizationId, passStartedAt, now, undefined, spare));
+  if (deleted[table]) {
+    mergeDeleted(deleted, await cascade(loader, db, stream, organizationId, now));
     await recordDeletions(loader, db, stream, organizationId, now);
   }
   return deleted;
 }
 
-/** Marks the dependants of rows of `stream` that were marked deleted at `deletedAt`. */
-export async function cascade(loader: Loader, db: AnyDb, stream: StreamSpec, organizationId: string, deletedAt: string): Promise<void> {
+/** Marks the dependants of rows of `stream` that were marked deleted at `deletedAt`; returns the rows marked, by table. */
+export async function cascade(
+  loader: Loader,
+  db: AnyDb,
+  stream: StreamSpec,
+  organizationId: string,
+  deletedAt: string,
+): Promise<DeletedRows> {
   const table = tableName(stream);
+  const deleted: DeletedRows = {};
   for (const childTable of childTableNames(table, stream.children)) {
-    await loader.writer.cascadeDeleted(db, childTable, table, stream.primaryKey, stream.primaryKey, organizationId, deletedAt);
+    const n = await loader.writer.cascadeDeleted(db, childTable, table, stream.primaryKey, stream.primaryKey, organizationId, deletedAt);
+    addDeleted(deleted, childTable, n);
   }
   for (const child of childStreamsOf(stream)) {
-    const n = await loader.writer.cascadeDeleted(
-      db,
-      tableName(child),
-      table,
-      child.parent!.key,
-      stream.primaryKey,
-      organizationId,
-      deletedAt,
-    );
-    if (n > 0) await cascade(loader, db, child, organizationId, deletedAt);
+    const childTable = tableName(child);
+    const n = await loader.writer.cascadeDeleted(db, childTable, table, child.parent!.key, stream.primaryKey, organizationId, deletedAt);
+    addDeleted(deleted, childTable, n);
+    if (n > 0) mergeDeleted(deleted, await cascade(loader, db, child, organizationId, deletedAt));
   }
+  return deleted;
 }
 
 function childTableNames(table: string, children: StreamSpec['children']): string[] {

@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
-import type { AnyKysely } from '../loaders/db.js';
+import type { AnyDb } from '../loaders/db.js';
+import { newUnitId } from '../loaders/applied-units.js';
+import type { Warehouse } from '../loaders/warehouse.js';
 import { stateDb } from './tables.js';
 import type { Reservation, UsageRecord, UsageStore } from '../api/usage-store.js';
 
@@ -14,12 +16,21 @@ const COUNT = sql.ref('count');
  * writers and on SQLite because its writers are serialized. `count` is therefore what every
  * process took (sent, or holds unsent); a process that dies holding a chunk leaves its unsent
  * part counted until the day ends (docs/assumptions.md).
+ *
+ * A reservation and a release change the count by n, so each is a unit of work with an id of
+ * its own (src/loaders/applied-units.ts): retried after its COMMIT's reply was lost, it finds
+ * its id claimed and returns the first attempt's grant, so no request is counted twice or lost.
+ * The other writes set absolute values and are safe to send twice.
  */
 export class WarehouseUsageStore implements UsageStore {
+  private readonly db: AnyDb;
+
   constructor(
-    private readonly db: AnyKysely,
+    private readonly warehouse: Pick<Warehouse, 'db' | 'transaction'>,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.db = warehouse.db;
+  }
 
   async load(organizationId: string): Promise<UsageRecord | null> {
     const row = await stateDb(this.db)
@@ -39,11 +50,15 @@ export class WarehouseUsageStore implements UsageStore {
     };
   }
 
-  async reserve(organizationId: string, day: string, n: number, budget: number): Promise<Reservation> {
-    await this.ensureRow(organizationId, day);
-    let want = Math.floor(n);
+  reserve(organizationId: string, day: string, n: number, budget: number): Promise<Reservation> {
+    return this.warehouse.transaction((trx) => this.take(trx, organizationId, day, Math.floor(n), budget), undefined, newUnitId());
+  }
+
+  private async take(db: AnyDb, organizationId: string, day: string, n: number, budget: number): Promise<Reservation> {
+    await this.ensureRow(organizationId, day, db);
+    let want = n;
     while (want > 0) {
-      const row = await stateDb(this.db)
+      const row = await stateDb(db)
         .updateTable('_svcsync_usage')
         .set({ count: sql<number>`${COUNT} + ${want}`, updated_at: this.stamp() })
         .where('organization_id', '=', organizationId)
@@ -53,21 +68,28 @@ export class WarehouseUsageStore implements UsageStore {
         .executeTakeFirst();
       if (row) return { granted: want, used: Number(row.count) };
       // Less than n is left: take what is left (others may take it first; then try again).
-      const used = await this.count(organizationId, day);
+      const used = await this.count(organizationId, day, db);
       if (used >= budget) return { granted: 0, used };
       want = Math.min(want, budget - used);
     }
-    return { granted: 0, used: await this.count(organizationId, day) };
+    return { granted: 0, used: await this.count(organizationId, day, db) };
   }
 
   async release(organizationId: string, day: string, n: number): Promise<void> {
     if (n <= 0) return;
-    await stateDb(this.db)
-      .updateTable('_svcsync_usage')
-      .set({ count: sql<number>`CASE WHEN ${COUNT} > ${n} THEN ${COUNT} - ${n} ELSE 0 END`, updated_at: this.stamp() })
-      .where('organization_id', '=', organizationId)
-      .where('day', '=', day)
-      .execute();
+    await this.warehouse.transaction(
+      async (trx) => {
+        await stateDb(trx)
+          .updateTable('_svcsync_usage')
+          .set({ count: sql<number>`CASE WHEN ${COUNT} > ${n} THEN ${COUNT} - ${n} ELSE 0 END`, updated_at: this.stamp() })
+          .where('organization_id', '=', organizationId)
+          .where('day', '=', day)
+          .execute();
+        return null;
+      },
+      undefined,
+      newUnitId(),
+    );
   }
 
   async raise(organizationId: string, day: string, count: number): Promise<void> {
@@ -102,16 +124,16 @@ export class WarehouseUsageStore implements UsageStore {
   }
 
   /** The day's row, created at 0 by whichever process comes first. */
-  private async ensureRow(organizationId: string, day: string): Promise<void> {
-    await stateDb(this.db)
+  private async ensureRow(organizationId: string, day: string, db: AnyDb = this.db): Promise<void> {
+    await stateDb(db)
       .insertInto('_svcsync_usage')
       .values({ organization_id: organizationId, day, count: 0, blocked_until: null, resets_at: null, updated_at: this.stamp() })
       .onConflict((oc) => oc.columns(['organization_id', 'day']).doNothing())
       .execute();
   }
 
-  private async count(organizationId: string, day: string): Promise<number> {
-    const row = await stateDb(this.db)
+  private async count(organizationId: string, day: string, db: AnyDb = this.db): Promise<number> {
+    const row = await stateDb(db)
       .selectFrom('_svcsync_usage')
       .select('count')
       .where('organization_id', '=', organizationId)

@@ -37,7 +37,7 @@ describe.each(DIALECTS)('the daily budget shared by processes on one warehouse, 
     await migrateToLatest(a);
     const b = await tw.open();
     open.push(b);
-    return [new WarehouseUsageStore(a.db, () => NOW), new WarehouseUsageStore(b.db, () => NOW)];
+    return [new WarehouseUsageStore(a, () => NOW), new WarehouseUsageStore(b, () => NOW)];
   }
 
   function limiter(store: WarehouseUsageStore, perDay: number, clock = new FakeClock(NOW)): OrgLimiter {

@@ -8,7 +8,7 @@ import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
 import { runSync, type SyncSummary } from '../../src/extractors/sync-run.js';
 import type { SyncMode } from '../../src/extractors/stream-pass.js';
-import type { Warehouse } from '../../src/loaders/warehouse.js';
+import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import type { Dialect } from '../../src/loaders/sql-dialect.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../sandbox/index.js';
 import { renderSummary } from '../../src/cli/summary.js';
@@ -42,18 +42,25 @@ export interface E2E {
   close(): Promise<void>;
 }
 
+export interface E2EOptions {
+  /** The warehouse URL svcsync uses, from the test warehouse's own (a proxy in front of Postgres). */
+  through?: (url: string) => string;
+}
+
 export async function startE2E(
   dialect: Dialect,
   sandboxOptions: SandboxOptions = {},
   configExtra: Record<string, unknown> = {},
+  options: E2EOptions = {},
 ): Promise<E2E> {
-  const options: SandboxOptions = { seed: 7, scale: 12, organizations: 2, timeScale: 600, ...sandboxOptions };
-  const sandbox = await startSandbox(options);
+  const sandboxSettings: SandboxOptions = { seed: 7, scale: 12, organizations: 2, timeScale: 600, ...sandboxOptions };
+  const sandbox = await startSandbox(sandboxSettings);
   // svcsync runs on the sandbox's clock, so its request timeout is in sandbox time too: give
   // it 30 real seconds, or a loaded machine turns slow answers into timeouts.
-  const requestTimeout = Math.round(30_000 * (options.timeScale ?? 1));
+  const requestTimeout = Math.round(30_000 * (sandboxSettings.timeScale ?? 1));
   const tw: TestWarehouse = await freshWarehouse(dialect);
-  const warehouse = await tw.open();
+  const url = options.through ? options.through(tw.url) : tw.url;
+  const warehouse = options.through ? await openWarehouse(url, { poolSize: 4 }) : await tw.open();
   const secrets = new SecretRegistry();
   const log = new CapturedLog();
   const logger = createLogger({ level: 'info', secrets, destination: log });
@@ -63,7 +70,7 @@ export async function startE2E(
   };
   const config = parseConfig(
     {
-      warehouse: tw.url,
+      warehouse: url,
       sync: { lookback_seconds: 60, request_timeout_ms: requestTimeout, ...syncExtra },
       connections: [{ name: 'e2e', accounts_url: sandbox.url, ...sandbox.credentials, plan: 'free', ...connectionExtra }],
     },

@@ -13,6 +13,7 @@ import { TableWriter } from '../../src/loaders/table-writer.js';
 import { commitDetail, commitPage, type Loader } from '../../src/state/unit-of-work.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { normalizeRecord } from '../../src/normalize/normalize.js';
+import type { DeletedRows } from '../../src/state/deleted-rows.js';
 import { DIALECTS, freshWarehouse, PG_BASE_URL } from '../helpers/dialects.js';
 import { CONTACT } from '../normalize/fixtures.js';
 
@@ -31,7 +32,7 @@ const PAUSED = (): Partial<LeaseTimings> => {
 };
 
 /** A page of one contact that keeps its pass going, written under `fence`. */
-function page(loader: Loader, id: string): Promise<{ deleted: number }> {
+function page(loader: Loader, id: string): Promise<{ deleted: DeletedRows }> {
   const row = normalizeRecord(contacts, { ...CONTACT, contact_id: id }, { organizationId: ORG, source: 'list', syncedAt: T0 });
   return commitPage(loader, {
     key,

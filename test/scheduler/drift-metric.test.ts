@@ -60,7 +60,7 @@ describe.each(DIALECTS)('_svcsync_drift and its metric, on %s', (dialect) => {
     await recordDrift(warehouse.db, { ...AT, stream: 'inventory.contacts' }, [{ field: 'x_c', type: 'object', occurrences: 4 }]);
     const clock = new FakeClock(Date.parse(AT.seenAt));
     const logger = createLogger({ level: 'silent', secrets: new SecretRegistry() });
-    const limiters = new LimiterRegistry({ clock, store: new WarehouseUsageStore(warehouse.db, () => clock.now()), logger });
+    const limiters = new LimiterRegistry({ clock, store: new WarehouseUsageStore(warehouse, () => clock.now()), logger });
     const metrics = new DaemonMetrics({ clock, limiters, warehouse, quota: NO_ORGANIZATIONS });
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^svcsync_drift_fields\{connection="c",organization="1",stream="inventory.sales_orders"\} 2$/m);
@@ -71,7 +71,7 @@ describe.each(DIALECTS)('_svcsync_drift and its metric, on %s', (dialect) => {
     const warehouse = await open();
     const clock = new FakeClock(Date.parse(AT.seenAt));
     const logger = createLogger({ level: 'silent', secrets: new SecretRegistry() });
-    const limiters = new LimiterRegistry({ clock, store: new WarehouseUsageStore(warehouse.db, () => clock.now()), logger });
+    const limiters = new LimiterRegistry({ clock, store: new WarehouseUsageStore(warehouse, () => clock.now()), logger });
     const records = new RecordBudget(2_000);
     const metrics = new DaemonMetrics({ clock, limiters, warehouse, quota: NO_ORGANIZATIONS, records });
     const page = await records.acquire(200);

@@ -13,6 +13,7 @@ import type { JobOutcome } from '../../src/scheduler/job-run.js';
 import { queueDepth, queueLine } from '../../src/scheduler/queue-depth.js';
 import { collectStatusDocument } from '../../src/scheduler/status-document.js';
 import { SYNC_QUEUE, Worker, type WorkerContext } from '../../src/scheduler/worker.js';
+import { CommitCuttingProxy } from '../helpers/commit-cutting-proxy.js';
 import { PG_BASE_URL } from '../helpers/dialects.js';
 import { expectEqualsTruth, instant, startE2E, type E2E } from '../helpers/e2e.js';
 
@@ -172,6 +173,48 @@ describe('svcsync worker on pg-boss (postgres)', () => {
     expect(requests.rateLimited['45']).toBe(0);
     await expectEqualsTruth(e);
   }, 240_000);
+
+  it('a tick whose COMMIT reply is lost has queued each due job once; the next tick finds the span claimed', async () => {
+    const proxy = await CommitCuttingProxy.start({ host: new URL(PG_BASE_URL).hostname, port: Number(new URL(PG_BASE_URL).port || 5432) });
+    cleanups.push(() => proxy.close());
+    const e: E2E = await startE2E('postgres', { scale: 3, organizations: 1, timeScale: 60 }, {}, { through: (url) => proxy.through(url) });
+    cleanups.push(() => e.close());
+    const schema = bossSchema();
+    const config: Config = {
+      ...e.config,
+      daemon: { ...e.config.daemon, schedules: { ...e.config.daemon.schedules, incremental: '0 6 * * *', settings: '0 6 * * *' } },
+      worker: { schema, concurrency: 1, slice_minutes: 10 },
+    };
+    const { worker } = await startedWorker(e, config);
+    await drained(schema, [worker], 60_000);
+    e.sandbox.advanceClock(((((6 * HOUR - (e.sandbox.now() % DAY)) % DAY) + DAY) % DAY) + 1_000);
+    const at = e.sandbox.now();
+    const due = worker.runner
+      .jobs()
+      .filter((j) => j.cron.next(at - 60_000) <= at)
+      .map((j) => j.id)
+      .sort();
+    expect(due.length).toBeGreaterThan(0);
+    const c = new pg.Client({ connectionString: PG_BASE_URL });
+    await c.connect();
+    cleanups.push(() => c.end());
+    const jobsOf = async (): Promise<Map<string, number>> => {
+      const { rows } = await c.query<{ key: string; n: string }>(
+        `SELECT singleton_key AS key, count(*) AS n FROM "${schema}".job WHERE name = $1 GROUP BY singleton_key`,
+        [SYNC_QUEUE],
+      );
+      return new Map(rows.map((r) => [r.key, Number(r.n)]));
+    };
+    const before = await jobsOf();
+    proxy.cutAfterCommit((statements) => statements.some((t) => /svcsync_tick AS t SET covered_until/.test(t)));
+    await expect(worker.tick(at)).rejects.toThrow();
+    expect(proxy.cut).toHaveLength(1);
+    // Sent again (as pg-boss's next tick would): the span is claimed, nothing more is queued.
+    expect(await worker.tick(at)).toEqual([]);
+    expect(await worker.tick(at + 60_000)).toEqual([]);
+    const after = await jobsOf();
+    expect(due.map((id) => (after.get(id) ?? 0) - (before.get(id) ?? 0))).toEqual(due.map(() => 1));
+  }, 120_000);
 
   it('stop drains within the bound: running jobs stop after their page and are queued again for a peer', async () => {
     const e: E2E = await startE2E('postgres', { scale: 12, organizations: 2, timeScale: 1, faults: { latencyMs: 200 } });

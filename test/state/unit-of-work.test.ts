@@ -52,7 +52,7 @@ for (const dialect of DIALECTS) {
         details: [],
         position: pass,
       });
-      expect(out.deleted).toBe(0);
+      expect(out.deleted).toEqual({});
       const stored = await l.warehouse.db
         .selectFrom('inventory_contacts')
         .select(['contact_id', '_deleted_at'])
@@ -98,9 +98,15 @@ for (const dialect of DIALECTS) {
         parents: ['A'],
         reason: 'changed',
         details: [],
-        end: { cursor: T1, vanishedBefore: T1 },
+        end: { cursor: T1, vanishedBefore: T1, firstPage: true },
       });
-      expect(out.deleted).toBe(1);
+      // Rows, not records: the contact, its custom-field and opening-balance rows, and the person under it.
+      expect(out.deleted).toEqual({
+        inventory_contacts: 1,
+        inventory_contacts__custom_fields: 1,
+        inventory_contacts__opening_balances: 1,
+        inventory_contact_persons: 1,
+      });
       const stored = await l.warehouse.db
         .selectFrom('inventory_contacts')
         .select(['contact_id', '_deleted_at'])
@@ -131,9 +137,9 @@ for (const dialect of DIALECTS) {
         parents: ['A'],
         reason: 'changed',
         details: [],
-        end: { cursor: T2, vanishedBefore: null },
+        end: { cursor: T2, vanishedBefore: null, firstPage: true },
       });
-      expect(out.deleted).toBe(0);
+      expect(out.deleted).toEqual({});
       const live = await l.warehouse.db.selectFrom('inventory_contacts').select('contact_id').where('_deleted_at', 'is', null).execute();
       expect(live).toHaveLength(2);
       expect((await loadStreamState(l.warehouse.db, key)).cursor).toBe(T2);

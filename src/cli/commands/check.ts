@@ -33,7 +33,7 @@ export function checkCommand(cli: Cli): Command {
         await migrateToLatest(warehouse);
         const limiters = new LimiterRegistry({
           clock: rt.clock,
-          store: new WarehouseUsageStore(warehouse.db, () => rt.clock.now()),
+          store: new WarehouseUsageStore(warehouse, () => rt.clock.now()),
           logger: rt.logger,
         });
         const registry = new TokenCacheRegistry({
