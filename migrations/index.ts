@@ -26,6 +26,7 @@ import * as listedIds from './20261130T090000-listed-ids.js';
 import * as pageMemo from './20261201T090000-page-memo.js';
 import * as appliedUnits from './20261204T090000-applied-units.js';
 import * as runStreamDeleted from './20261204T091000-run-stream-deleted.js';
+import * as shortcutVerdicts from './20261204T092000-shortcut-verdicts.js';
 
 /**
  * Every migration, by name. Listed statically (rather than read from the folder) so the
@@ -59,4 +60,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '20261201T090000-page-memo': pageMemo,
   '20261204T090000-applied-units': appliedUnits,
   '20261204T091000-run-stream-deleted': runStreamDeleted,
+  '20261204T092000-shortcut-verdicts': shortcutVerdicts,
 };

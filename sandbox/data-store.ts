@@ -226,8 +226,19 @@ export class OrgData {
     return out;
   }
 
-  /** The detail record as served: variant embeddedChildrenDropped leaves entries off its embedded lists. */
+  /**
+   * The detail record as served: variant embeddedChildrenDropped leaves entries off its embedded
+   * lists; embeddedChildrenEmpty sends them empty, with zero totals.
+   */
   private served(def: StreamDef, out: Rec): Rec {
+    if (this.variants.embeddedChildrenEmpty) {
+      for (const embed of def.embeds ?? []) {
+        out[embed.field] = [];
+        const total = EMBED_TOTALS[embed.field];
+        if (total && total in out) out[total] = 0;
+      }
+      return out;
+    }
     const share = this.variants.embeddedChildrenDropped;
     if (share <= 0) return out;
     for (const embed of def.embeds ?? []) {

@@ -530,7 +530,10 @@ export class SandboxServer {
         const { page, perPage } = paging(query, this.v);
         const items: string[] = [];
         const end = Math.min(parents.length, page * perPage);
+        // Variant allRefundsOmitted: every n-th refund is left out of this list (its credit's own list has it).
+        const omitEvery = this.v.allRefundsOmitted > 0 ? Math.max(1, Math.round(1 / this.v.allRefundsOmitted)) : 0;
         for (let i = (page - 1) * perPage; i < end; i++) {
+          if (omitEvery > 0 && i % omitEvery === omitEvery - 1) continue;
           const c = data.children(def, parents[i] as number)[index[i] as number];
           // Variant allRefundsWithoutCredit: the entries do not say which credit they refund.
           const entry = c && this.v.allRefundsWithoutCredit ? omit(c, ['vendor_credit_id', 'vendor_credit_number']) : c;

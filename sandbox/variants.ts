@@ -222,6 +222,20 @@ export interface Variants {
    */
   embeddedChildrenDropped: number;
   /**
+   * A vendor credit's single record sends `vendor_credit_refunds: []`, `bills_credited: []`,
+   * `total_refunded_amount: 0` and `total_credits_used: 0`, whatever its refunds and credited
+   * bills; only the per-credit lists (`/vendorcredits/{id}/refunds`, `/bills`) hold them. The
+   * record's totals then agree with its arrays and say nothing (A48's other reading). Truth holds
+   * every entry.
+   */
+  embeddedChildrenEmpty: boolean;
+  /**
+   * Share (0-1) of the refunds the inventory family's list of all refunds (`/vendorcredits/refunds`)
+   * leaves out (every n-th entry, deterministically); each credit's own list still holds them all
+   * (A49's other reading). Truth holds every refund.
+   */
+  allRefundsOmitted: number;
+  /**
    * The inventory family's list of all refunds (`GET /vendorcredits/refunds`, spec 4.8: "all
    * refunds with pagination", entries not shown) sends entries without `vendor_credit_id` and
    * `vendor_credit_number`: a client cannot tell which credit each refunds.
@@ -282,6 +296,8 @@ export const DEFAULT_VARIANTS: Readonly<Variants> = Object.freeze({
   inactiveOrganizations: 0,
   uneditedRecords: false,
   embeddedChildrenDropped: 0,
+  embeddedChildrenEmpty: false,
+  allRefundsOmitted: 0,
   allRefundsWithoutCredit: false,
   childChangesKeepParent: false,
   eventsDeleted: false,
@@ -336,6 +352,11 @@ export const HOSTILE_VARIANTS: Readonly<Variants> = Object.freeze({
   uneditedRecords: false,
   // Half of every credit's embedded refunds and credited bills left off: svcsync must see from the totals that they are short.
   embeddedChildrenDropped: 0.5,
+  // Off: with embeddedChildrenDropped the totals already say the arrays are short; the empty arrays
+  // with zero totals, which no total can expose, have their own tests (test/e2e/embedded-children.test.ts).
+  embeddedChildrenEmpty: false,
+  // Off: with allRefundsWithoutCredit the list cannot be used at all; test/e2e/all-refunds.test.ts covers it.
+  allRefundsOmitted: 0,
   allRefundsWithoutCredit: true,
   // Off: child changes would then wait for the reconcile's children cycle (A25), so no run of the
   // hostile tests could equal the truth before it; test/e2e/reconcile-cycle.test.ts covers it.

@@ -59,7 +59,9 @@ describe('variant options', () => {
     // strictUndeclaredLists too: with omitPageContext and undeclaredPageSize no client could read those lists whole.
     // concurrencyPerUser: svcsync keeps to it only once limits.concurrency_scope says so (A46).
     // organizationPageSize as the page sizes above; inactiveOrganizations is read only when named (A22).
-    // childChangesKeepParent: child changes would wait for the reconcile's children cycle (A25).
+    // childChangesKeepParent, embeddedChildrenEmpty, allRefundsOmitted: svcsync's checks find them
+    // (A25, A48, A49) and then read the long way, which their own tests count; allRefundsOmitted
+    // means nothing beside allRefundsWithoutCredit, which hostile turns on.
     // eventsDeleted: deleted events are found only by a reconcile of the events (A51).
     const offUnderHostile = [
       'perPageCap',
@@ -72,6 +74,8 @@ describe('variant options', () => {
       'inactiveOrganizations',
       'uneditedRecords',
       'childChangesKeepParent',
+      'embeddedChildrenEmpty',
+      'allRefundsOmitted',
       'eventsDeleted',
     ];
     for (const name of VARIANT_NAMES.filter((n) => !offUnderHostile.includes(n)))

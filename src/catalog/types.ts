@@ -119,7 +119,15 @@ export interface StreamSpec {
    * A child stream's list of every parent's children at once (paged), read instead of one list
    * per parent when enough parents are queued; entries name their parent by `parent.key`.
    */
-  allList?: { path: string; recordsKey: readonly string[] };
+  allList?: {
+    path: string;
+    recordsKey: readonly string[];
+    /**
+     * The parent's column that adds up its children's `amount` (a credit's `total_refunded_amount`):
+     * a parent whose total differs from what the list gives it is checked first (A49's checks).
+     */
+    parentTotal?: string;
+  };
   /** Fixed query parameters (filter_by=Status.All so nothing is missed). */
   query?: Readonly<Record<string, string>>;
   /** Whether the endpoint takes page and per_page (all lists do unless the spec says otherwise). */

@@ -1,3 +1,4 @@
+import type { ShortcutNote } from '../extractors/shortcuts.js';
 import type { SyncSummary } from '../extractors/sync-run.js';
 
 function pad(s: string, n: number): string {
@@ -54,6 +55,8 @@ export function renderSummary(summary: SyncSummary): string {
         lines.push(`          ⚠ ${w.count} × ${w.field}: ${w.message} (e.g. record ${w.example})`);
       }
     }
+    // A shortcut found wrong is told once, in the run that found it; `svcsync status` keeps showing it.
+    for (const n of org.shortcuts ?? []) lines.push(`      ⚠ ${shortcutLine(n)}`);
     if (org.status === 'quota' && org.resumeAt)
       lines.push(`      daily quota spent: continues after ${org.resumeAt} (run the same command again then; nothing is lost)`);
     else if (org.error && org.status !== 'ok' && org.failure === 'warehouse' && summary.warehouseFault)
@@ -88,4 +91,9 @@ function deletedByTable(tables: Readonly<Record<string, number>> | undefined): s
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
     .map(([table, rows]) => `${table} ${rows}`)
     .join(', ');
+}
+
+/** One refuted shortcut, in words. */
+export function shortcutLine(n: ShortcutNote): string {
+  return `${n.assumption} does not hold for ${n.stream} (${n.evidence}); svcsync now reads ${n.longWay}`;
 }

@@ -158,6 +158,9 @@ const workerSchema = z
 export const historySchema = z.union([z.literal('all'), z.literal('off'), z.array(nonEmpty).min(1)]);
 export type HistorySetting = z.infer<typeof historySchema>;
 
+/** How svcsync treats one of its request-saving readings of the API (`sync.shortcuts`). */
+export const shortcutSetting = z.enum(['verify', 'off', 'trust']).default('verify');
+
 const connectionSchema = z
   .object({
     name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'expected a label of letters, digits, ".", "_" or "-"'),
@@ -234,6 +237,29 @@ const syncSchema = z
      * 0 reads every parent's child lists on every run. Unset: the connection's plan decides.
      */
     whole_read_every_days: z.number().int().min(0).optional(),
+    /**
+     * The request-saving readings of the API that svcsync checks against the long way
+     * (docs/assumptions.md, "Shortcuts that check themselves"): `verify` (the default) takes the
+     * shortcut, checks it on a new connection and on a sample, and drops it for an organization
+     * where a check disagrees; `off` always reads the long way; `trust` never checks.
+     */
+    shortcuts: z
+      .object({
+        embedded_children: shortcutSetting,
+        all_children_list: shortcutSetting,
+        child_changes_touch_parent: shortcutSetting,
+      })
+      .strict()
+      .default({ embedded_children: 'verify', all_children_list: 'verify', child_changes_touch_parent: 'verify' }),
+    /** How the shortcuts are checked: how many uses a new connection checks, then what share, and at least how often. */
+    shortcut_checks: z
+      .object({
+        new_connection: z.number().int().min(0).max(100).default(3),
+        sample_percent: z.number().min(0).max(100).default(2),
+        at_least_every_days: z.number().min(0).default(7),
+      })
+      .strict()
+      .default({ new_connection: 3, sample_percent: 2, at_least_every_days: 7 }),
   })
   .strict();
 

@@ -11,6 +11,7 @@ import type { Warehouse } from '../loaders/warehouse.js';
 import type { HistorySink } from '../state/history.js';
 import type { RecordBudget } from './record-budget.js';
 import type { StopRequest } from './stop.js';
+import type { OrgShortcuts } from './shortcuts.js';
 
 /** What a stream reports while it runs; the CLI draws bars on a terminal and logs otherwise. */
 export interface ProgressReporter {
@@ -100,4 +101,10 @@ export interface SyncContext {
   records?: RecordBudget;
   /** Lists that refused `page`/`per_page` this run (A11, `pages`); absent: each walk finds out anew. */
   pagingRefused?: Set<string>;
+  /**
+   * The organization's request-saving readings of the API and what checks found of them
+   * (src/extractors/shortcuts.ts), set by `syncOrganization`. Absent (a test driving one unit):
+   * every shortcut is taken and none is checked.
+   */
+  shortcuts?: OrgShortcuts;
 }

@@ -16,6 +16,8 @@ import type { SyncContext } from './context.js';
 import { endsTheRun, raiseIfStopped } from './stop.js';
 import { detailIsEnabled, runStreamPass, type SyncMode } from './stream-pass.js';
 import { countPending } from '../state/pending.js';
+import { healUnhealed, sampleChildChecks } from './child-checks.js';
+import { OrgShortcuts, type ShortcutNote } from './shortcuts.js';
 import { requiredScopes } from '../api/scopes.js';
 
 /** stopped: the run was asked to stop (a signal, the daemon's shutdown or budget) while the stream was read. */
@@ -63,6 +65,8 @@ export interface OrganizationOutcome {
   failure?: 'warehouse' | 'lease';
   /** When the daily quota ran out: when calls may resume. */
   resumeAt?: string;
+  /** Request-saving readings of the API that a check found wrong in this run (src/extractors/shortcuts.ts). */
+  shortcuts?: ShortcutNote[];
 }
 
 /**
@@ -151,7 +155,7 @@ export interface OrganizationRun {
  * a missing scope stops the streams that need it; a warehouse fault or a lost lease stops them all.
  */
 export async function syncOrganization(
-  ctx: SyncContext,
+  runCtx: SyncContext,
   organizationId: string,
   families: Family[],
   options: {
@@ -164,6 +168,16 @@ export async function syncOrganization(
     onStopped?: (outcome: OrganizationOutcome) => void;
   },
 ): Promise<OrganizationRun> {
+  const shortcuts = await OrgShortcuts.load(runCtx.warehouse.db, runCtx.config, {
+    connection: runCtx.connection.name,
+    organizationId,
+    now: () => runCtx.clock.now(),
+    logger: runCtx.logger,
+  });
+  const ctx: SyncContext = { ...runCtx, shortcuts };
+  const startedAt = ctx.stamp.next();
+  // What a shortcut found wrong in an earlier run may have missed, if that run ended before queuing it.
+  await healUnhealed(ctx, organizationId);
   const outcome: OrganizationOutcome = { connection: ctx.connection.name, organizationId, families, status: 'ok', streams: [] };
   const { top, allowed } = selectStreams(ctx.catalog, families, options.streams);
   const log = ctx.logger.child({ organization_id: organizationId });
@@ -344,7 +358,11 @@ export async function syncOrganization(
     if (started) {
       const why = blocked(stream);
       if (why === null) {
-        await attempt(started, (tally) => completeDetails(ctx, organizationId, stream, tally, allowed, embedded));
+        await attempt(started, async (tally) => {
+          // A few unchanged records' children, as checks of A25; a reconcile's cycle re-reads some anyway.
+          if (options.mode === 'incremental') await sampleChildChecks(ctx, organizationId, stream, startedAt);
+          await completeDetails(ctx, organizationId, stream, tally, allowed, embedded);
+        });
       } else if (await detailsQueued(ctx, organizationId, stream)) {
         started.base.status = quota !== null && ended === null ? 'quota' : 'failed';
         started.base.error = quota !== null && ended === null ? describeError(quota) : why;
@@ -390,9 +408,11 @@ export async function syncOrganization(
     throw error;
   }
 
-  const failed = outcome.streams.filter((s) => s.status === 'failed' || s.status === 'quota');
   // Set inside the streams' closures, which the compiler cannot follow.
   const stop = ended as WarehouseError | LeaseLost | null;
+  if (!stop) await shortcuts.flush();
+  if (shortcuts.refutedNow.length) outcome.shortcuts = [...shortcuts.refutedNow];
+  const failed = outcome.streams.filter((s) => s.status === 'failed' || s.status === 'quota');
   if (stop) {
     outcome.status = 'failed';
     outcome.failure = stop instanceof WarehouseError ? 'warehouse' : 'lease';

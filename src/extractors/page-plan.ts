@@ -38,6 +38,12 @@ export interface PagePlanInput {
    * the lists unneeded when the record's totals prove them whole, where each list costs one.
    */
   detailCarriesChildren?: boolean;
+  /**
+   * The stream has a change field, so an unchanged record's children are re-read as a check that
+   * they did not change either (A25): queued apart, as `checked`. Without one, every record's
+   * children are simply re-read.
+   */
+  changeField?: boolean;
 }
 
 export interface PagePlan {
@@ -55,6 +61,11 @@ export interface PagePlan {
   fresh: ReadonlySet<string>;
   /** Parents whose child streams are queued for reading. */
   parents: string[];
+  /**
+   * Unchanged parents whose child streams (and single record, when it carries them) are re-read
+   * all the same, by a reconcile's cycle or a backfill: queued as checks of A25.
+   */
+  checked: string[];
   /** Ids queued for their single-record read. */
   details: string[];
   reason: PendingReason;
@@ -93,20 +104,26 @@ export function planPage(input: PagePlanInput): PagePlan {
   const listedUnchanged = marksVanished(input.kind)
     ? [...new Set(input.records.filter((r) => !isNewOrChanged(r, input.stored)).map((r) => r.id))]
     : [];
-  let parents: readonly string[] = changed;
-  if (everyParent === true) parents = input.records.map((r) => r.id);
-  else if (typeof everyParent === 'function') {
-    const isChanged = new Set(changed);
-    parents = input.records.filter((r) => isChanged.has(r.id) || everyParent(r.id)).map((r) => r.id);
-  }
+  const isChanged = new Set(changed);
+  // Unchanged parents whose children are re-read all the same: all of them, or the cycle's share.
+  const rereads = (id: string): boolean => everyParent === true || (typeof everyParent === 'function' && everyParent(id));
+  const reread = unique(input.records.filter((r) => !isChanged.has(r.id) && rereads(r.id)).map((r) => r.id));
+  // Without a change field there is nothing to check: the re-read parents are parents like the changed.
+  const checked = input.changeField ? reread : [];
+  const parents = input.changeField ? changed : input.records.filter((r) => isChanged.has(r.id) || rereads(r.id)).map((r) => r.id);
   return {
     rows: [...input.changed],
     changed: input.changed.length,
     listedUnchanged,
     fresh: new Set(input.records.filter((r) => !input.stored.has(r.id)).map((r) => r.id)),
-    parents: [...parents],
-    details: !input.detail ? [] : [...(input.detailCarriesChildren ? parents : changed)],
+    parents,
+    checked,
+    details: !input.detail ? [] : [...(input.detailCarriesChildren && !input.changeField ? parents : changed)],
     reason: pendingReason(input.kind),
     finished: !input.hasMore || input.reachedFloor,
   };
+}
+
+function unique(ids: readonly string[]): string[] {
+  return [...new Set(ids)];
 }

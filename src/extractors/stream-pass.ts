@@ -1,6 +1,6 @@
 import type { StreamSpec } from '../catalog/types.js';
 import { isOrganizationList, qualifiedName, tableName } from '../catalog/types.js';
-import { carriesChildren, streamTables } from '../catalog/index.js';
+import { carriesChildren, childStreamsOf, streamTables } from '../catalog/index.js';
 import { listIdentity, normalizeRecord, type ListIdentity, type NormalizedRecord } from '../normalize/normalize.js';
 import { commitPage, type PassEnd } from '../state/unit-of-work.js';
 import { recencyOf } from '../state/pending.js';
@@ -113,7 +113,7 @@ export async function runStreamPass(
   const children =
     want === 'incremental'
       ? state.cursor === null && !(await ctx.writer.hasRows(ctx.warehouse.db, tableName(stream), organizationId))
-      : queuesEveryParent(ctx, want, state.row?.children_reread_at ?? null, options);
+      : queuesEveryParent(ctx, stream, want, state.row?.children_reread_at ?? null, options);
   const pass: PassState = { kind: want, startedAt, nextPage: 1, floor, maxChanged: null, unsorted: false, records: 0, children };
   await walk(
     ctx,
@@ -144,9 +144,12 @@ function cycleDays(ctx: SyncContext, kind: PassKind, wholeReadCycle: boolean): n
  * (An incremental pass queues its changed parents', which on a first sync of the stream, with
  * no rows yet, are all of them.)
  */
-function queuesEveryParent(ctx: SyncContext, kind: PassKind, lastReread: string | null, options: PassOptions): boolean {
+function queuesEveryParent(ctx: SyncContext, stream: StreamSpec, kind: PassKind, lastReread: string | null, options: PassOptions): boolean {
   const days = cycleDays(ctx, kind, options.wholeReadCycle === true);
   if (days === null) return true;
+  // Where child changes were seen not to touch their parent (A25 refuted), only reading every parent's lists finds them.
+  const unsignalled = childStreamsOf(stream).some((c) => ctx.shortcuts?.isRefuted('child_changes_touch_parent', qualifiedName(c)));
+  if (kind === 'reconcile' && unsignalled) return true;
   return childrenRereadDue(lastReread, ctx.clock.now(), days, options.deep === true);
 }
 
@@ -173,7 +176,8 @@ async function walk(
   const everyParent = pass.children || days === null ? pass.children : (childrenSlice(rereadAt, pass.startedAt, days) ?? false);
   // The same for every page of the pass.
   const detail = detailIsEnabled(ctx, stream);
-  const detailCarriesChildren = carriesChildren(stream, ctx.catalog);
+  // The record carries its child lists only while that reading holds for the organization (A48).
+  const detailCarriesChildren = carriesChildren(stream, ctx.catalog) && (ctx.shortcuts?.uses('embedded_children', key.stream) ?? true);
   const request = pageRequest(ctx, key, stream, pass, window, tally);
   const memoKey = memoizes(ctx, stream, !window.mayStopEarly(), detail) ? memoQuery(stream, request.query, request.perPage) : null;
   // With no rows when the pass began, no page can stand as kept: nothing is recalled.
@@ -241,6 +245,7 @@ async function walk(
       reachedFloor: view.reachedFloor,
       everyParent,
       detailCarriesChildren,
+      changeField: stream.cursor !== undefined,
     });
     Object.assign(pass, {
       nextPage: page.page + 1,
@@ -250,6 +255,7 @@ async function walk(
     });
     const end = plan.finished ? passEnd(stream, pass, cursor, page.page) : undefined;
     const { listedUnchanged, ...decided } = plan;
+    const checkDetails = detailCarriesChildren && detail;
     const { deleted } = await commitPage(ctx, {
       key,
       stream,
@@ -258,6 +264,7 @@ async function walk(
       ...(listedUnchanged.length ? { listed: { passStartedAt: pass.startedAt, page: page.page, ids: listedUnchanged } } : {}),
       memos: keepPage(memoKey === null ? null : pageToKeep(key, memoKey, page, listed, syncedAt), end !== undefined),
       lastMemoPage: memoKey !== null && end ? memoAt(key, memoKey, page.page) : undefined,
+      checkDetails,
       recency: () => recencyOf(stream, recencyRecords(listed, changed)),
       ...(end ? { end } : { position: pass }),
     });

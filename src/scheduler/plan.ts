@@ -7,6 +7,7 @@ import { dailyBudget } from '../config/plans.js';
 import { childrenCycleDays, wholeReadCycleDays } from '../config/cycles.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/logger.js';
+import { refutedShortcuts, type RefutedShortcut } from './shortcut-cost.js';
 import { selectStreams } from '../extractors/organization-sync.js';
 import { detailIsEnabled } from '../extractors/stream-pass.js';
 import type { Warehouse } from '../loaders/warehouse.js';
@@ -46,6 +47,8 @@ export interface OrganizationPlan {
   assumed: boolean;
   /** Requests of reading everything whole (a first sync, a backfill), and the days it takes at the budget. */
   firstSync: { requests: number; days: number };
+  /** Shortcuts a check found wrong for the organization, and what reading the long way costs a day (counted in `total`). */
+  shortcuts: RefutedShortcut[];
 }
 
 /** An organization to plan for, with what each of its trees costs. */
@@ -56,6 +59,8 @@ export interface PlanOrganization extends KnownOrganization {
   zone: string;
   serverReset: number | null;
   costs: TreeCost[];
+  /** Shortcuts a check found wrong (src/scheduler/shortcut-cost.ts); none when absent. */
+  shortcuts?: RefutedShortcut[];
 }
 
 /** The id a connection's reference organization is planned under when no organization of it is known. */
@@ -142,6 +147,7 @@ export async function loadPlanOrganizations(
   const rows = await liveRowCounts(warehouse, tops);
   const states = await streamStates(warehouse);
   const resets = await serverResets(warehouse);
+  const refuted = await refutedShortcuts(config, warehouse, catalog);
   return orgs.map((o) => {
     const connection = config.connections.find((c) => c.name === o.connection)!;
     const { top, allowed } = selectStreams(catalog, o.families, connection.streams);
@@ -171,6 +177,7 @@ export async function loadPlanOrganizations(
       zone: connection.quota_reset_time_zone,
       serverReset: resets.get(o.organizationId) ?? null,
       costs,
+      shortcuts: refuted.filter((r) => r.connection === o.connection && r.organizationId === o.organizationId),
     };
   });
 }
@@ -277,7 +284,8 @@ export function planOrganization(
       ...(j.jobClass === 'reconcile' ? { reconcile: reconcileSplit(j, org.costs, everyDays, estimate) } : {}),
     };
   });
-  const total = planned.reduce((a, p) => a + p.total, 0);
+  const shortcuts = org.shortcuts ?? [];
+  const total = planned.reduce((a, p) => a + p.total, 0) + shortcuts.reduce((a, r) => a + r.extraRequestsPerDay, 0);
   const firstSync = org.costs.reduce((a, c) => a + c.whole, 0);
   return {
     connection: org.connection,
@@ -291,6 +299,7 @@ export function planOrganization(
     leftForBackfill: Math.max(0, org.budget - total),
     assumed: org.costs.some((c) => c.assumed),
     firstSync: { requests: firstSync, days: org.budget > 0 ? firstSync / org.budget : Infinity },
+    shortcuts,
   };
 }
 
@@ -362,6 +371,8 @@ export function renderPlan(plans: readonly OrganizationPlan[], referenceRecords 
       lines.push(`  ${j.jobClass.padEnd(13)} ${j.schedule.padEnd(28)} ${String(j.streams).padStart(3)} streams  ${cost}`);
       if (j.reconcile) lines.push(`    ${reconcileLine(j.reconcile)}`);
     }
+    for (const r of p.shortcuts)
+      lines.push(`  ${r.assumption} does not hold (${r.stream}): reading ${r.longWay} adds ~${r.extraRequestsPerDay} requests a day`);
     if (!p.fits) {
       warnings++;
       lines.push(

@@ -18,6 +18,7 @@ import type { DayProjection } from './day-projection.js';
 import { organizationHealth, sortOrganizations, type ConnectionState, type Health } from './health.js';
 import { resolveJobs, type JobSpec, type KnownOrganization } from './jobs.js';
 import { queueDepth, SYNC_QUEUE, type QueueDepth } from './queue-depth.js';
+import { refutedShortcuts, type RefutedShortcut } from './shortcut-cost.js';
 import { projectOrganization, runCommands, ScheduleMemo, snapshotOf, type PendingCounts } from './status-estimates.js';
 
 /**
@@ -70,6 +71,11 @@ export interface StatusOrganization {
   /** The daemon's next runs of this organization's jobs, soonest first. */
   nextRuns: Array<{ job: string; streams: number; at: string }>;
   streams: StatusStream[];
+  /**
+   * Request-saving readings of the API that a check found wrong for this organization, with what
+   * reading the long way now costs (docs/assumptions.md, "Shortcuts that check themselves").
+   */
+  shortcuts?: RefutedShortcut[];
 }
 
 /** A configured connection, whether or not it reached any organization. */
@@ -324,6 +330,7 @@ async function collect(
         projectedToday: null,
         nextRuns: [],
         streams: [],
+        shortcuts: [],
       };
       entry.budgetLeft = blocked ? 0 : Math.max(0, entry.budget - entry.requestsToday);
       orgs.set(key, entry);
@@ -353,6 +360,8 @@ async function collect(
     if (spec && on !== undefined)
       entry.streams.at(-1)!.history = { on, versions: versions.get(`${s.organization_id}|${tableName(spec)}`) ?? 0 };
   }
+  if (!options.light)
+    for (const r of await refutedShortcuts(config, warehouse, CATALOG)) orgs.get(`${r.connection}|${r.organizationId}`)?.shortcuts?.push(r);
   // The daemon's schedule, from the configuration alone (the same jobs `svcsync daemon` runs).
   const known: KnownOrganization[] = [...orgs.values()].map((o) => ({
     connection: o.connection,

@@ -101,12 +101,19 @@ function organizationItem(
     `data-c="${esc(o.connection)}" data-id="${esc(o.organizationId)}" data-state="${o.state}" data-f="${codes.join('')}" ` +
     `data-u="${o.requestsToday}" data-b="${o.budget}"${p ? ` data-p="${p.requests}"` : ''}${o.blockedUntil ? ' data-blocked' : ''}`;
   const reason = o.stateReason ? ` <span class="why">${esc(o.stateReason)}</span>` : '';
+  // A shortcut found wrong: which assumption, and what reading the long way now costs.
+  const shortcuts = (o.shortcuts ?? [])
+    .map((r) => {
+      const text = `${r.assumption} does not hold for ${r.stream}: +${r.extraRequestsPerDay} requests a day`;
+      return ` <span class="why" title="${esc(r.evidence)}">${esc(text)}</span>`;
+    })
+    .join('');
   let nextText = '';
   if (running) nextText = ` · running ${esc(running.join(', '))}`;
   else if (next) nextText = ` · next ${timeTag(next.at, now)} (${esc(next.job.includes('/') ? shortJob(next.job) : next.job)})`;
   return (
     `<details class="org" ${data}><summary><b class="${o.state}">● ${o.state}</b> <b>${esc(o.name ?? o.organizationId)}</b> ` +
-    `<small>${esc(o.connection)} / ${esc(o.organizationId)}</small>${reason}<span class="right">` +
+    `<small>${esc(o.connection)} / ${esc(o.organizationId)}</small>${reason}${shortcuts}<span class="right">` +
     `${last ? `synced ${timeTag(last, now)}` : 'never synced'} · ${budgetBar(o, now)}${nextText}</span></summary></details>`
   );
 }

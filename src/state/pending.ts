@@ -1,4 +1,5 @@
-import type { CompiledQuery } from 'kysely';
+import { CompiledQuery } from 'kysely';
+import { ident, type SqlDialect } from '../loaders/sql-dialect.js';
 import type { StreamSpec } from '../catalog/types.js';
 import type { NormalizedRecord } from '../normalize/normalize.js';
 import { isoUtc, parseInstant } from '../normalize/values.js';
@@ -13,7 +14,12 @@ import type { StreamKey } from './stream-state.js';
  * the two leaves the work queued rather than lost.
  */
 export type PendingKind = 'children' | 'detail';
-export type PendingReason = 'changed' | 'backfill' | 'reconcile';
+/**
+ * Why an item is queued: its record changed, a backfill or a reconcile re-reads it, or (`check`)
+ * its record did not change and its children are read to check that unchanged records have
+ * unchanged children (src/extractors/shortcuts.ts, A25).
+ */
+export type PendingReason = 'changed' | 'backfill' | 'reconcile' | 'check';
 
 /** Rows per statement, well under SQLite's and Postgres's bound-parameter limits. */
 const CHUNK = 500;
@@ -95,7 +101,13 @@ export function enqueuePendingQueries(
       compiler
         .insertInto('_svcsync_pending')
         .values(values)
-        .onConflict((oc) => oc.columns(['connection', 'organization_id', 'stream', 'kind', 'item_id']).doNothing())
+        // An item queued as a check whose record has changed since is no longer a check.
+        .onConflict((oc) =>
+          oc
+            .columns(['connection', 'organization_id', 'stream', 'kind', 'item_id'])
+            .doUpdateSet({ reason })
+            .where('_svcsync_pending.reason', '=', 'check'),
+        )
         .compile(),
     );
   }
@@ -156,7 +168,14 @@ export async function completePending(db: AnyDb, key: StreamKey, kind: PendingKi
 
 export async function countPending(
   db: AnyDb,
-  filter: { connection?: string; organizationId?: string; stream?: string; kind?: PendingKind } = {},
+  filter: {
+    connection?: string;
+    organizationId?: string;
+    stream?: string;
+    kind?: PendingKind;
+    exceptReason?: PendingReason;
+    enqueuedBefore?: string;
+  } = {},
 ): Promise<number> {
   let q = stateDb(db)
     .selectFrom('_svcsync_pending')
@@ -165,6 +184,65 @@ export async function countPending(
   if (filter.organizationId) q = q.where('organization_id', '=', filter.organizationId);
   if (filter.stream) q = q.where('stream', '=', filter.stream);
   if (filter.kind) q = q.where('kind', '=', filter.kind);
+  if (filter.exceptReason) q = q.where('reason', '<>', filter.exceptReason);
+  if (filter.enqueuedBefore) q = q.where('enqueued_at', '<', filter.enqueuedBefore);
   const row = await q.executeTakeFirst();
   return Number(row?.n ?? 0);
+}
+
+/**
+ * Queues `kind` work (a child list, or a single-record read) for every live record of
+ * `parentTable` of the organization: what a shortcut that turned out wrong may have skipped
+ * (src/extractors/shortcuts.ts). Items already queued keep their place. Returns the rows added.
+ */
+export async function enqueueEveryParent(
+  db: AnyDb,
+  sql: SqlDialect,
+  key: StreamKey,
+  kind: PendingKind,
+  parent: { table: string; key: string },
+  reason: PendingReason,
+  now: string,
+): Promise<number> {
+  const p = sql.param;
+  const text =
+    `INSERT INTO "_svcsync_pending" ("connection", "organization_id", "stream", "kind", "item_id", "reason", "enqueued_at", "recency") ` +
+    `SELECT ${p(1)}, "organization_id", ${p(2)}, ${p(3)}, ${ident(parent.key)}, ${p(4)}, ${p(5)}, NULL FROM ${ident(parent.table)} ` +
+    `WHERE "organization_id" = ${p(6)} AND "_deleted_at" IS NULL ` +
+    `ON CONFLICT ("connection", "organization_id", "stream", "kind", "item_id") DO NOTHING`;
+  const result = await db.executeQuery(CompiledQuery.raw(text, [key.connection, key.stream, kind, reason, now, key.organizationId]));
+  return Number(result.numAffectedRows ?? 0n);
+}
+
+/** The ids of the organization's live records of `parent.table` not queued for `kind` work of `key.stream`. */
+export async function unqueuedParents(
+  db: AnyDb,
+  sql: SqlDialect,
+  key: StreamKey,
+  kind: PendingKind,
+  parent: { table: string; key: string },
+): Promise<string[]> {
+  const p = sql.param;
+  const id = ident(parent.key);
+  const text =
+    `SELECT t.${id} AS id FROM ${ident(parent.table)} AS t WHERE t."organization_id" = ${p(1)} AND t."_deleted_at" IS NULL ` +
+    `AND NOT EXISTS (SELECT 1 FROM "_svcsync_pending" AS q WHERE q."connection" = ${p(2)} AND q."organization_id" = ${p(3)} ` +
+    `AND q."stream" = ${p(4)} AND q."kind" = ${p(5)} AND q."item_id" = t.${id})`;
+  const result = await db.executeQuery<{ id: unknown }>(
+    CompiledQuery.raw(text, [key.organizationId, key.connection, key.organizationId, key.stream, kind]),
+  );
+  return result.rows.map((r) => String(r.id));
+}
+
+/** The ids queued for `kind` work of a stream of one organization, in no particular order. */
+export async function queuedItems(db: AnyDb, key: StreamKey & { kind: PendingKind }): Promise<string[]> {
+  const rows = await stateDb(db)
+    .selectFrom('_svcsync_pending')
+    .select('item_id')
+    .where('connection', '=', key.connection)
+    .where('organization_id', '=', key.organizationId)
+    .where('stream', '=', key.stream)
+    .where('kind', '=', key.kind)
+    .execute();
+  return rows.map((r) => r.item_id);
 }

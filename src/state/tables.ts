@@ -184,6 +184,30 @@ export interface PageRow {
   synced_at: string;
 }
 
+/** A request-saving reading of the API as svcsync has found it for one organization (src/state/shortcut-verdicts.ts). */
+export interface ShortcutRow {
+  connection: string;
+  organization_id: string;
+  /** `embedded_children`, `all_children_list`, `child_changes_touch_parent`. */
+  shortcut: string;
+  /** The qualified stream it concerns (a parent stream, or a child stream). */
+  stream: string;
+  /** verifying | trusted | refuted */
+  state: string;
+  /** Checks that agreed. */
+  checks: number;
+  /** Uses of the shortcut since the last check. */
+  since_check: number;
+  first_checked_at: string | null;
+  last_checked_at: string | null;
+  refuted_at: string | null;
+  /** What a check found different, when refuted. */
+  evidence: string | null;
+  /** When what a refuted shortcut may have missed was queued to be read the long way; null until then. */
+  healed_at: string | null;
+  updated_at: string;
+}
+
 export interface StateTables {
   _svcsync_streams: StreamStateRow;
   _svcsync_pending: PendingRow;
@@ -195,6 +219,7 @@ export interface StateTables {
   _svcsync_drift: DriftRow;
   _svcsync_listed: ListedRow;
   _svcsync_pages: PageRow;
+  _svcsync_shortcuts: ShortcutRow;
 }
 
 export type StateDb = Kysely<StateTables> | Transaction<StateTables>;

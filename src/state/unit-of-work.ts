@@ -47,6 +47,12 @@ export interface PageCommit {
   /** Parents whose child streams are queued, and why. */
   parents: readonly string[];
   reason: PendingReason;
+  /**
+   * Unchanged parents whose child streams are queued as checks (reason `check`), and their single
+   * records too when `checkDetails` (a record that carries its child lists).
+   */
+  checked?: readonly string[];
+  checkDetails?: boolean;
   /** Ids queued for their single-record read. */
   details: readonly string[];
   /**
@@ -103,13 +109,19 @@ function pageQueries(loader: Loader, page: PageCommit): CompiledQuery[] {
   if (page.lastMemoPage) queries.push(writer.forgetPagesAfterQuery(page.lastMemoPage));
   queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt));
   const childStreams = childStreamsOf(page.stream);
-  const recency = (childStreams.length && page.parents.length) || page.details.length ? page.recency?.() : undefined;
+  const queues = (childStreams.length && (page.parents.length || page.checked?.length)) || page.details.length;
+  const recency = queues ? page.recency?.() : undefined;
+  const checked = page.checked ?? [];
   for (const child of childStreams) {
     const key = { ...page.key, stream: qualifiedName(child) };
     queries.push(...enqueuePendingQueries(db, key, 'children', page.parents, page.reason, page.syncedAt, recency));
+    if (checked.length) queries.push(...enqueuePendingQueries(db, key, 'children', checked, 'check', page.syncedAt, recency));
   }
   if (page.details.length) {
     queries.push(...enqueuePendingQueries(db, page.key, 'detail', page.details, 'changed', page.syncedAt, recency));
+  }
+  if (page.checkDetails && checked.length) {
+    queries.push(...enqueuePendingQueries(db, page.key, 'detail', checked, 'check', page.syncedAt, recency));
   }
   return queries;
 }

@@ -1,13 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectEqualsTruth, expectExit, startE2E, type E2E } from '../helpers/e2e.js';
-import { minimumRequests } from '../helpers/minimum.js';
+import { minimumRequests, NEW_CONNECTION_CHECKS } from '../helpers/minimum.js';
 import { apiRequests } from '../helpers/hostile.js';
 
 /**
  * Inventory vendor credits' refunds come from the paged list of all refunds (spec 4.8) when many
  * credits are queued (a first sync), not from one list per credit; a server whose entries do not
- * say which credit they refund makes svcsync read each credit's list instead (A49).
+ * say which credit they refund makes svcsync read each credit's list instead (A49). The list is
+ * checked against a few credits' own lists (three on a new connection): one that leaves refunds
+ * out is found out, and every credit's own list is read.
  */
 const PER_PAGE = 10;
 const SCALE = 25;
@@ -52,7 +54,8 @@ describe.each(DIALECTS)('inventory vendor credit refunds from the list of all re
     expectExit(await e.sync(), 0);
     await expectEqualsTruth(e);
     await expectRefundsAsTruth(e);
-    expect(requestsTo(e, PER_CREDIT)).toBe(0);
+    // Three credits' own lists per organization: a new connection's checks of the list of all refunds.
+    expect(requestsTo(e, PER_CREDIT)).toBe(e.sandbox.organizations().length * NEW_CONNECTION_CHECKS);
     expect(requestsTo(e, ALL)).toBe(refunds.reduce((a, n) => a + Math.ceil(n / PER_PAGE), 0));
     expect(apiRequests(e)).toBe(minimum);
 
@@ -77,5 +80,30 @@ describe.each(DIALECTS)('inventory vendor credit refunds from the list of all re
     expect(requestsTo(e, ALL)).toBeGreaterThan(0);
     expect(apiRequests(e)).toBe(minimum);
     expect(e.log.records.some((r) => r['level'] === 'warn' && String(r['msg']).includes('without vendor_credit_id'))).toBe(true);
+  }, 120_000);
+
+  it('finds out a list of all refunds that leaves some out, and reads every credit’s own list in the same run', async () => {
+    e = await startE2E(dialect, { scale: SCALE, variants: { allRefundsOmitted: 0.25 } }, { sync: { per_page: PER_PAGE } });
+    const first = await e.sync();
+    expectExit(first, 0);
+    await expectEqualsTruth(e);
+    await expectRefundsAsTruth(e);
+    // The checks find the gap; then each queued credit's own list is read.
+    expect(requestsTo(e, PER_CREDIT)).toBeGreaterThanOrEqual(e.sandbox.organizations().length * SCALE);
+    const notes = first.organizations.flatMap((o) => o.shortcuts ?? []);
+    expect(notes.map((n) => [n.assumption, n.stream])).toEqual(
+      e.sandbox.organizations().map(() => ['A49', 'inventory.vendor_credit_refunds']),
+    );
+    expect(notes[0]!.evidence).toMatch(/the list of all of them lacks/);
+
+    // Refuted: a reconcile of every credit's refunds reads each credit's list, not the list of all of them; nothing said again.
+    e.sandbox.advanceClock(120_000);
+    e.sandbox.mutate({ create: 3, families: ['inventory'], streams: ['vendor_credit_refunds'] });
+    e.sandbox.resetRequestLog();
+    const reconcile = await e.sync('reconcile', { deep: true });
+    expectExit(reconcile, 0);
+    await expectRefundsAsTruth(e);
+    expect(requestsTo(e, ALL)).toBe(0);
+    expect(reconcile.organizations.flatMap((o) => o.shortcuts ?? [])).toEqual([]);
   }, 120_000);
 });

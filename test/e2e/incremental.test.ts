@@ -19,6 +19,27 @@ describe.each(DIALECTS)('incremental sync on %s', (dialect) => {
   }, 120_000);
   afterAll(async () => e?.close());
 
+  it('after the first sync, checks three unchanged parents per child stream (A25) once: a new connection', async () => {
+    e.sandbox.advanceClock(5 * 60_000);
+    e.sandbox.resetRequestLog();
+    expectExit(await e.sync(), 0);
+    const log = e.sandbox.requestLog();
+    const orgs = e.sandbox.organizations().length;
+    const perRecord = Object.entries(log.byEndpoint).filter(([k]) => k.includes('{') && k !== 'GET /invoice/v3/projects/{id}/tasks');
+    // A books credit's record carries both of its lists (A48): one read checks both.
+    expect(Object.fromEntries(perRecord)).toEqual({
+      'GET /inventory/v1/contacts/{id}/contactpersons': 3 * orgs,
+      'GET /inventory/v1/contacts/{id}/comments': 3 * orgs,
+      'GET /inventory/v1/vendorcredits/{id}/refunds': 3 * orgs,
+      'GET /books/v3/vendorcredits/{id}': 3 * orgs,
+    });
+    const verdicts = await e.query<{ state: string; n: number | string }>(
+      `SELECT state, COUNT(*) AS n FROM _svcsync_shortcuts WHERE shortcut = 'child_changes_touch_parent' GROUP BY state`,
+    );
+    // persons, comments, inventory refunds, books refunds and credited bills: trusted, in every organization.
+    expect(verdicts.map((v) => [v.state, Number(v.n)])).toEqual([['trusted', 5 * orgs]]);
+  });
+
   it('reads one page per sorted list and nothing per record when nothing changed', async () => {
     e.sandbox.advanceClock(10 * 60_000);
     e.sandbox.resetRequestLog();

@@ -68,7 +68,10 @@ describe.each(DIALECTS)('the slow cycles, on %s', (dialect) => {
       e = await startE2E(
         dialect,
         { scale: 20, organizations: 1, variants: { embeddedChildrenDropped: dropped } },
-        { sync: { reconcile_children_every_days: 3 } },
+        // The ghost refund planted by hand is a child that changed while its credit did not: the
+        // cycle's checks of A25 would take it for a server that does not touch parents
+        // (test/e2e/reconcile-cycle.test.ts). Trusted here, to follow the cycle alone.
+        { sync: { reconcile_children_every_days: 3, shortcuts: { child_changes_touch_parent: 'trust' } } },
       );
       const org = e.sandbox.organizations()[0]!.organization_id;
       expectExit(await e.sync('incremental', { streams: CREDITS }), 0);

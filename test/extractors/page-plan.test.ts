@@ -65,6 +65,28 @@ describe('planPage on a reconcile between its slower cycles', () => {
     // Without a detail endpoint there is nothing to read instead.
     expect(planPage({ ...base, detail: false, everyParent: true, detailCarriesChildren: true }).details).toEqual([]);
   });
+
+  it('on a stream with a change field, queues the unchanged parents it re-reads apart, as checks of A25', () => {
+    const base = {
+      ...input(page),
+      stored,
+      kind: 'reconcile' as const,
+      detail: true,
+      hasMore: false,
+      reachedFloor: false,
+      changeField: true,
+    };
+    const plan = planPage({ ...base, everyParent: (id) => id === 'b' || id === 'c' });
+    // 'c' changed: a parent like any; 'b' did not: its children are a check.
+    expect(plan.parents).toEqual(['a', 'c', 'd']);
+    expect(plan.checked).toEqual(['b']);
+    expect(plan.details).toEqual(['a', 'c', 'd']);
+    const every = planPage({ ...base, everyParent: true, detailCarriesChildren: true });
+    expect(every.checked).toEqual(['b']);
+    // The record that carries the lists is queued for the changed only; the checked get theirs as checks (commitPage).
+    expect(every.details).toEqual(['a', 'c', 'd']);
+    expect(planPage({ ...base, kind: 'incremental' }).checked).toEqual([]);
+  });
 });
 
 describe('planPage', () => {

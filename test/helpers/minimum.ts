@@ -67,9 +67,29 @@ export const TOP: Record<
 
 const DEFAULT_PAGE = 200;
 
+/**
+ * Uses of each shortcut a new connection checks against the long way (`sync.shortcut_checks.new_connection`),
+ * per organization: a credit's record's proven child lists read from their own endpoints (A48), a
+ * queued credit's own refunds list beside the list of all refunds (A49).
+ */
+export const NEW_CONNECTION_CHECKS = 3;
+
+/** The fewest and the most `k` of `costs` can add up to. */
+function range(costs: readonly number[], k: number): { min: number; max: number } {
+  const sorted = [...costs].sort((a, b) => a - b);
+  const n = Math.min(k, sorted.length);
+  const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+  return { min: sum(sorted.slice(0, n)), max: sum(sorted.slice(sorted.length - n)) };
+}
+
 export interface MinimumRequests {
-  /** The fewest requests a first sync can make. */
+  /** The fewest requests a first sync can make, its checks of the shortcuts included. */
   minimum: number;
+  /**
+   * How many more the checks can cost than `minimum` counts: which uses a new connection checks
+   * depends on the order answers arrive in, and checks of records with more entries read more.
+   */
+  checkSpread: number;
   /**
    * Lists whose count is a positive multiple of the page size: without page_context each
    * costs one more (empty) page, the one extra request per list that rule 1 allows.
@@ -109,6 +129,7 @@ export function minimumRequests(
 ): MinimumRequests {
   let minimum = families.length;
   let exactMultiples = 0;
+  let checkSpread = 0;
   for (const org of sandbox.organizations()) {
     for (const family of families) {
       const orgId = org.ids[family];
@@ -117,33 +138,48 @@ export function minimumRequests(
         const top = pagesOf(n, perPage);
         minimum += top.pages + (shape.detail ? n : 0);
         exactMultiples += top.extra;
+        // What checking a credit's record against its own lists costs, by credit (A48).
+        const embeddedChecks = new Map<string, number>();
         for (const child of shape.children ?? []) {
+          const countOf = new Map<string, number>();
+          for (const r of sandbox.truth(orgId, family, child.stream)) {
+            const parent = String(r[child.parentKey]);
+            countOf.set(parent, (countOf.get(parent) ?? 0) + 1);
+          }
+          const listPages = (parent: string): number => pagesOf(countOf.get(parent) ?? 0, child.paged ? perPage : DEFAULT_PAGE).pages;
           // A first sync with two parents or more reads the list of all children, by pages; a
           // server whose entries do not name their parent makes it read each parent's list too (A49).
           if (child.all && n >= 2) {
             const all = pagesOf(sandbox.count(orgId, family, child.stream), perPage);
             minimum += all.pages;
             exactMultiples += all.extra;
-            if (!sandbox.variants.allRefundsWithoutCredit) continue;
+            if (!sandbox.variants.allRefundsWithoutCredit) {
+              // A few queued credits' own lists, read to check the list of all of them.
+              const parents = sandbox.truth(orgId, family, stream).map((r) => String(r[child.parentKey]));
+              const checks = range(parents.map(listPages), NEW_CONNECTION_CHECKS);
+              minimum += checks.min;
+              checkSpread += checks.max - checks.min;
+              continue;
+            }
           }
-          const perParent = new Map<string, number>();
           for (const r of sandbox.truth(orgId, family, stream)) {
-            // A parent whose single record carries its whole list, as its total shows, needs no list read.
-            if (child.embedded && provesWhole(r, child.embedded, sandbox.variants.embeddedChildrenDropped)) continue;
-            perParent.set(String(r[child.parentKey]), 0);
-          }
-          for (const r of sandbox.truth(orgId, family, child.stream)) {
             const parent = String(r[child.parentKey]);
-            if (perParent.has(parent)) perParent.set(parent, perParent.get(parent)! + 1);
-          }
-          for (const count of perParent.values()) {
-            const c = pagesOf(count, child.paged ? perPage : DEFAULT_PAGE);
+            // A parent whose single record carries its whole list, as its total shows, needs no list
+            // read, unless the record is one a new connection checks.
+            if (child.embedded && provesWhole(r, child.embedded, sandbox.variants.embeddedChildrenDropped)) {
+              embeddedChecks.set(parent, (embeddedChecks.get(parent) ?? 0) + listPages(parent));
+              continue;
+            }
+            const c = pagesOf(countOf.get(parent) ?? 0, child.paged ? perPage : DEFAULT_PAGE);
             minimum += c.pages;
             exactMultiples += c.extra;
           }
         }
+        const checks = range([...embeddedChecks.values()], NEW_CONNECTION_CHECKS);
+        minimum += checks.min;
+        checkSpread += checks.max - checks.min;
       }
     }
   }
-  return { minimum, exactMultiples };
+  return { minimum, exactMultiples, checkSpread };
 }

@@ -449,7 +449,7 @@ export const INVENTORY_STREAMS: readonly StreamSpec[] = [
     primaryKey: 'vendor_credit_refund_id',
     paginated: false,
     // Spec 4.8: "all refunds with pagination", its key not shown: the per-credit list's (A49).
-    allList: { path: '/vendorcredits/refunds', recordsKey: ['vendor_credit_refunds', 'refunds'] },
+    allList: { path: '/vendorcredits/refunds', recordsKey: ['vendor_credit_refunds', 'refunds'], parentTotal: 'total_refunded_amount' },
     parent: { stream: 'vendor_credits', key: 'vendor_credit_id' },
     kind: 'transaction',
     columns: VENDOR_CREDIT_REFUND_COLUMNS,

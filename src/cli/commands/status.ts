@@ -3,6 +3,7 @@ import { queueLine } from '../../scheduler/queue-depth.js';
 import { collectStatusDocument, type StatusConnection, type StatusOrganization } from '../../scheduler/status-document.js';
 import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
 import { jsonOutput } from '../json-output.js';
+import { shortcutLine } from '../summary.js';
 
 /** One line per configured connection (failing first, with the error and the hint), as `svcsync status` prints them. */
 export function renderConnections(connections: readonly StatusConnection[]): string[] {
@@ -40,6 +41,8 @@ export function renderStatus(orgs: readonly StatusOrganization[], connections: r
     );
     if (o.state !== 'ok' || o.stateReason) lines.push(`  ${o.state}${o.stateReason ? `: ${o.stateReason}` : ''}`);
     if (o.nextRuns.length) lines.push(`  next runs: ${o.nextRuns.map((r) => `${r.job} ${r.at}`).join('; ')}`);
+    for (const r of o.shortcuts ?? [])
+      lines.push(`  ⚠ ${shortcutLine(r)} since ${r.refutedAt}: about ${r.extraRequestsPerDay} more requests a day`);
     for (const s of o.streams) {
       const last = s.lastStatus ? `${s.lastStatus} ${s.lastFinishedAt ?? ''}` : 'never run';
       const history = s.history ? `history ${s.history.on ? 'on' : 'off'}, ${s.history.versions} versions` : null;
