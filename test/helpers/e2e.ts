@@ -46,13 +46,15 @@ export async function startE2E(
   dialect: Dialect,
   sandboxOptions: SandboxOptions = {},
   configExtra: Record<string, unknown> = {},
+  /** The warehouse to sync into (one with schemas of its own, say); a fresh one by default. */
+  target?: TestWarehouse,
 ): Promise<E2E> {
   const options: SandboxOptions = { seed: 7, scale: 12, organizations: 2, timeScale: 600, ...sandboxOptions };
   const sandbox = await startSandbox(options);
   // svcsync runs on the sandbox's clock, so its request timeout is in sandbox time too: give
   // it 30 real seconds, or a loaded machine turns slow answers into timeouts.
   const requestTimeout = Math.round(30_000 * (options.timeScale ?? 1));
-  const tw: TestWarehouse = await freshWarehouse(dialect);
+  const tw: TestWarehouse = target ?? (await freshWarehouse(dialect));
   const warehouse = await tw.open();
   const secrets = new SecretRegistry();
   const log = new CapturedLog();

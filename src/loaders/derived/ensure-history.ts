@@ -5,6 +5,7 @@ import type { Warehouse } from '../warehouse.js';
 import { MIGRATION_LOCK_KEY } from './apply-derived.js';
 import {
   addedColumnStatements,
+  asOfFunctionBody,
   asOfFunctionName,
   asOfFunctionStatement,
   createHistoryStatements,
@@ -58,23 +59,32 @@ async function existingColumns(db: AnyDb, dialect: Warehouse['dialect'], tables:
   return out;
 }
 
-async function existingFunctions(db: AnyDb): Promise<Set<string>> {
-  const r = await sql<{ name: string }>`SELECT proname AS name FROM pg_catalog.pg_proc
+/** The as-of functions of the tables' schema, each with its body (to tell one made otherwise: an older svcsync's, fewer columns). */
+async function existingFunctions(db: AnyDb): Promise<Map<string, string>> {
+  const r = await sql<{ name: string; body: string }>`SELECT proname AS name, prosrc AS body FROM pg_catalog.pg_proc
     WHERE pronamespace = current_schema()::regnamespace AND proname LIKE 'svcsync_as_of_%'`.execute(db);
-  return new Set(r.rows.map((x) => x.name));
+  return new Map(r.rows.map((x) => [x.name, x.body]));
 }
 
-/** Creates the missing history tables and columns (and on Postgres the as-of functions). */
-async function ensureTables(db: AnyDb, dialect: Warehouse['dialect'], tables: readonly HistoryTable[]): Promise<void> {
+/** The tables' schema: svcsync's sessions work in it (their search_path). */
+async function tablesSchema(db: AnyDb, warehouse: Pick<Warehouse, 'schemas'>): Promise<string> {
+  if (warehouse.schemas) return warehouse.schemas.tables;
+  const r = await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(db);
+  return r.rows[0]!.schema;
+}
+
+/** Creates the missing history tables and columns (and on Postgres the as-of functions, in `schema`). */
+async function ensureTables(db: AnyDb, dialect: Warehouse['dialect'], schema: string, tables: readonly HistoryTable[]): Promise<void> {
   const columns = await existingColumns(db, dialect, [...tables.map((t) => t.history), ...tables.map((t) => t.table)]);
-  const functions = dialect === 'postgres' ? await existingFunctions(db) : new Set<string>();
+  const functions = dialect === 'postgres' ? await existingFunctions(db) : new Map<string, string>();
   for (const t of tables) {
     const have = columns.get(t.history);
     const statements = have ? addedColumnStatements(t, dialect, new Set(have)) : createHistoryStatements(t, dialect);
     for (const s of statements) await sql.raw(s).execute(db);
-    if (dialect === 'postgres' && (statements.length > 0 || !functions.has(asOfFunctionName(t.table)))) {
-      await sql.raw(asOfFunctionStatement(t, columns.get(t.table) ?? t.columns)).execute(db);
-    }
+    if (dialect !== 'postgres') continue;
+    const tableColumns = columns.get(t.table) ?? t.columns;
+    if (functions.get(asOfFunctionName(t.table)) !== asOfFunctionBody(t, tableColumns, schema))
+      await sql.raw(asOfFunctionStatement(t, tableColumns, schema)).execute(db);
   }
 }
 
@@ -114,7 +124,8 @@ export async function ensureHistory(
     if (warehouse.dialect === 'postgres') await sql`SELECT pg_advisory_xact_lock(${sql.raw(MIGRATION_LOCK_KEY)})`.execute(trx);
     const byName = new Map<string, HistoryTable>();
     for (const plan of plans.values()) for (const t of historyTables(plan)) byName.set(t.table, t);
-    await ensureTables(trx, warehouse.dialect, [...byName.values()]);
+    const schema = warehouse.dialect === 'postgres' ? await tablesSchema(trx, warehouse) : '';
+    await ensureTables(trx, warehouse.dialect, schema, [...byName.values()]);
     const rows = (await sql<RecordRow>`SELECT * FROM ${sql.id(HISTORY_RECORD_TABLE)}`.execute(trx)).rows;
     const record = new Map(rows.map((r) => [`${r.connection}\u0000${r.table_name}`, r]));
     for (const [connection, plan] of plans) {

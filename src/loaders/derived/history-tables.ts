@@ -140,15 +140,29 @@ export function addedColumnStatements(t: HistoryTable, dialect: Dialect, existin
 }
 
 /**
- * Postgres: `svcsync_as_of_<table>(t)`, the table's rows as they stood at instant t (versions
- * current then, deletions left out), typed as the table's rows. Replaced at every run start, so it
- * follows the columns; `tableColumns` are the table's in the order Postgres holds them.
+ * The body of `svcsync_as_of_<table>(at)`: the versions current at `at`, deletions left out, in the
+ * table's column order. Every relation is named with its schema: Postgres resolves a SQL
+ * function's body in the caller's session (when it inlines it, too), whose search_path need hold
+ * neither svcsync's schema nor the views' (a BI login, the read-only role).
  */
-export function asOfFunctionStatement(t: HistoryTable, tableColumns: readonly string[]): string {
+export function asOfFunctionBody(t: HistoryTable, tableColumns: readonly string[], schema: string): string {
   const cols = tableColumns.map((c) => `h.${ident(c)}`).join(', ');
   return (
-    `CREATE OR REPLACE FUNCTION ${ident(asOfFunctionName(t.table))}(at timestamptz) RETURNS SETOF ${ident(t.table)} ` +
-    `LANGUAGE sql STABLE AS $svcsync$ SELECT ${cols} FROM ${ident(t.history)} AS h ` +
-    `WHERE h."_valid_from" <= at AND (h."_valid_to" IS NULL OR h."_valid_to" > at) AND h."_change" <> 'deleted' $svcsync$`
+    ` SELECT ${cols} FROM ${ident(schema)}.${ident(t.history)} AS h ` +
+    `WHERE h."_valid_from" <= at AND (h."_valid_to" IS NULL OR h."_valid_to" > at) AND h."_change" <> 'deleted' `
+  );
+}
+
+/**
+ * Postgres: `svcsync_as_of_<table>(t)` in the tables' schema, the table's rows as they stood at
+ * instant t (versions current then, deletions left out), typed as the table's rows. Replaced at a
+ * run start when its body differs from this one (a column added, an older svcsync's), so it
+ * follows the columns; `tableColumns` are the table's in the order Postgres holds them.
+ */
+export function asOfFunctionStatement(t: HistoryTable, tableColumns: readonly string[], schema: string): string {
+  const name = `${ident(schema)}.${ident(asOfFunctionName(t.table))}`;
+  return (
+    `CREATE OR REPLACE FUNCTION ${name}(at timestamptz) RETURNS SETOF ${ident(schema)}.${ident(t.table)} ` +
+    `LANGUAGE sql STABLE AS $svcsync$${asOfFunctionBody(t, tableColumns, schema)}$svcsync$`
   );
 }
