@@ -4,10 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CATALOG } from '../../src/catalog/index.js';
+import { historyTableDefinitions } from '../../src/catalog/history.js';
+import { CATALOG, tableDefinitions } from '../../src/catalog/index.js';
 import { main } from '../../src/cli/main.js';
 import { asOfFunctionName, historyPlan, historyTables } from '../../src/loaders/derived/history-tables.js';
-import { PG_BASE_URL, warehouseInSchemas } from '../helpers/dialects.js';
+import { migrateToLatest } from '../../src/loaders/migrate.js';
+import { DIALECTS, PG_BASE_URL, warehouseInSchemas } from '../helpers/dialects.js';
 import { expectExit, startE2E, type E2E } from '../helpers/e2e.js';
 
 /**
@@ -141,9 +143,94 @@ describe('schema and views_schema apart, history: all, read from a session whose
     expect(Number(plans!['n'])).toBeGreaterThan(0);
   });
 
+  it('the data dictionary lists every history table, and comments describe them, their columns and their as-of functions', async () => {
+    const listed = await read('role', `SELECT table_name FROM "${tables}"."_svcsync_tables" WHERE kind = 'history' ORDER BY table_name`);
+    expect(listed.map((r) => r['table_name'])).toEqual(HISTORY_TABLES.map((t) => `${t}_history`).sort());
+    const orders = historyTableDefinitions(CATALOG).find((d) => d.table === 'inventory_sales_orders')!;
+    const history = `"${tables}"."inventory_sales_orders_history"`;
+    const [t] = await read('role', `SELECT obj_description('${history}'::regclass, 'pg_class') AS c`);
+    expect(t!['c']).toBe(orders.description);
+    const [c] = await read(
+      'role',
+      `SELECT col_description('${history}'::regclass, a.attnum) AS c FROM pg_attribute a
+       WHERE a.attrelid = '${history}'::regclass AND a.attname = '_change'`,
+    );
+    expect(c!['c']).toMatch(/^What began this version/);
+    const described = await read(
+      'role',
+      `SELECT proname AS name, obj_description(oid, 'pg_proc') AS c FROM pg_proc WHERE pronamespace = '"${tables}"'::regnamespace
+       AND proname LIKE 'svcsync\\_as\\_of\\_%'`,
+    );
+    expect(described).toHaveLength(HISTORY_TABLES.length);
+    for (const f of described) expect(f['c'], String(f['name'])).toMatch(/^The rows of \w+ as they stood at the instant given/);
+  });
+
   it('as the role, the views read the tables across the schemas, and writing is refused', async () => {
     const [orders] = await read('role', `SELECT COUNT(*) AS n FROM "${views}"."inventory_sales_orders_live"`);
     expect(Number(orders!['n'])).toBeGreaterThan(0);
     await expect(read('role', `DELETE FROM "${tables}"."inventory_sales_orders_history"`)).rejects.toThrow(/permission denied/);
+  });
+});
+
+interface DictionaryRow {
+  table_name: string;
+  kind: string;
+  stream: string;
+  parent_table: string | null;
+  description: string;
+}
+
+describe.each(DIALECTS)('history tables in the data dictionary on %s', (dialect) => {
+  let e: E2E;
+  const named = historyTableDefinitions(CATALOG).filter((d) => d.stream === 'inventory.sales_orders');
+
+  async function dictionary(): Promise<DictionaryRow[]> {
+    return e.query<DictionaryRow>(
+      `SELECT table_name, kind, stream, parent_table, description FROM _svcsync_tables WHERE kind = 'history' ORDER BY table_name`,
+    );
+  }
+
+  beforeAll(async () => {
+    e = await startE2E(dialect, { scale: 4, organizations: 1 }, { connection: { history: ['inventory.sales_orders'] } });
+  }, 120_000);
+  afterAll(async () => e?.close());
+
+  it('lists none before history made its tables; after the first run with it on, exactly those, described', async () => {
+    await migrateToLatest(e.warehouse);
+    expect(await dictionary()).toEqual([]);
+    expectExit(await e.sync(), 0);
+    expect(named.map((d) => d.name)).toEqual(['inventory_sales_orders_history', ...named.slice(1).map((d) => d.name)]);
+    expect(named.length).toBeGreaterThan(3);
+    expect(await dictionary()).toEqual(
+      named
+        .map((d) => ({
+          table_name: d.name,
+          kind: 'history',
+          stream: d.stream,
+          parent_table: d.parentTable ?? null,
+          description: d.description,
+        }))
+        .sort((a, b) => a.table_name.localeCompare(b.table_name)),
+    );
+    const [orders] = await dictionary();
+    expect(orders!.description).toContain('_valid_from <= t AND (_valid_to IS NULL OR _valid_to > t)');
+    expect((await migrateToLatest(e.warehouse)).derived).toBe('current');
+  });
+
+  it('lists each history table’s columns: its table’s, pointing where they do, then _valid_from, _valid_to and _change', async () => {
+    const rows = await e.query<{ column_name: string; description: string | null; references_table: string | null; nullable: number }>(
+      `SELECT column_name, description, references_table, nullable FROM _svcsync_columns
+       WHERE table_name = 'inventory_sales_orders_history' ORDER BY position`,
+    );
+    const table = tableDefinitions(CATALOG).find((d) => d.name === 'inventory_sales_orders')!;
+    expect(rows.map((r) => r.column_name)).toEqual([...table.columns.map((c) => c.name), '_valid_from', '_valid_to', '_change']);
+    const by = new Map(rows.map((r) => [r.column_name, r]));
+    expect(by.get('customer_id')!.references_table).toBe('inventory_contacts');
+    expect(by.get('_valid_from')!.description).toContain('last_modified_time');
+    expect(by.get('_valid_to')!.description).toMatch(/null while this version is current/);
+    expect(by.get('_change')!.description).toMatch(/created.*updated.*deleted.*restored/);
+    expect(by.get('_run_id')!.description).toMatch(/wrote this version/);
+    expect(Number(by.get('_valid_to')!.nullable)).toBe(1);
+    expect(Number(by.get('_change')!.nullable)).toBe(0);
   });
 });

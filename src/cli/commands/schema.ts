@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { CompiledQuery } from 'kysely';
 import { renderDbtSources, type DbtPlacement } from '../../catalog/dbt.js';
+import { historyTableDefinitions } from '../../catalog/history.js';
 import { CATALOG, renderDictionary, tableDefinitions, type Dialect } from '../../catalog/index.js';
 import { viewDefinitions } from '../../catalog/views.js';
 import type { Warehouse } from '../../loaders/warehouse.js';
@@ -40,9 +41,14 @@ export function schemaCommand(cli: Cli): Command {
         return;
       }
       process.stdout.write(
-        renderDictionary(tableDefinitions(CATALOG), flags.dialect, flags.json ? 'json' : 'text', viewDefinitions(CATALOG), {
-          version: svcsyncVersion(),
-        }),
+        renderDictionary(
+          tableDefinitions(CATALOG),
+          flags.dialect,
+          flags.json ? 'json' : 'text',
+          viewDefinitions(CATALOG),
+          { version: svcsyncVersion() },
+          historyTableDefinitions(CATALOG),
+        ),
       );
       if (!flags.json) process.stdout.write('\n');
     });

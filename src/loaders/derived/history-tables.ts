@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
 import { childStreamsOf, qualifiedName, sqlType, tableDefinitions, type StreamSpec, type TableDef } from '../../catalog/index.js';
+import { asOfFunctionName, changeField, historyTableName, pgName } from '../../catalog/history.js';
 import type { HistorySetting } from '../../config/schema.js';
 import { ident } from '../sql-dialect.js';
+import { literal } from './derived-objects.js';
 import type { Dialect } from '../sql-dialect.js';
 
 /**
@@ -11,26 +12,13 @@ import type { Dialect } from '../sql-dialect.js';
  * gained (src/loaders/derived/ensure-history.ts). Pure: statements and plans only.
  */
 
+export { asOfFunctionName, historyTableName, pgName } from '../../catalog/history.js';
+
 /** Columns a history table adds to its table's. */
 export const HISTORY_COLUMNS = ['_valid_from', '_valid_to', '_change'] as const;
 
 /** Columns that change on every write without the record changing: never a reason for a version. */
 const BOOKKEEPING = new Set(['_synced_at', '_run_id', '_deleted_at']);
-
-/** Postgres keeps 63 bytes of a name; a longer one is cut, with a digest so that two never meet. */
-export function pgName(name: string): string {
-  if (name.length <= 63) return name;
-  return `${name.slice(0, 54)}_${createHash('sha1').update(name).digest('hex').slice(0, 8)}`;
-}
-
-export function historyTableName(table: string): string {
-  return `${table}_history`;
-}
-
-/** The Postgres function giving the table as it stood at an instant. */
-export function asOfFunctionName(table: string): string {
-  return pgName(`svcsync_as_of_${table}`);
-}
 
 /** One table that keeps history, as the writer needs it. */
 export interface HistoryTable {
@@ -98,9 +86,7 @@ export function historyPlan(catalog: readonly StreamSpec[], setting: HistorySett
     const name = qualifiedName(stream);
     const mine = defs.filter((d) => d.stream === name);
     const topDef = mine.find((d) => d.parentTable === undefined)!;
-    const change = stream.cursor
-      ? (topDef.columns.find((c) => c.name === stream.cursor!.field && c.type === 'timestamp')?.name ?? null)
-      : null;
+    const change = changeField(stream, topDef);
     plan.set(name, {
       stream,
       top: historyTable(topDef, change),
@@ -165,4 +151,12 @@ export function asOfFunctionStatement(t: HistoryTable, tableColumns: readonly st
     `CREATE OR REPLACE FUNCTION ${name}(at timestamptz) RETURNS SETOF ${ident(schema)}.${ident(t.table)} ` +
     `LANGUAGE sql STABLE AS $svcsync$${asOfFunctionBody(t, tableColumns, schema)}$svcsync$`
   );
+}
+
+/** What the as-of function is, as a BI tool shows it (`\df+`, a function's description). */
+export function asOfFunctionComment(t: HistoryTable, schema: string): string {
+  const text =
+    `The rows of ${t.table} as they stood at the instant given: the versions of ${t.history} current then ` +
+    `(_valid_from <= at AND (_valid_to IS NULL OR _valid_to > at)), deletions left out, typed as ${t.table}'s rows.`;
+  return `COMMENT ON FUNCTION ${ident(schema)}.${ident(asOfFunctionName(t.table))}(timestamptz) IS ${literal(text)}`;
 }
