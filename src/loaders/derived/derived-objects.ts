@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { historyTableDefinitions, type HistoryTableDef } from '../../catalog/history.js';
 import { relationships, sqlType, tableDefinitions, type Relationship, type StreamSpec, type TableDef } from '../../catalog/index.js';
 import { qualifiedNaming, UNQUALIFIED } from '../../catalog/view-types.js';
-import { viewDefinitions, type ViewDef } from '../../catalog/views.js';
+import { liveViewName, viewDefinitions, type ViewDef } from '../../catalog/views.js';
 import { ident } from '../sql-dialect.js';
 import type { Warehouse } from '../warehouse.js';
 
@@ -20,7 +20,7 @@ import type { Warehouse } from '../warehouse.js';
  * change needs no bump: the hash follows it. A warehouse whose recorded revision is higher than
  * this belongs to a newer svcsync, whose objects this one leaves alone.
  */
-export const DERIVED_REVISION = 2;
+export const DERIVED_REVISION = 3;
 
 type DialectName = Warehouse['dialect'];
 
@@ -143,7 +143,10 @@ function dictionaryColumns(defs: readonly TableDef[], rels: readonly Relationshi
   );
 }
 
-/** The views' columns, after the tables' in the dictionary; a live view's columns point where its table's do. */
+/**
+ * The views' columns, after the tables' in the dictionary. A live view's columns point where its
+ * table's do, at the live view of that table: a BI tool shown only the views joins view to view.
+ */
 function viewColumns(views: readonly ViewDef[], tableColumns: readonly DictionaryColumn[], dialect: DialectName): DictionaryColumn[] {
   const byTable = new Map<string, DictionaryColumn>(tableColumns.map((c) => [`${c.table_name}.${c.column_name}`, c]));
   return views.flatMap((v) =>
@@ -158,7 +161,7 @@ function viewColumns(views: readonly ViewDef[], tableColumns: readonly Dictionar
         nullable: c.nullable ? 1 : 0,
         api_field: c.source,
         description: c.description === '' ? null : c.description,
-        references_table: same?.references_table ?? null,
+        references_table: same?.references_table ? liveViewName(same.references_table) : null,
         references_column: same?.references_column ?? null,
         relationship: same?.relationship ?? null,
       };
