@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parse } from 'yaml';
 import { historyTableDefinitions } from '../../src/catalog/history.js';
 import { CATALOG, tableDefinitions } from '../../src/catalog/index.js';
 import { main } from '../../src/cli/main.js';
@@ -42,10 +43,12 @@ describe('schema and views_schema apart, history: all, read from a session whose
   const role = `svcsync_ro_${randomBytes(5).toString('hex')}`;
   let e: E2E;
   let client: pg.Client;
+  let dir: string;
+  let config: string;
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svcsync-bi-'));
-    const config = join(dir, 'svcsync.yaml');
+    dir = mkdtempSync(join(tmpdir(), 'svcsync-bi-'));
+    config = join(dir, 'svcsync.yaml');
     writeFileSync(
       config,
       [
@@ -163,6 +166,23 @@ describe('schema and views_schema apart, history: all, read from a session whose
     );
     expect(described).toHaveLength(HISTORY_TABLES.length);
     for (const f of described) expect(f['c'], String(f['name'])).toMatch(/^The rows of \w+ as they stood at the instant given/);
+  });
+
+  it('svcsync schema --dbt lists the history tables it holds, and each freshness query runs as the role from there', async () => {
+    const file = join(dir, 'sources.yml');
+    const r = await runCli(['-c', config, 'schema', '--dbt', file]);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = parse(readFileSync(file, 'utf8')) as {
+      sources: Array<{ name: string; schema: string; tables: Array<{ name: string; config: { loaded_at_query: string } }> }>;
+    };
+    const [own, shown] = doc.sources;
+    expect([own!.schema, shown!.schema]).toEqual([tables, views]);
+    const history = own!.tables.filter((t) => t.name.endsWith('_history')).map((t) => t.name);
+    expect(history).toEqual(HISTORY_TABLES.map((t) => `${t}_history`));
+    for (const t of [...own!.tables, ...shown!.tables]) {
+      const [row] = await read('role', `with source_query as (${t.config.loaded_at_query}) select (select * from source_query) as at`);
+      expect(row!['at'], t.name).toBeInstanceOf(Date);
+    }
   });
 
   it('as the role, the views read the tables across the schemas, and writing is refused', async () => {
