@@ -243,5 +243,5 @@ export function renderDbtSources(
   const header =
     '# dbt sources for the svcsync warehouse, written by `svcsync schema --dbt` from its catalog.\n' +
     '# Write it again after an upgrade of svcsync; put your own models and tests in other files.\n';
-  return header + stringify(dbtSources(defs, views, placement, options), { lineWidth: 0 });
+  return header + stringify(dbtSources(defs, views, placement, options), { lineWidth: 0, aliasDuplicateObjects: false });
 }

@@ -280,6 +280,8 @@ describe('svcsync schema --dbt with history tables in the warehouse', () => {
 
   it('lists them after the tables, in the tables’ source, described, and is still a sources file dbt takes', () => {
     expect(sourcesFile(parsed, '$')).toEqual([]);
+    // Written out in full: no YAML anchors or aliases for a reader to follow.
+    expect(renderDbtSources(defs, views, placement, { history })).not.toMatch(/[&*]a\d+\b/);
     const listed = parsed.sources[0]!.tables.map((t) => t.name);
     expect(listed.slice(defs.length)).toEqual(history.map((h) => h.name));
     const orders = parsed.sources[0]!.tables.find((t) => t.name === 'inventory_sales_orders_history')!;
