@@ -1,8 +1,8 @@
 import { linkApiSections } from './api-sections.js';
 import { addedHistoryColumns, asOfFunctionName, type HistoryTableDef } from './history.js';
 import type { Relationship } from './relationships.js';
-import { sqlType, type Dialect, type TableDef } from './tables.js';
-import type { ViewDef } from './view-types.js';
+import { sqlType, type ColumnDef, type Dialect, type TableDef } from './tables.js';
+import type { ViewColumn, ViewDef } from './view-types.js';
 
 /**
  * The data dictionary: what `svcsync schema [--json]` prints and what docs/warehouse.md
@@ -18,71 +18,7 @@ export function renderDictionary(
   /** The history tables svcsync may keep (`historyTableDefinitions`), listed after the views. */
   history: readonly HistoryTableDef[] = [],
 ): string {
-  if (format === 'json') {
-    return `${JSON.stringify(
-      {
-        ...head,
-        dialect,
-        tables: defs.map((t) => ({
-          name: t.name,
-          stream: t.stream,
-          parent: t.parentTable ?? null,
-          primaryKey: t.primaryKey,
-          description: t.description,
-          columns: t.columns.map((c) => ({
-            name: c.name,
-            type: sqlType(c.type, dialect),
-            catalogType: c.type,
-            nullable: c.nullable,
-            source: c.source,
-            description: c.description ?? null,
-          })),
-        })),
-        relationships: defs.flatMap((t) =>
-          (t.relationships ?? []).map((r) => ({
-            name: r.name,
-            kind: r.kind,
-            from: { table: r.fromTable, columns: r.fromColumns },
-            to: { table: r.toTable, columns: r.toColumns },
-            origin: r.origin,
-          })),
-        ),
-        views: views.map((v) => ({
-          name: v.name,
-          description: v.description,
-          streams: v.streams,
-          table: v.table ?? null,
-          columns: v.columns.map((c) => ({
-            name: c.name,
-            type: sqlType(c.type, dialect),
-            catalogType: c.type,
-            nullable: c.nullable,
-            source: c.source,
-            description: c.description,
-          })),
-        })),
-        historyTables: history.map((t) => ({
-          name: t.name,
-          table: t.table,
-          stream: t.stream,
-          parent: t.parentTable ?? null,
-          primaryKey: t.primaryKey,
-          asOf: dialect === 'postgres' ? asOfFunctionName(t.table) : null,
-          description: t.description,
-          columns: t.columns.map((c) => ({
-            name: c.name,
-            type: sqlType(c.type, dialect),
-            catalogType: c.type,
-            nullable: c.nullable,
-            source: c.source,
-            description: c.description ?? null,
-          })),
-        })),
-      },
-      null,
-      2,
-    )}\n`;
-  }
+  if (format === 'json') return dictionaryJson(defs, dialect, views, head, history);
   const out: string[] = [`# Warehouse tables (${dialect})`, ''];
   for (const t of defs) {
     out.push(...tableHeading(t), '');
@@ -97,6 +33,67 @@ export function renderDictionary(
   out.push(...renderViews(views, (type) => [sqlType(type, dialect)], ['type'], '#'));
   out.push(...renderHistory(history, (type) => [sqlType(type, dialect)], ['type'], '#'));
   return out.join('\n');
+}
+
+/** A column in the JSON form: its type in the dialect and in the catalog, where it comes from, what it means. */
+function columnJson(c: ColumnDef | ViewColumn, dialect: Dialect): Record<string, unknown> {
+  return {
+    name: c.name,
+    type: sqlType(c.type, dialect),
+    catalogType: c.type,
+    nullable: c.nullable,
+    source: c.source,
+    description: c.description ?? null,
+  };
+}
+
+/** `svcsync schema --json`: the tables, their relationships, the views and the history tables svcsync may keep. */
+function dictionaryJson(
+  defs: readonly TableDef[],
+  dialect: Dialect,
+  views: readonly ViewDef[],
+  head: Readonly<Record<string, unknown>>,
+  history: readonly HistoryTableDef[],
+): string {
+  const doc = {
+    ...head,
+    dialect,
+    tables: defs.map((t) => ({
+      name: t.name,
+      stream: t.stream,
+      parent: t.parentTable ?? null,
+      primaryKey: t.primaryKey,
+      description: t.description,
+      columns: t.columns.map((c) => columnJson(c, dialect)),
+    })),
+    relationships: defs.flatMap((t) =>
+      (t.relationships ?? []).map((r) => ({
+        name: r.name,
+        kind: r.kind,
+        from: { table: r.fromTable, columns: r.fromColumns },
+        to: { table: r.toTable, columns: r.toColumns },
+        origin: r.origin,
+      })),
+    ),
+    views: views.map((v) => ({
+      name: v.name,
+      description: v.description,
+      streams: v.streams,
+      table: v.table ?? null,
+      columns: v.columns.map((c) => columnJson(c, dialect)),
+    })),
+    historyTables: history.map((t) => ({
+      name: t.name,
+      table: t.table,
+      stream: t.stream,
+      parent: t.parentTable ?? null,
+      primaryKey: t.primaryKey,
+      asOf: dialect === 'postgres' ? asOfFunctionName(t.table) : null,
+      description: t.description,
+      columns: t.columns.map((c) => columnJson(c, dialect)),
+    })),
+  };
+  return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
 /** When a history table's versions begin. */
