@@ -1,7 +1,8 @@
 import { linkApiSections } from './api-sections.js';
+import { addedHistoryColumns, asOfFunctionName, type HistoryTableDef } from './history.js';
 import type { Relationship } from './relationships.js';
-import { sqlType, type Dialect, type TableDef } from './tables.js';
-import type { ViewDef } from './view-types.js';
+import { sqlType, type ColumnDef, type Dialect, type TableDef } from './tables.js';
+import type { ViewColumn, ViewDef } from './view-types.js';
 
 /**
  * The data dictionary: what `svcsync schema [--json]` prints and what docs/warehouse.md
@@ -14,55 +15,10 @@ export function renderDictionary(
   views: readonly ViewDef[] = [],
   /** Fields the JSON form starts with (the command adds svcsync's version). */
   head: Readonly<Record<string, unknown>> = {},
+  /** The history tables svcsync may keep (`historyTableDefinitions`), listed after the views. */
+  history: readonly HistoryTableDef[] = [],
 ): string {
-  if (format === 'json') {
-    return `${JSON.stringify(
-      {
-        ...head,
-        dialect,
-        tables: defs.map((t) => ({
-          name: t.name,
-          stream: t.stream,
-          parent: t.parentTable ?? null,
-          primaryKey: t.primaryKey,
-          description: t.description,
-          columns: t.columns.map((c) => ({
-            name: c.name,
-            type: sqlType(c.type, dialect),
-            catalogType: c.type,
-            nullable: c.nullable,
-            source: c.source,
-            description: c.description ?? null,
-          })),
-        })),
-        relationships: defs.flatMap((t) =>
-          (t.relationships ?? []).map((r) => ({
-            name: r.name,
-            kind: r.kind,
-            from: { table: r.fromTable, columns: r.fromColumns },
-            to: { table: r.toTable, columns: r.toColumns },
-            origin: r.origin,
-          })),
-        ),
-        views: views.map((v) => ({
-          name: v.name,
-          description: v.description,
-          streams: v.streams,
-          table: v.table ?? null,
-          columns: v.columns.map((c) => ({
-            name: c.name,
-            type: sqlType(c.type, dialect),
-            catalogType: c.type,
-            nullable: c.nullable,
-            source: c.source,
-            description: c.description,
-          })),
-        })),
-      },
-      null,
-      2,
-    )}\n`;
-  }
+  if (format === 'json') return dictionaryJson(defs, dialect, views, head, history);
   const out: string[] = [`# Warehouse tables (${dialect})`, ''];
   for (const t of defs) {
     out.push(...tableHeading(t), '');
@@ -75,7 +31,114 @@ export function renderDictionary(
     );
   }
   out.push(...renderViews(views, (type) => [sqlType(type, dialect)], ['type'], '#'));
+  out.push(...renderHistory(history, (type) => [sqlType(type, dialect)], ['type'], '#'));
   return out.join('\n');
+}
+
+/** A column in the JSON form: its type in the dialect and in the catalog, where it comes from, what it means. */
+function columnJson(c: ColumnDef | ViewColumn, dialect: Dialect): Record<string, unknown> {
+  return {
+    name: c.name,
+    type: sqlType(c.type, dialect),
+    catalogType: c.type,
+    nullable: c.nullable,
+    source: c.source,
+    description: c.description ?? null,
+  };
+}
+
+/** `svcsync schema --json`: the tables, their relationships, the views and the history tables svcsync may keep. */
+function dictionaryJson(
+  defs: readonly TableDef[],
+  dialect: Dialect,
+  views: readonly ViewDef[],
+  head: Readonly<Record<string, unknown>>,
+  history: readonly HistoryTableDef[],
+): string {
+  const doc = {
+    ...head,
+    dialect,
+    tables: defs.map((t) => ({
+      name: t.name,
+      stream: t.stream,
+      parent: t.parentTable ?? null,
+      primaryKey: t.primaryKey,
+      description: t.description,
+      columns: t.columns.map((c) => columnJson(c, dialect)),
+    })),
+    relationships: defs.flatMap((t) =>
+      (t.relationships ?? []).map((r) => ({
+        name: r.name,
+        kind: r.kind,
+        from: { table: r.fromTable, columns: r.fromColumns },
+        to: { table: r.toTable, columns: r.toColumns },
+        origin: r.origin,
+      })),
+    ),
+    views: views.map((v) => ({
+      name: v.name,
+      description: v.description,
+      streams: v.streams,
+      table: v.table ?? null,
+      columns: v.columns.map((c) => columnJson(c, dialect)),
+    })),
+    historyTables: history.map((t) => ({
+      name: t.name,
+      table: t.table,
+      stream: t.stream,
+      parent: t.parentTable ?? null,
+      primaryKey: t.primaryKey,
+      asOf: dialect === 'postgres' ? asOfFunctionName(t.table) : null,
+      description: t.description,
+      columns: t.columns.map((c) => columnJson(c, dialect)),
+    })),
+  };
+  return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+/** When a history table's versions begin. */
+function versionsBegin(t: HistoryTableDef): string {
+  if (t.parentTable !== undefined) return 'with its record’s';
+  return t.changeColumn === null ? 'when svcsync writes it' : `its ${t.changeColumn}`;
+}
+
+/**
+ * The history tables: what they add to their table's columns, then an index of every one svcsync
+ * may keep. Each exists only once `history:` has named its stream, so none is listed column by
+ * column: its columns are its table's, then the three below.
+ */
+function renderHistory(
+  history: readonly HistoryTableDef[],
+  types: (type: HistoryTableDef['columns'][number]['type']) => string[],
+  typeHeads: readonly string[],
+  level: string,
+): string[] {
+  if (history.length === 0) return [];
+  const out = [`${level}# History tables`, ''];
+  out.push(
+    'A table whose stream keeps history (`history:` in the configuration) has a `{table}_history` beside it, made by the',
+    'first run with history on for its stream: every version svcsync has seen of its rows, one row per version. It has its',
+    'table’s columns, each the value in that version, then these three; its key is the table’s plus `_valid_from`. The table',
+    "as it stood at an instant t: `_valid_from <= t AND (_valid_to IS NULL OR _valid_to > t) AND _change <> 'deleted'`; on",
+    'Postgres `svcsync_as_of_<table>(t)` returns those rows. The warehouse’s own dictionary (`_svcsync_tables`, kind',
+    '`history`) lists the history tables it holds.',
+    '',
+  );
+  out.push(
+    ...markdownTable(
+      ['column', ...typeHeads, 'null', 'description'],
+      addedHistoryColumns().map((c) => [`\`${c.name}\``, ...types(c.type), c.nullable ? 'yes' : 'no', c.description ?? '']),
+    ),
+    '',
+  );
+  out.push(
+    ...markdownTable(
+      ['history table', 'table', 'stream', 'versions begin', 'as of (Postgres)'],
+      history.map((t) => [t.name, t.table, t.stream, versionsBegin(t), `${asOfFunctionName(t.table)}(t)`]),
+    ),
+    '',
+  );
+  return out;
 }
 
 /**
@@ -115,8 +178,12 @@ function renderViews(
   return out;
 }
 
-/** The tables part of docs/warehouse.md: an index, then every table with both dialects' types, then the views. */
-export function renderWarehouseMarkdown(defs: readonly TableDef[], views: readonly ViewDef[] = []): string {
+/** The tables part of docs/warehouse.md: an index, then every table with both dialects' types, then the views and the history tables. */
+export function renderWarehouseMarkdown(
+  defs: readonly TableDef[],
+  views: readonly ViewDef[] = [],
+  history: readonly HistoryTableDef[] = [],
+): string {
   const out: string[] = ['## Tables', ''];
   out.push(
     ...markdownTable(
@@ -143,6 +210,7 @@ export function renderWarehouseMarkdown(defs: readonly TableDef[], views: readon
     );
   }
   out.push(...renderViews(views, (type) => [sqlType(type, 'sqlite'), sqlType(type, 'postgres')], ['SQLite', 'Postgres'], '#'));
+  out.push(...renderHistory(history, (type) => [sqlType(type, 'sqlite'), sqlType(type, 'postgres')], ['SQLite', 'Postgres'], '#'));
   // Beside docs/api.md, a citation of one of its sections is a link to it.
   return [...renderErd(defs), ...out.map(linkApiSections)].join('\n');
 }

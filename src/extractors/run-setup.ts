@@ -73,7 +73,10 @@ export async function setUpRun(options: RunInputs): Promise<RunSetup> {
     config.connections.map((c) => [c.name, historyPlan(catalog, historySettingOf(config.history, c.history))]),
   );
   // History tables exist before the first page (and a table newly turned on starts from the current rows).
-  await ensureHistory(warehouse, plans, new Date(clock.now()).toISOString(), runId);
+  if (await ensureHistory(warehouse, plans, new Date(clock.now()).toISOString(), runId)) {
+    // New history tables: the data dictionary and the comments describe them from now on.
+    await migrateToLatest(warehouse);
+  }
   const writer = new HistoryWriter(warehouse.sql);
   const history = new Map<string, HistorySink>();
   for (const [name, plan] of plans) if (plan.size > 0) history.set(name, { plan, writer });

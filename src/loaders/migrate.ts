@@ -15,6 +15,7 @@ import {
   ViewsInUseError,
 } from './derived/apply-derived.js';
 import { deriveObjects, derivedObjectsOf, type DerivedObjects } from './derived/derived-objects.js';
+import { existingHistoryTables } from './derived/ensure-history.js';
 import type { Warehouse } from './warehouse.js';
 import { classifyWarehouseError } from './warehouse-errors.js';
 
@@ -187,10 +188,12 @@ function tellNewer(warehouse: Warehouse, logger: Logger | undefined, objects: De
  */
 export async function migrateToLatest(warehouse: Warehouse, options: MigrateOptions = {}): Promise<MigrationReport> {
   const catalog = options.catalog ?? CATALOG;
+  // The dictionary describes the history tables the warehouse holds: made by a run start, never by a migration.
+  const history = await existingHistoryTables(warehouse.db, warehouse.dialect, catalog);
   const objects =
     options.derivedRevision === undefined
-      ? derivedObjectsOf(catalog, warehouse.dialect, warehouse.schemas)
-      : deriveObjects(catalog, warehouse.dialect, options.derivedRevision, warehouse.schemas);
+      ? derivedObjectsOf(catalog, warehouse.dialect, warehouse.schemas, history)
+      : deriveObjects(catalog, warehouse.dialect, options.derivedRevision, warehouse.schemas, history);
   const logger = options.logger ?? warehouse.logger;
   const migrations = options.migrations ?? MIGRATIONS;
   const names = await appliedMigrations(warehouse);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { dbtSources, renderDbtSources, type DbtPlacement } from '../../src/catalog/dbt.js';
+import { dbtSources, loadedAtQuery, renderDbtSources, type DbtPlacement } from '../../src/catalog/dbt.js';
+import { historyTableDefinitions } from '../../src/catalog/history.js';
 import { CATALOG, relationships, tableDefinitions } from '../../src/catalog/index.js';
 import { viewDefinitions } from '../../src/catalog/views.js';
 
@@ -123,11 +124,11 @@ interface Parsed {
     name: string;
     schema: string;
     database?: string;
-    config: { loaded_at_field: string; freshness: unknown };
+    config: { freshness: unknown };
     tables: Array<{
       name: string;
       description: string;
-      config?: { freshness: unknown };
+      config?: { loaded_at_query?: string };
       data_tests?: Array<string | Record<string, { arguments: Record<string, string>; config?: Record<string, string> }>>;
       columns: Array<{ name: string; description: string; data_type: string; data_tests?: unknown[] }>;
     }>;
@@ -219,21 +220,93 @@ describe.each<DbtPlacement>([
     }
   });
 
-  it('checks freshness on _synced_at, except for the report views, which have none', () => {
+  it('has the same relationships tests on the _live views, between the views, for a BI tool shown only the views', () => {
+    const all = parsed.sources[1]!.tables.flatMap((t) =>
+      (t.data_tests ?? []).flatMap((x) => (typeof x === 'object' && 'relationships' in x ? [{ view: t.name, ...x['relationships'] }] : [])),
+    );
+    expect(all).toHaveLength(rels.length);
+    for (const r of rels) {
+      const found = all.find(
+        (x) =>
+          x.view === `${r.fromTable}_live` &&
+          x.arguments['to'] === `source('svcsync_views', '${r.toTable}_live')` &&
+          x.arguments['column_name'] === r.fromColumns.map((c) => `"${c}"`).join(` || '|' || `),
+      );
+      expect(found, `${r.fromTable}_live -> ${r.toTable}_live`).toBeDefined();
+      expect(found!.arguments['field']).toBe(r.toColumns.map((c) => `"${c}"`).join(` || '|' || `));
+      expect(found!.config?.['severity']).toBe(r.kind === 'reference' ? 'warn' : undefined);
+    }
+  });
+
+  it('checks every table’s and view’s freshness on when svcsync last read its streams, not on _synced_at', () => {
     for (const s of parsed.sources) {
-      expect(s.config.loaded_at_field).toBe('_synced_at');
-      expect(s.config.freshness).toEqual({ warn_after: { count: 24, period: 'hour' }, error_after: { count: 48, period: 'hour' } });
+      expect(s.config).toEqual({ freshness: { warn_after: { count: 24, period: 'hour' }, error_after: { count: 48, period: 'hour' } } });
       for (const t of s.tables) {
-        const loaded = t.columns.some((c) => c.name === '_synced_at');
-        expect(loaded || t.config?.freshness === null, `${t.name}: freshness without _synced_at`).toBe(true);
+        const query = t.config?.loaded_at_query ?? '';
+        expect(query, t.name).toMatch(/^SELECT /);
+        expect(query, t.name).not.toContain('_synced_at');
+        expect(query, t.name).toContain(`"${placement.schema}".`);
       }
     }
-    expect(parsed.sources[1]!.tables.filter((t) => t.config?.freshness === null).map((t) => t.name)).toEqual(
-      views.filter((v) => v.name.startsWith('report_')).map((v) => v.name),
+    const query = (name: string): string =>
+      [...parsed.sources[0]!.tables, ...parsed.sources[1]!.tables].find((t) => t.name === name)!.config!.loaded_at_query!;
+    expect(query('inventory_sales_orders__line_items')).toBe(loadedAtQuery(['inventory.sales_orders'], placement));
+    expect(query('inventory_sales_orders__line_items')).toContain(
+      `FROM "${placement.schema}"."_svcsync_streams" WHERE stream IN ('inventory.sales_orders')`,
     );
+    expect(query('inventory_contact_persons_live')).toContain(`WHERE stream IN ('inventory.contact_persons')`);
+    expect(query('report_unbilled_hours')).toContain(`WHERE stream IN ('invoice.projects', 'invoice.tasks')`);
+    expect(query('billing_organizations')).toContain(`FROM "${placement.schema}"."_svcsync_organizations" WHERE family IN ('billing')`);
+    // Plans, recurring expenses and the organizations they are in: the least recent of the three.
+    expect(query('report_recurring_by_customer')).toMatch(
+      /^SELECT MIN\(read_at\) FROM \(.*_svcsync_streams.* UNION ALL .*_svcsync_organizations.*\) AS reads$/,
+    );
+    expect(query('billing_plans')).toContain(placement.dialect === 'postgres' ? 'CAST(' : 'MIN(COALESCE(');
+  });
+
+  it('lists no history table unless the warehouse holds some', () => {
+    expect(parsed.sources[0]!.tables.filter((t) => t.name.endsWith('_history'))).toEqual([]);
   });
 
   it('is the same object as dbtSources gives', () => {
     expect(parsed).toEqual(JSON.parse(JSON.stringify(dbtSources(defs, views, placement))));
+  });
+});
+
+describe('svcsync schema --dbt with history tables in the warehouse', () => {
+  const placement: DbtPlacement = { dialect: 'postgres', database: 'warehouse', schema: 'svcsync', viewsSchema: 'analytics' };
+  const history = historyTableDefinitions(CATALOG).filter((h) => h.stream === 'inventory.sales_orders');
+  const parsed = parse(renderDbtSources(defs, views, placement, { history })) as Parsed;
+
+  it('lists them after the tables, in the tables’ source, described, and is still a sources file dbt takes', () => {
+    expect(sourcesFile(parsed, '$')).toEqual([]);
+    // Written out in full: no YAML anchors or aliases for a reader to follow.
+    expect(renderDbtSources(defs, views, placement, { history })).not.toMatch(/[&*]a\d+\b/);
+    const listed = parsed.sources[0]!.tables.map((t) => t.name);
+    expect(listed.slice(defs.length)).toEqual(history.map((h) => h.name));
+    const orders = parsed.sources[0]!.tables.find((t) => t.name === 'inventory_sales_orders_history')!;
+    expect(orders.description).toContain('_valid_from <= t AND (_valid_to IS NULL OR _valid_to > t)');
+    expect(orders.columns.slice(-3).map((c) => [c.name, c.data_type])).toEqual([
+      ['_valid_from', 'timestamptz'],
+      ['_valid_to', 'timestamptz'],
+      ['_change', 'text'],
+    ]);
+    expect(orders.config?.loaded_at_query).toBe(loadedAtQuery(['inventory.sales_orders'], placement));
+  });
+
+  it('tests a version’s key (the table’s and _valid_from) and what _change holds; no joins (they hold by instant)', () => {
+    const lines = parsed.sources[0]!.tables.find((t) => t.name === 'inventory_sales_orders__line_items_history')!;
+    expect(lines.data_tests).toEqual([
+      {
+        unique: {
+          arguments: { column_name: `"organization_id" || '|' || "salesorder_id" || '|' || "line_item_id" || '|' || "_valid_from"` },
+        },
+      },
+    ]);
+    expect(lines.columns.find((c) => c.name === '_valid_from')!.data_tests).toEqual(['not_null']);
+    expect(lines.columns.find((c) => c.name === '_change')!.data_tests).toEqual([
+      'not_null',
+      { accepted_values: { arguments: { values: ['created', 'updated', 'deleted', 'restored'] } } },
+    ]);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CATALOG, renderDictionary, renderWarehouseMarkdown, tableDefinitions } from '../../src/catalog/index.js';
+import { historyTableDefinitions } from '../../src/catalog/history.js';
 import { viewDefinitions } from '../../src/catalog/views.js';
 
 const DEFS = tableDefinitions(CATALOG);
@@ -56,5 +57,49 @@ describe('renderWarehouseMarkdown', () => {
     for (const d of DEFS) expect(md).toContain(`### ${d.name}`);
     expect(md).toContain('[billing_plans](#billing_plans)');
     expect(md).toMatch(/\| `event_time`\s+\| text\s+\| timestamptz\s+\| yes\s+\| `event_time`/);
+  });
+});
+
+describe('the history tables in svcsync schema', () => {
+  const HISTORY = historyTableDefinitions(CATALOG);
+
+  it('there is one for every table but the organization lists’, keyed by the table’s key and _valid_from', () => {
+    const lists = new Set(CATALOG.filter((s) => s.organizationList).map((s) => `${s.family}.${s.name}`));
+    expect(HISTORY.map((h) => h.table)).toEqual(DEFS.filter((d) => !lists.has(d.stream)).map((d) => d.name));
+    const lines = HISTORY.find((h) => h.name === 'inventory_sales_orders__line_items_history')!;
+    expect(lines.primaryKey).toEqual(['organization_id', 'salesorder_id', 'line_item_id', '_valid_from']);
+    expect(lines.parentTable).toBe('inventory_sales_orders_history');
+    expect(HISTORY.find((h) => h.name === 'billing_plans_history')!.changeColumn).toBe('updated_time');
+    expect(HISTORY.find((h) => h.name === 'invoice_projects_history')!.changeColumn).toBeNull();
+  });
+
+  it('json lists every one with its columns: the table’s, then _valid_from, _valid_to and _change, each described', () => {
+    const doc = JSON.parse(renderDictionary(DEFS, 'postgres', 'json', VIEWS, {}, HISTORY)) as {
+      historyTables: { name: string; table: string; asOf: string; columns: { name: string; type: string; description: string }[] }[];
+    };
+    expect(doc.historyTables.map((h) => h.name)).toEqual(HISTORY.map((h) => h.name));
+    const orders = doc.historyTables.find((h) => h.table === 'inventory_sales_orders')!;
+    const table = DEFS.find((d) => d.name === 'inventory_sales_orders')!;
+    expect(orders.columns.map((c) => c.name)).toEqual([...table.columns.map((c) => c.name), '_valid_from', '_valid_to', '_change']);
+    expect(orders.asOf).toBe('svcsync_as_of_inventory_sales_orders');
+    expect(orders.columns.find((c) => c.name === '_valid_from')).toMatchObject({
+      type: 'timestamptz',
+      description: expect.stringContaining('last_modified_time') as string,
+    });
+    for (const h of doc.historyTables) for (const c of h.columns) expect(c.description, `${h.name}.${c.name}`).toBeTruthy();
+  });
+
+  it('text explains the three columns once and indexes every history table with when its versions begin', () => {
+    const text = renderDictionary(DEFS, 'sqlite', 'text', VIEWS, {}, HISTORY);
+    expect(text).toContain('## History tables');
+    expect(text).toMatch(/\| `_change`\s+\| text\s+\| no\s+\| What began this version: created/);
+    expect(text).toMatch(
+      /\| billing_plans_history\s+\| billing_plans\s+\| billing.plans\s+\| its updated_time\s+\| svcsync_as_of_billing_plans\(t\)/,
+    );
+    expect(text).toMatch(/\| invoice_tasks_history\s+\| invoice_tasks\s+\| invoice.tasks\s+\| when svcsync writes it/);
+    expect(text).toMatch(
+      /\| inventory_sales_orders__line_items_history\s+\| inventory_sales_orders__line_items\s+\| inventory.sales_orders\s+\| with its record’s/,
+    );
+    expect(renderDictionary(DEFS, 'sqlite', 'text', VIEWS)).not.toContain('History tables');
   });
 });

@@ -55,6 +55,28 @@ export async function freshWarehouse(dialect: Dialect): Promise<TestWarehouse> {
 }
 
 /**
+ * A fresh Postgres warehouse whose tables and views have schemas of their own
+ * (`warehouse.schema`, `warehouse.views_schema`), named for this run so that its teardown drops them.
+ */
+export function warehouseInSchemas(): TestWarehouse & { schemas: { tables: string; views: string } } {
+  const prefix = `t_${process.env['SVCSYNC_TEST_RUN'] ?? 'x'}_${process.pid}_${counter++}_${randomBytes(4).toString('hex')}`;
+  const schemas = { tables: `${prefix}_svcsync`, views: `${prefix}_analytics` };
+  return {
+    url: PG_BASE_URL,
+    schemas,
+    open: () => openWarehouse(PG_BASE_URL, { poolSize: 4, schema: schemas.tables, viewsSchema: schemas.views }),
+    drop: async () => {
+      // Inside a vitest run the global teardown drops every schema of the run at once.
+      if (process.env['SVCSYNC_TEST_RUN']) return;
+      const c = new pg.Client({ connectionString: PG_BASE_URL });
+      await c.connect();
+      for (const s of [schemas.tables, schemas.views]) await c.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+      await c.end();
+    },
+  };
+}
+
+/**
  * For a describe block: a function that opens a fresh, migrated warehouse of `dialect`, which is
  * closed after the test that opened it.
  */

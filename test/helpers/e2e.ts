@@ -45,6 +45,8 @@ export interface E2E {
 export interface E2EOptions {
   /** The warehouse URL svcsync uses, from the test warehouse's own (a proxy in front of Postgres). */
   through?: (url: string) => string;
+  /** The warehouse to sync into (one with schemas of its own, say); a fresh one by default. */
+  target?: TestWarehouse;
 }
 
 export async function startE2E(
@@ -58,7 +60,7 @@ export async function startE2E(
   // svcsync runs on the sandbox's clock, so its request timeout is in sandbox time too: give
   // it 30 real seconds, or a loaded machine turns slow answers into timeouts.
   const requestTimeout = Math.round(30_000 * (sandboxSettings.timeScale ?? 1));
-  const tw: TestWarehouse = await freshWarehouse(dialect);
+  const tw: TestWarehouse = options.target ?? (await freshWarehouse(dialect));
   const url = options.through ? options.through(tw.url) : tw.url;
   const warehouse = options.through ? await openWarehouse(url, { poolSize: 4 }) : await tw.open();
   const secrets = new SecretRegistry();

@@ -298,6 +298,21 @@ describe.each(DIALECTS)('what a BI user sees on %s is described, views included'
         ).toEqual(shown.map((c) => name(c.type)));
       }
     }
+    // A live view's columns join as its table's do, to the live views: a BI user shown only the views joins them alone.
+    const joins = columns.filter((c) => c.references_table !== null);
+    expect(joins.length).toBe(rels.reduce((n, r) => n + r.fromColumns.filter((c) => c !== 'organization_id').length, 0));
+    for (const r of rels) {
+      r.fromColumns.forEach((column, i) => {
+        if (column === 'organization_id') return;
+        const row = joins.find((c) => c.table_name === `${r.fromTable}_live` && c.column_name === column);
+        expect([row?.references_table, row?.references_column, row?.relationship], `${r.fromTable}_live.${column}`).toEqual([
+          `${r.toTable}_live`,
+          r.toColumns[i],
+          r.kind,
+        ]);
+        expect(actual.has(`${r.toTable}_live`), `${r.toTable}_live exists`).toBe(true);
+      });
+    }
   });
 
   it('at least 90 % of the data columns of the tables and views have a description that says more than the field name', async () => {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { CompiledQuery } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
+import { historyTableDefinitions } from '../../src/catalog/history.js';
 import { CATALOG, renderWarehouseMarkdown, sqlType, tableDefinitions } from '../../src/catalog/index.js';
 import { viewDefinitions } from '../../src/catalog/views.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
@@ -58,6 +59,6 @@ describe('docs/warehouse.md', () => {
     const marker = text.indexOf('<!-- Everything below is generated');
     expect(marker).toBeGreaterThan(0);
     const generated = text.slice(text.indexOf('\n', marker) + 1).trim();
-    expect(generated).toBe(renderWarehouseMarkdown(defs, viewDefinitions(CATALOG)).trim());
+    expect(generated).toBe(renderWarehouseMarkdown(defs, viewDefinitions(CATALOG), historyTableDefinitions(CATALOG)).trim());
   });
 });

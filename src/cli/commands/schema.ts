@@ -2,8 +2,10 @@ import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { CompiledQuery } from 'kysely';
 import { renderDbtSources, type DbtPlacement } from '../../catalog/dbt.js';
+import { historyTableDefinitions } from '../../catalog/history.js';
 import { CATALOG, renderDictionary, tableDefinitions, type Dialect } from '../../catalog/index.js';
 import { viewDefinitions } from '../../catalog/views.js';
+import { existingHistoryTables } from '../../loaders/derived/ensure-history.js';
 import type { Warehouse } from '../../loaders/warehouse.js';
 import { migrateToLatest, migrationStatus, type MigrationReport } from '../../loaders/migrate.js';
 import { createReadonlyRole, readonlyRoleHint, sqliteHasNoRoles, validateRoleName } from '../../loaders/readonly-role.js';
@@ -25,8 +27,13 @@ export function schemaCommand(cli: Cli): Command {
     .action(async (flags: { json?: boolean; drift?: boolean; dialect: Dialect; dbt?: string | boolean }) => {
       if (flags.dbt !== undefined) {
         const rt = loadRuntime(cli.global());
-        const placement = await withWarehouse(rt, dbtPlacement);
-        const text = renderDbtSources(tableDefinitions(CATALOG), viewDefinitions(CATALOG), placement);
+        const { placement, history } = await withWarehouse(rt, async (w) => ({
+          placement: await dbtPlacement(w),
+          history: new Set(await existingHistoryTables(w.db, w.dialect, CATALOG)),
+        }));
+        const text = renderDbtSources(tableDefinitions(CATALOG), viewDefinitions(CATALOG), placement, {
+          history: historyTableDefinitions(CATALOG).filter((h) => history.has(h.name)),
+        });
         if (typeof flags.dbt === 'string') {
           writeFileSync(flags.dbt, text);
           process.stderr.write(`wrote ${flags.dbt}: dbt sources for ${placement.dialect} schema ${placement.schema}\n`);
@@ -40,9 +47,14 @@ export function schemaCommand(cli: Cli): Command {
         return;
       }
       process.stdout.write(
-        renderDictionary(tableDefinitions(CATALOG), flags.dialect, flags.json ? 'json' : 'text', viewDefinitions(CATALOG), {
-          version: svcsyncVersion(),
-        }),
+        renderDictionary(
+          tableDefinitions(CATALOG),
+          flags.dialect,
+          flags.json ? 'json' : 'text',
+          viewDefinitions(CATALOG),
+          { version: svcsyncVersion() },
+          historyTableDefinitions(CATALOG),
+        ),
       );
       if (!flags.json) process.stdout.write('\n');
     });

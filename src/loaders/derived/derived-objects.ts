@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
+import { historyTableDefinitions, type HistoryTableDef } from '../../catalog/history.js';
 import { relationships, sqlType, tableDefinitions, type Relationship, type StreamSpec, type TableDef } from '../../catalog/index.js';
 import { qualifiedNaming, UNQUALIFIED } from '../../catalog/view-types.js';
-import { viewDefinitions, type ViewDef } from '../../catalog/views.js';
+import { liveViewName, viewDefinitions, type ViewDef } from '../../catalog/views.js';
 import { ident } from '../sql-dialect.js';
 import type { Warehouse } from '../warehouse.js';
 
@@ -19,7 +20,7 @@ import type { Warehouse } from '../warehouse.js';
  * change needs no bump: the hash follows it. A warehouse whose recorded revision is higher than
  * this belongs to a newer svcsync, whose objects this one leaves alone.
  */
-export const DERIVED_REVISION = 2;
+export const DERIVED_REVISION = 3;
 
 type DialectName = Warehouse['dialect'];
 
@@ -47,8 +48,8 @@ export interface DictionaryTable {
   /** A child table's parent table; a child table's live view reads its parent's live view. */
   parent_table: string | null;
   description: string;
-  /** `table` or `view`. */
-  kind: 'table' | 'view';
+  /** `table`, `view`, or `history` (a `{table}_history` the warehouse holds). */
+  kind: 'table' | 'view' | 'history';
 }
 
 export interface DictionaryColumn {
@@ -142,7 +143,10 @@ function dictionaryColumns(defs: readonly TableDef[], rels: readonly Relationshi
   );
 }
 
-/** The views' columns, after the tables' in the dictionary; a live view's columns point where its table's do. */
+/**
+ * The views' columns, after the tables' in the dictionary. A live view's columns point where its
+ * table's do, at the live view of that table: a BI tool shown only the views joins view to view.
+ */
 function viewColumns(views: readonly ViewDef[], tableColumns: readonly DictionaryColumn[], dialect: DialectName): DictionaryColumn[] {
   const byTable = new Map<string, DictionaryColumn>(tableColumns.map((c) => [`${c.table_name}.${c.column_name}`, c]));
   return views.flatMap((v) =>
@@ -157,6 +161,36 @@ function viewColumns(views: readonly ViewDef[], tableColumns: readonly Dictionar
         nullable: c.nullable ? 1 : 0,
         api_field: c.source,
         description: c.description === '' ? null : c.description,
+        references_table: same?.references_table ? liveViewName(same.references_table) : null,
+        references_column: same?.references_column ?? null,
+        relationship: same?.relationship ?? null,
+      };
+    }),
+  );
+}
+
+/**
+ * The history tables' columns: a column of the table points where the table's does (the current
+ * row of what it references); `_valid_from`, `_valid_to` and `_change` point nowhere.
+ */
+function historyColumns(
+  defs: readonly HistoryTableDef[],
+  tableColumns: readonly DictionaryColumn[],
+  dialect: DialectName,
+): DictionaryColumn[] {
+  const byTable = new Map<string, DictionaryColumn>(tableColumns.map((c) => [`${c.table_name}.${c.column_name}`, c]));
+  return defs.flatMap((d) =>
+    d.columns.map((c, position): DictionaryColumn => {
+      const same = byTable.get(`${d.table}.${c.name}`);
+      return {
+        table_name: d.name,
+        column_name: c.name,
+        position,
+        type: sqlType(c.type, dialect),
+        catalog_type: c.type,
+        nullable: c.nullable ? 1 : 0,
+        api_field: c.source,
+        description: c.description ?? null,
         references_table: same?.references_table ?? null,
         references_column: same?.references_column ?? null,
         relationship: same?.relationship ?? null,
@@ -205,14 +239,21 @@ function foreignKeys(rels: readonly Relationship[]): DerivedForeignKey[] {
     }));
 }
 
-/** Everything the catalog derives for a warehouse of this dialect, and its digest. */
+/**
+ * Everything the catalog derives for a warehouse of this dialect, and its digest. `history`: the
+ * history tables (`{table}_history`) the warehouse holds, which the dictionary and the comments
+ * describe too; a table's history exists only once `history:` has named its stream.
+ */
 export function deriveObjects(
   catalog: readonly StreamSpec[],
   dialect: DialectName,
   revision = DERIVED_REVISION,
   placement?: DerivedPlacement,
+  history: readonly string[] = [],
 ): DerivedObjects {
   const defs = tableDefinitions(catalog);
+  const held = new Set(history);
+  const historyDefs = historyTableDefinitions(catalog, defs).filter((d) => held.has(d.name));
   const rels = relationships(catalog);
   const postgres = dialect === 'postgres';
   const apart = postgres && placement !== undefined && placement.views !== placement.tables ? placement : undefined;
@@ -233,9 +274,16 @@ export function deriveObjects(
         kind: 'table',
       })),
       ...viewTables(views),
+      ...historyDefs.map((d): DictionaryTable => ({
+        table_name: d.name,
+        stream: d.stream,
+        parent_table: d.parentTable ?? null,
+        description: d.description,
+        kind: 'history',
+      })),
     ],
-    columns: [...tableColumns, ...viewColumns(views, tableColumns, dialect)],
-    comments: postgres ? comments(defs, views, viewName) : [],
+    columns: [...tableColumns, ...viewColumns(views, tableColumns, dialect), ...historyColumns(historyDefs, tableColumns, dialect)],
+    comments: postgres ? comments([...defs, ...historyDefs], views, viewName) : [],
     foreignKeys: postgres ? foreignKeys(rels) : [],
   };
   const hash = createHash('sha256').update(JSON.stringify(content)).digest('hex');
@@ -244,12 +292,17 @@ export function deriveObjects(
 
 const cache = new WeakMap<readonly StreamSpec[], Map<string, DerivedObjects>>();
 
-/** `deriveObjects` once per catalog, dialect and placement: `migrateToLatest` asks before every run. */
-export function derivedObjectsOf(catalog: readonly StreamSpec[], dialect: DialectName, placement?: DerivedPlacement): DerivedObjects {
+/** `deriveObjects` once per catalog, dialect, placement and history tables: `migrateToLatest` asks before every run. */
+export function derivedObjectsOf(
+  catalog: readonly StreamSpec[],
+  dialect: DialectName,
+  placement?: DerivedPlacement,
+  history: readonly string[] = [],
+): DerivedObjects {
   let byKey = cache.get(catalog);
   if (!byKey) cache.set(catalog, (byKey = new Map<string, DerivedObjects>()));
-  const key = `${dialect} ${placement?.tables ?? ''} ${placement?.views ?? ''}`;
+  const key = `${dialect} ${placement?.tables ?? ''} ${placement?.views ?? ''} ${[...history].sort().join(',')}`;
   let objects = byKey.get(key);
-  if (!objects) byKey.set(key, (objects = deriveObjects(catalog, dialect, DERIVED_REVISION, placement)));
+  if (!objects) byKey.set(key, (objects = deriveObjects(catalog, dialect, DERIVED_REVISION, placement, history)));
   return objects;
 }

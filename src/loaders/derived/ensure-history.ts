@@ -1,10 +1,14 @@
 import { CompiledQuery, sql } from 'kysely';
+import { historyTableDefinitions } from '../../catalog/history.js';
+import type { StreamSpec } from '../../catalog/index.js';
 import type { AnyDb } from '../db.js';
 import { HistoryWriter } from '../history-writer.js';
 import type { Warehouse } from '../warehouse.js';
 import { MIGRATION_LOCK_KEY } from './apply-derived.js';
 import {
   addedColumnStatements,
+  asOfFunctionBody,
+  asOfFunctionComment,
   asOfFunctionName,
   asOfFunctionStatement,
   createHistoryStatements,
@@ -34,6 +38,30 @@ interface RecordRow {
   disabled_at: string | null;
 }
 
+/**
+ * The history tables the warehouse holds (in the tables' schema), among those the catalog can
+ * have: what the dictionary and the comments describe (src/loaders/derived/derived-objects.ts).
+ */
+export async function existingHistoryTables(db: AnyDb, dialect: Warehouse['dialect'], catalog: readonly StreamSpec[]): Promise<string[]> {
+  // Every name ending in "history"; the exact names are those of the catalog's history tables.
+  const r =
+    dialect === 'postgres'
+      ? await sql<{ name: string }>`SELECT relname AS name FROM pg_catalog.pg_class
+          WHERE relnamespace = current_schema()::regnamespace AND relkind IN ('r', 'p') AND relname LIKE '%history'`.execute(db)
+      : await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%history'`.execute(db);
+  const have = new Set(r.rows.map((x) => x.name));
+  return historyNames(catalog).filter((name) => have.has(name));
+}
+
+const names = new WeakMap<readonly StreamSpec[], string[]>();
+
+/** The names of every history table the catalog can have, worked out once per catalog. */
+function historyNames(catalog: readonly StreamSpec[]): string[] {
+  let list = names.get(catalog);
+  if (!list) names.set(catalog, (list = historyTableDefinitions(catalog).map((d) => d.name)));
+  return list;
+}
+
 /** The columns of the named tables that exist, in the order the warehouse holds them. */
 async function existingColumns(db: AnyDb, dialect: Warehouse['dialect'], tables: readonly string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
@@ -58,24 +86,40 @@ async function existingColumns(db: AnyDb, dialect: Warehouse['dialect'], tables:
   return out;
 }
 
-async function existingFunctions(db: AnyDb): Promise<Set<string>> {
-  const r = await sql<{ name: string }>`SELECT proname AS name FROM pg_catalog.pg_proc
+/** The as-of functions of the tables' schema, each with its body (to tell one made otherwise: an older svcsync's, fewer columns). */
+async function existingFunctions(db: AnyDb): Promise<Map<string, string>> {
+  const r = await sql<{ name: string; body: string }>`SELECT proname AS name, prosrc AS body FROM pg_catalog.pg_proc
     WHERE pronamespace = current_schema()::regnamespace AND proname LIKE 'svcsync_as_of_%'`.execute(db);
-  return new Set(r.rows.map((x) => x.name));
+  return new Map(r.rows.map((x) => [x.name, x.body]));
 }
 
-/** Creates the missing history tables and columns (and on Postgres the as-of functions). */
-async function ensureTables(db: AnyDb, dialect: Warehouse['dialect'], tables: readonly HistoryTable[]): Promise<void> {
+/** The tables' schema: svcsync's sessions work in it (their search_path). */
+async function tablesSchema(db: AnyDb, warehouse: Pick<Warehouse, 'schemas'>): Promise<string> {
+  if (warehouse.schemas) return warehouse.schemas.tables;
+  const r = await sql<{ schema: string }>`SELECT current_schema() AS schema`.execute(db);
+  return r.rows[0]!.schema;
+}
+
+/**
+ * Creates the missing history tables and columns (and on Postgres the as-of functions, in
+ * `schema`, with their comments). Returns how many history tables it created.
+ */
+async function ensureTables(db: AnyDb, dialect: Warehouse['dialect'], schema: string, tables: readonly HistoryTable[]): Promise<number> {
   const columns = await existingColumns(db, dialect, [...tables.map((t) => t.history), ...tables.map((t) => t.table)]);
-  const functions = dialect === 'postgres' ? await existingFunctions(db) : new Set<string>();
+  const functions = dialect === 'postgres' ? await existingFunctions(db) : new Map<string, string>();
+  let created = 0;
   for (const t of tables) {
     const have = columns.get(t.history);
+    if (!have) created++;
     const statements = have ? addedColumnStatements(t, dialect, new Set(have)) : createHistoryStatements(t, dialect);
     for (const s of statements) await sql.raw(s).execute(db);
-    if (dialect === 'postgres' && (statements.length > 0 || !functions.has(asOfFunctionName(t.table)))) {
-      await sql.raw(asOfFunctionStatement(t, columns.get(t.table) ?? t.columns)).execute(db);
-    }
+    if (dialect !== 'postgres') continue;
+    const tableColumns = columns.get(t.table) ?? t.columns;
+    if (functions.get(asOfFunctionName(t.table)) === asOfFunctionBody(t, tableColumns, schema)) continue;
+    await sql.raw(asOfFunctionStatement(t, tableColumns, schema)).execute(db);
+    await sql.raw(asOfFunctionComment(t, schema)).execute(db);
   }
+  return created;
 }
 
 /** Starts a stream's history from the current rows of the connection's organizations. */
@@ -96,25 +140,27 @@ async function seed(
 }
 
 /**
- * `plans`: each connection's history plan (`historyPlan`). Returns nothing; afterwards every table
- * of every plan has its history table, and the record says what is on.
+ * `plans`: each connection's history plan (`historyPlan`). Afterwards every table of every plan has
+ * its history table, and the record says what is on. Returns whether it created a history table
+ * (the data dictionary, which describes those the warehouse holds, is then out of date).
  */
 export async function ensureHistory(
   warehouse: Warehouse,
   plans: ReadonlyMap<string, HistoryPlan>,
   now: string,
   runId: string | null,
-): Promise<void> {
+): Promise<boolean> {
   const wanted = [...plans.values()].some((p) => p.size > 0);
   const enabled = await sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql.id(HISTORY_RECORD_TABLE)}
     WHERE disabled_at IS NULL`.execute(warehouse.db);
-  if (!wanted && Number(enabled.rows[0]?.n ?? 0) === 0) return;
+  if (!wanted && Number(enabled.rows[0]?.n ?? 0) === 0) return false;
   const writer = new HistoryWriter(warehouse.sql);
-  await warehouse.transaction(async (trx) => {
+  return warehouse.transaction(async (trx) => {
     if (warehouse.dialect === 'postgres') await sql`SELECT pg_advisory_xact_lock(${sql.raw(MIGRATION_LOCK_KEY)})`.execute(trx);
     const byName = new Map<string, HistoryTable>();
     for (const plan of plans.values()) for (const t of historyTables(plan)) byName.set(t.table, t);
-    await ensureTables(trx, warehouse.dialect, [...byName.values()]);
+    const schema = warehouse.dialect === 'postgres' ? await tablesSchema(trx, warehouse) : '';
+    const created = await ensureTables(trx, warehouse.dialect, schema, [...byName.values()]);
     const rows = (await sql<RecordRow>`SELECT * FROM ${sql.id(HISTORY_RECORD_TABLE)}`.execute(trx)).rows;
     const record = new Map(rows.map((r) => [`${r.connection}\u0000${r.table_name}`, r]));
     for (const [connection, plan] of plans) {
@@ -135,6 +181,7 @@ export async function ensureHistory(
             WHERE connection = ${connection} AND table_name = ${r.table_name}`.execute(trx);
       }
     }
+    return created > 0;
   });
 }
 

@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
 import { childStreamsOf, qualifiedName, sqlType, tableDefinitions, type StreamSpec, type TableDef } from '../../catalog/index.js';
+import { asOfFunctionName, changeField, historyTableName, pgName } from '../../catalog/history.js';
 import type { HistorySetting } from '../../config/schema.js';
 import { ident } from '../sql-dialect.js';
+import { literal } from './derived-objects.js';
 import type { Dialect } from '../sql-dialect.js';
 
 /**
@@ -11,26 +12,13 @@ import type { Dialect } from '../sql-dialect.js';
  * gained (src/loaders/derived/ensure-history.ts). Pure: statements and plans only.
  */
 
+export { asOfFunctionName, historyTableName, pgName } from '../../catalog/history.js';
+
 /** Columns a history table adds to its table's. */
 export const HISTORY_COLUMNS = ['_valid_from', '_valid_to', '_change'] as const;
 
 /** Columns that change on every write without the record changing: never a reason for a version. */
 const BOOKKEEPING = new Set(['_synced_at', '_run_id', '_deleted_at']);
-
-/** Postgres keeps 63 bytes of a name; a longer one is cut, with a digest so that two never meet. */
-export function pgName(name: string): string {
-  if (name.length <= 63) return name;
-  return `${name.slice(0, 54)}_${createHash('sha1').update(name).digest('hex').slice(0, 8)}`;
-}
-
-export function historyTableName(table: string): string {
-  return `${table}_history`;
-}
-
-/** The Postgres function giving the table as it stood at an instant. */
-export function asOfFunctionName(table: string): string {
-  return pgName(`svcsync_as_of_${table}`);
-}
 
 /** One table that keeps history, as the writer needs it. */
 export interface HistoryTable {
@@ -98,9 +86,7 @@ export function historyPlan(catalog: readonly StreamSpec[], setting: HistorySett
     const name = qualifiedName(stream);
     const mine = defs.filter((d) => d.stream === name);
     const topDef = mine.find((d) => d.parentTable === undefined)!;
-    const change = stream.cursor
-      ? (topDef.columns.find((c) => c.name === stream.cursor!.field && c.type === 'timestamp')?.name ?? null)
-      : null;
+    const change = changeField(stream, topDef);
     plan.set(name, {
       stream,
       top: historyTable(topDef, change),
@@ -140,15 +126,37 @@ export function addedColumnStatements(t: HistoryTable, dialect: Dialect, existin
 }
 
 /**
- * Postgres: `svcsync_as_of_<table>(t)`, the table's rows as they stood at instant t (versions
- * current then, deletions left out), typed as the table's rows. Replaced at every run start, so it
- * follows the columns; `tableColumns` are the table's in the order Postgres holds them.
+ * The body of `svcsync_as_of_<table>(at)`: the versions current at `at`, deletions left out, in the
+ * table's column order. Every relation is named with its schema: Postgres resolves a SQL
+ * function's body in the caller's session (when it inlines it, too), whose search_path need hold
+ * neither svcsync's schema nor the views' (a BI login, the read-only role).
  */
-export function asOfFunctionStatement(t: HistoryTable, tableColumns: readonly string[]): string {
+export function asOfFunctionBody(t: HistoryTable, tableColumns: readonly string[], schema: string): string {
   const cols = tableColumns.map((c) => `h.${ident(c)}`).join(', ');
   return (
-    `CREATE OR REPLACE FUNCTION ${ident(asOfFunctionName(t.table))}(at timestamptz) RETURNS SETOF ${ident(t.table)} ` +
-    `LANGUAGE sql STABLE AS $svcsync$ SELECT ${cols} FROM ${ident(t.history)} AS h ` +
-    `WHERE h."_valid_from" <= at AND (h."_valid_to" IS NULL OR h."_valid_to" > at) AND h."_change" <> 'deleted' $svcsync$`
+    ` SELECT ${cols} FROM ${ident(schema)}.${ident(t.history)} AS h ` +
+    `WHERE h."_valid_from" <= at AND (h."_valid_to" IS NULL OR h."_valid_to" > at) AND h."_change" <> 'deleted' `
   );
+}
+
+/**
+ * Postgres: `svcsync_as_of_<table>(t)` in the tables' schema, the table's rows as they stood at
+ * instant t (versions current then, deletions left out), typed as the table's rows. Replaced at a
+ * run start when its body differs from this one (a column added, an older svcsync's), so it
+ * follows the columns; `tableColumns` are the table's in the order Postgres holds them.
+ */
+export function asOfFunctionStatement(t: HistoryTable, tableColumns: readonly string[], schema: string): string {
+  const name = `${ident(schema)}.${ident(asOfFunctionName(t.table))}`;
+  return (
+    `CREATE OR REPLACE FUNCTION ${name}(at timestamptz) RETURNS SETOF ${ident(schema)}.${ident(t.table)} ` +
+    `LANGUAGE sql STABLE AS $svcsync$${asOfFunctionBody(t, tableColumns, schema)}$svcsync$`
+  );
+}
+
+/** What the as-of function is, as a BI tool shows it (`\df+`, a function's description). */
+export function asOfFunctionComment(t: HistoryTable, schema: string): string {
+  const text =
+    `The rows of ${t.table} as they stood at the instant given: the versions of ${t.history} current then ` +
+    `(_valid_from <= at AND (_valid_to IS NULL OR _valid_to > at)), deletions left out, typed as ${t.table}'s rows.`;
+  return `COMMENT ON FUNCTION ${ident(schema)}.${ident(asOfFunctionName(t.table))}(timestamptz) IS ${literal(text)}`;
 }
