@@ -7,7 +7,7 @@ import { ConfigError, type WarehouseError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { AnyKysely, AnyTransaction } from './db.js';
 import { FaultAwareDialect, withFaultRetry, type FaultPolicy } from './fault-aware-driver.js';
-import { classifyWarehouseError, displayWarehouseUrl } from './warehouse-errors.js';
+import { classifyOpeningError, classifyWarehouseError, displayWarehouseUrl, type WarehouseTarget } from './warehouse-errors.js';
 import { SqliteBatchDialect, SqliteBatchDriver, type SqlStat } from './sqlite-driver.js';
 import { FALLBACK_AUTOCHECKPOINT, SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { POSTGRES, SQLITE, type Dialect, type SqlDialect } from './sql-dialect.js';
@@ -88,10 +88,16 @@ export interface OpenOptions {
   busyTimeoutMs?: number;
   /** Where retries and a newly created warehouse are reported. */
   logger?: Logger;
+  /**
+   * Postgres: how long the first connection may take before the server counts as unreachable
+   * (exit 2, naming host and port); default 5 s. Later connections are retried for `retryMs`.
+   */
+  connectTimeoutMs?: number;
 }
 
 export const DEFAULT_RETRY_MS = 60_000;
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 
 /** Retries are told once per fault and warehouse at warn level, then at debug: a wait is never silent, a long one never floods. */
 function retryReporter(logger: Logger | undefined): FaultPolicy['onRetry'] {
@@ -164,6 +170,31 @@ async function transactionOf<T>(db: AnyKysely, work: (trx: AnyTransaction) => Pr
     await checkFence(trx, fence);
     return work(trx);
   });
+}
+
+/**
+ * Opens one connection and closes it, before any work: a server that refuses it or does not
+ * answer within `timeoutMs` is a wrong setting or a server that is down, told at once with host
+ * and port (`classifyOpeningError`), where a connection lost later is waited out for
+ * `warehouse.retry_s`. Other faults (a server starting up) come out raw, for `withFaultRetry`.
+ */
+async function probePostgres(url: string, target: WarehouseTarget, timeoutMs: number): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => undefined);
+  const server = client as unknown as { host: string; port: number };
+  try {
+    await client.connect();
+  } catch (raw) {
+    // pg's own words for its connect timeout ("timeout expired") do not say how long it waited.
+    const error =
+      raw instanceof Error && raw.message === 'timeout expired'
+        ? new Error(`no answer within ${timeoutMs / 1000} s (timeout expired)`, { cause: raw })
+        : raw;
+    const opening = classifyOpeningError(error, target, { host: server.host, port: server.port });
+    throw opening.fault === 'unreachable' ? opening : error;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 /**
@@ -287,6 +318,7 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
     const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new PostgresDialect({ pool }), faults) });
     let schemas: WarehouseSchemas;
     try {
+      await withFaultRetry(faults, () => probePostgres(url, faults, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS));
       schemas = await prepareSchemas(db, options);
     } catch (error) {
       await db.destroy().catch(() => undefined);
