@@ -89,6 +89,12 @@ export interface OpenOptions {
   /** Where retries and a newly created warehouse are reported. */
   logger?: Logger;
   /**
+   * Open only to read (`svcsync plan`): SQLite's file must exist and is opened read-only, with
+   * no WAL switch and no checkpoints; Postgres sessions are `default_transaction_read_only` and
+   * no schema is made. Nothing is created or written.
+   */
+  readOnly?: boolean;
+  /**
    * Postgres: how long the first connection may take before the server counts as unreachable
    * (exit 2, naming host and port); default 5 s. Later connections are retried for `retryMs`.
    */
@@ -172,6 +178,100 @@ async function transactionOf<T>(db: AnyKysely, work: (trx: AnyTransaction) => Pr
   });
 }
 
+function sqliteFaults(file: string, options: OpenOptions): FaultPolicy {
+  return {
+    dialect: 'sqlite',
+    displayUrl: `sqlite:${file}`,
+    retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
+    onRetry: retryReporter(options.logger),
+  };
+}
+
+/**
+ * Opens (and creates, when missing, saying so) a SQLite warehouse to sync into; with
+ * `options.readOnly`, opens an existing file read-only and changes nothing on it.
+ */
+async function openSqlite(file: string, options: OpenOptions): Promise<Warehouse> {
+  const faults = sqliteFaults(file, options);
+  if (options.readOnly) {
+    const database = await withFaultRetry(faults, () => {
+      try {
+        const opened = new SQLite(file, { readonly: true, fileMustExist: true });
+        opened.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
+        return Promise.resolve(opened);
+      } catch (error) {
+        return Promise.reject(classifyWarehouseError(error, faults));
+      }
+    });
+    return sqliteWarehouse(database, faults, options, null);
+  }
+  const fresh = file !== ':memory:' && !existsSync(file);
+  const createdFolder = file !== ':memory:' ? prepareSqliteFolder(file, faults) : null;
+  // Another process switching a new file to WAL holds it locked for a moment: waited out like any lock.
+  const database = await withFaultRetry(faults, () => {
+    let opened: SQLite.Database | null = null;
+    try {
+      opened = new SQLite(file);
+      // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
+      // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
+      opened.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
+      opened.pragma('journal_mode = WAL');
+      return Promise.resolve(opened);
+    } catch (error) {
+      opened?.close();
+      return Promise.reject(classifyWarehouseError(error, faults));
+    }
+  });
+  // Said once, at warn: a typo in the path would otherwise sync into an empty warehouse without a word.
+  if (fresh)
+    options.logger?.warn(
+      { warehouse: faults.displayUrl, ...(createdFolder ? { folder: createdFolder } : {}) },
+      `creating a new, empty SQLite warehouse at ${file}${createdFolder ? ` (and the folder ${createdFolder})` : ''}; ` +
+        'if you meant an existing warehouse, check `warehouse:` in the configuration',
+    );
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = OFF');
+  // A 16 MiB page cache (the default is 2 MiB): upserts into wide tables keyed by text ids
+  // touch more B-tree pages than 2 MiB holds. Measured (docs/benchmarks.md, issue 14): the
+  // list-only sync 18,600 -> 22,000 records/s with the same peak RSS; 64 MiB bought no more
+  // and cost 45 MB of RSS.
+  database.pragma('cache_size = -16384');
+  const wal = file !== ':memory:';
+  if (wal) database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT}`);
+  for (const pragma of options.pragmas ?? []) database.pragma(pragma);
+  return sqliteWarehouse(database, faults, options, wal ? SqliteCheckpointer.start(file) : null);
+}
+
+/** The `Warehouse` around an open SQLite database. */
+function sqliteWarehouse(
+  database: SQLite.Database,
+  faults: FaultPolicy,
+  options: OpenOptions,
+  checkpointer: SqliteCheckpointer | null,
+): Warehouse {
+  const driver = new SqliteBatchDriver(database, { collectStats: options.sqlStats ?? false });
+  const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new SqliteBatchDialect(driver), faults) });
+  const leases = new ProcessLeases(new SqliteOrgLeases(db, SQLITE, { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings }));
+  return {
+    db,
+    dialect: 'sqlite',
+    sql: SQLITE,
+    leases,
+    faults,
+    ...(options.logger ? { logger: options.logger } : {}),
+    displayUrl: faults.displayUrl,
+    batch: (queries, after, fence) =>
+      withFaultRetry(faults, () => (after ? inTransaction(db, queries, after, fence) : driver.batch(queries, fence))),
+    transaction: (work, fence) => withFaultRetry(faults, () => transactionOf(db, work, fence)),
+    sqlStats: () => driver.sqlStats(),
+    close: async () => {
+      await leases.close();
+      await checkpointer?.close();
+      await db.destroy();
+    },
+  };
+}
+
 /**
  * Opens one connection and closes it, before any work: a server that refuses it or does not
  * answer within `timeoutMs` is a wrong setting or a server that is down, told at once with host
@@ -203,10 +303,22 @@ async function probePostgres(url: string, target: WarehouseTarget, timeoutMs: nu
  * the leases all live there. Schema names are lower-case identifiers (config), so need no quoting.
  */
 export function withSearchPath(url: string, schema: string): string {
+  return withSessionSetting(url, 'search_path', schema);
+}
+
+/** The URL with a server setting for every session (`options=-c name=value`, after any options the URL has). */
+function withSessionSetting(url: string, name: string, value: string): string {
   const parsed = new URL(url);
   const given = parsed.searchParams.get('options');
-  parsed.searchParams.set('options', `${given ? `${given} ` : ''}-c search_path=${schema}`);
+  parsed.searchParams.set('options', `${given ? `${given} ` : ''}-c ${name}=${value}`);
   return parsed.toString();
+}
+
+/** The absolute path of a `sqlite:` warehouse URL's file (`:memory:` as it is); null for another URL. */
+export function sqliteFileOf(url: string): string | null {
+  if (!url.startsWith('sqlite:')) return null;
+  const path = url.slice('sqlite:'.length) || './warehouse.db';
+  return path === ':memory:' ? path : resolve(path);
 }
 
 /**
@@ -214,9 +326,9 @@ export function withSearchPath(url: string, schema: string): string {
  * right on the database that a user of an existing schema may lack), and says where the tables
  * and the views are.
  */
-async function prepareSchemas(db: AnyKysely, options: Pick<OpenOptions, 'schema' | 'viewsSchema'>): Promise<WarehouseSchemas> {
+async function prepareSchemas(db: AnyKysely, options: Pick<OpenOptions, 'schema' | 'viewsSchema' | 'readOnly'>): Promise<WarehouseSchemas> {
   for (const schema of new Set([options.schema, options.viewsSchema])) {
-    if (schema === undefined) continue;
+    if (schema === undefined || options.readOnly) continue;
     const found = await db.executeQuery(CompiledQuery.raw('SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1', [schema]));
     if (found.rows.length === 0) await db.executeQuery(CompiledQuery.raw(`CREATE SCHEMA IF NOT EXISTS "${schema}"`));
   }
@@ -226,74 +338,12 @@ async function prepareSchemas(db: AnyKysely, options: Pick<OpenOptions, 'schema'
 }
 
 export async function openWarehouse(url: string, options: OpenOptions = {}): Promise<Warehouse> {
-  if (url.startsWith('sqlite:')) {
-    const path = url.slice('sqlite:'.length) || './warehouse.db';
-    const file = path === ':memory:' ? path : resolve(path);
-    const faults: FaultPolicy = {
-      dialect: 'sqlite',
-      displayUrl: `sqlite:${file}`,
-      retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
-      onRetry: retryReporter(options.logger),
-    };
-    const fresh = file !== ':memory:' && !existsSync(file);
-    const createdFolder = file !== ':memory:' ? prepareSqliteFolder(file, faults) : null;
-    // Another process switching a new file to WAL holds it locked for a moment: waited out like any lock.
-    const database = await withFaultRetry(faults, () => {
-      let opened: SQLite.Database | null = null;
-      try {
-        opened = new SQLite(file);
-        // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
-        // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
-        opened.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
-        opened.pragma('journal_mode = WAL');
-        return Promise.resolve(opened);
-      } catch (error) {
-        opened?.close();
-        return Promise.reject(classifyWarehouseError(error, faults));
-      }
-    });
-    // Said once, at warn: a typo in the path would otherwise sync into an empty warehouse without a word.
-    if (fresh)
-      options.logger?.warn(
-        { warehouse: faults.displayUrl, ...(createdFolder ? { folder: createdFolder } : {}) },
-        `creating a new, empty SQLite warehouse at ${file}${createdFolder ? ` (and the folder ${createdFolder})` : ''}; ` +
-          'if you meant an existing warehouse, check `warehouse:` in the configuration',
-      );
-    database.pragma('synchronous = NORMAL');
-    database.pragma('foreign_keys = OFF');
-    // A 16 MiB page cache (the default is 2 MiB): upserts into wide tables keyed by text ids
-    // touch more B-tree pages than 2 MiB holds. Measured (docs/benchmarks.md, issue 14): the
-    // list-only sync 18,600 -> 22,000 records/s with the same peak RSS; 64 MiB bought no more
-    // and cost 45 MB of RSS.
-    database.pragma('cache_size = -16384');
-    const wal = file !== ':memory:';
-    if (wal) database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT}`);
-    for (const pragma of options.pragmas ?? []) database.pragma(pragma);
-    const checkpointer = wal ? SqliteCheckpointer.start(file) : null;
-    const driver = new SqliteBatchDriver(database, { collectStats: options.sqlStats ?? false });
-    const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new SqliteBatchDialect(driver), faults) });
-    const leases = new ProcessLeases(new SqliteOrgLeases(db, SQLITE, { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings }));
-    return {
-      db,
-      dialect: 'sqlite',
-      sql: SQLITE,
-      leases,
-      faults,
-      ...(options.logger ? { logger: options.logger } : {}),
-      displayUrl: faults.displayUrl,
-      batch: (queries, after, fence) =>
-        withFaultRetry(faults, () => (after ? inTransaction(db, queries, after, fence) : driver.batch(queries, fence))),
-      transaction: (work, fence) => withFaultRetry(faults, () => transactionOf(db, work, fence)),
-      sqlStats: () => driver.sqlStats(),
-      close: async () => {
-        await leases.close();
-        await checkpointer?.close();
-        await db.destroy();
-      },
-    };
-  }
+  const file = sqliteFileOf(url);
+  if (file !== null) return openSqlite(file, options);
   if (/^postgres(ql)?:\/\//.test(url)) {
     if (options.schema !== undefined) url = withSearchPath(url, options.schema);
+    // The server refuses every write of such a session: a reader cannot change the warehouse by mistake.
+    if (options.readOnly) url = withSessionSetting(url, 'default_transaction_read_only', 'on');
     setPgTypeParsers();
     const timings = { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings };
     const pool = new pg.Pool({
