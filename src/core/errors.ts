@@ -207,6 +207,14 @@ export const ExitCode = {
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
+/** Exit codes from least to most severe, for a command that ends with the worst of several outcomes. */
+const EXIT_SEVERITY: readonly ExitCode[] = [ExitCode.ok, ExitCode.partial, ExitCode.authorization, ExitCode.config, ExitCode.unexpected];
+
+/** The more severe of two exit codes (`EXIT_SEVERITY`). */
+export function worseExitCode(a: ExitCode, b: ExitCode): ExitCode {
+  return EXIT_SEVERITY.indexOf(b) > EXIT_SEVERITY.indexOf(a) ? b : a;
+}
+
 export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof ConfigError) return ExitCode.config;
   if (error instanceof AuthorizationError) return ExitCode.authorization;

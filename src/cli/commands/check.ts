@@ -6,7 +6,7 @@ import { CATALOG } from '../../catalog/index.js';
 import { isOrganizationList, qualifiedName, type StreamSpec } from '../../catalog/types.js';
 import type { Family } from '../../catalog/families.js';
 import type { ConnectionConfig } from '../../config/schema.js';
-import { AuthorizationError, ExitCode, describeError } from '../../core/errors.js';
+import { AuthorizationError, ExitCode, describeError, worseExitCode } from '../../core/errors.js';
 import { describeLocation } from '../../config/locate.js';
 import { hasNoOrganizationList, organizationsForUnlistedFamily } from '../../extractors/discovery.js';
 import { listOrganizations } from '../../extractors/discovery.js';
@@ -15,10 +15,6 @@ import { migrateToLatest } from '../../loaders/migrate.js';
 import { WarehouseUsageStore } from '../../state/usage-store.js';
 import { loginExitCode, loginLines, tryLogin } from '../login-check.js';
 import { loadRuntime, withWarehouse, type Cli, type Runtime } from '../runtime.js';
-
-/** Exit codes from least to most severe: the check ends with its worst. */
-const SEVERITY: readonly ExitCode[] = [ExitCode.ok, ExitCode.partial, ExitCode.authorization, ExitCode.config, ExitCode.unexpected];
-const worse = (a: ExitCode, b: ExitCode): ExitCode => (SEVERITY.indexOf(b) > SEVERITY.indexOf(a) ? b : a);
 
 /** One connection's check as it goes: the lines to print, the worst exit code so far, the scopes found missing. */
 interface ConnectionCheck {
@@ -37,14 +33,14 @@ function refusal(check: ConnectionCheck, error: unknown, otherwise: ExitCode): s
   const text = describeError(error).split('\n').join(' ');
   if (error instanceof AuthorizationError && error.reach === 'family' && !error.byAuthorizationServer) {
     if (error.scope) check.missingScopes.add(error.scope);
-    check.worst = worse(check.worst, ExitCode.partial);
+    check.worst = worseExitCode(check.worst, ExitCode.partial);
     return `missing scope${error.scope ? ` ${error.scope}` : ''} (the login works; this request was refused): ${text}`;
   }
   if (error instanceof AuthorizationError) {
-    check.worst = worse(check.worst, ExitCode.authorization);
+    check.worst = worseExitCode(check.worst, ExitCode.authorization);
     return `${error.byAuthorizationServer ? 'login refused' : 'every token was refused'}: ${text}`;
   }
-  check.worst = worse(check.worst, otherwise);
+  check.worst = worseExitCode(check.worst, otherwise);
   return text;
 }
 
@@ -111,7 +107,7 @@ async function checkFamilies(check: ConnectionCheck, rt: Runtime, client: ApiCli
         `  ✗ ${family}: no organization list (GET /organizations answered 404) and no other family listed an organization: ` +
           "name the organization ids under the connection's organizations.",
       );
-      check.worst = worse(check.worst, ExitCode.unexpected);
+      check.worst = worseExitCode(check.worst, ExitCode.unexpected);
       continue;
     }
     check.out.push(
@@ -162,7 +158,7 @@ export function checkCommand(cli: Cli): Command {
           check.out.push(...loginLines(login).map((l) => `  ${l}`));
           if (login.result !== 'ok') {
             check.out.push('  nothing else was checked: every request needs a token');
-            worst = worse(worst, loginExitCode(login));
+            worst = worseExitCode(worst, loginExitCode(login));
             process.stdout.write(`${check.out.join('\n')}\n`);
             continue;
           }
@@ -181,9 +177,9 @@ export function checkCommand(cli: Cli): Command {
               `  missing scope(s): ${[...check.missingScopes].join(', ')}: generate a grant code with every scope ` +
                 '`svcsync auth scopes` prints, then `svcsync auth exchange` it for a new refresh token',
             );
-          if (check.reachable === 0) check.worst = worse(check.worst, ExitCode.partial);
+          if (check.reachable === 0) check.worst = worseExitCode(check.worst, ExitCode.partial);
           check.out.push(`  ${client.stats().requests} request(s) used by this check`);
-          worst = worse(worst, check.worst);
+          worst = worseExitCode(worst, check.worst);
           process.stdout.write(`${check.out.join('\n')}\n`);
         }
         await limiters.flush();
