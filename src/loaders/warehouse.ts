@@ -178,125 +178,6 @@ async function transactionOf<T>(db: AnyKysely, work: (trx: AnyTransaction) => Pr
   });
 }
 
-function sqliteFaults(file: string, options: OpenOptions): FaultPolicy {
-  return {
-    dialect: 'sqlite',
-    displayUrl: `sqlite:${file}`,
-    retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
-    onRetry: retryReporter(options.logger),
-  };
-}
-
-/**
- * Opens (and creates, when missing, saying so) a SQLite warehouse to sync into; with
- * `options.readOnly`, opens an existing file read-only and changes nothing on it.
- */
-async function openSqlite(file: string, options: OpenOptions): Promise<Warehouse> {
-  const faults = sqliteFaults(file, options);
-  if (options.readOnly) {
-    const database = await withFaultRetry(faults, () => {
-      try {
-        const opened = new SQLite(file, { readonly: true, fileMustExist: true });
-        opened.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
-        return Promise.resolve(opened);
-      } catch (error) {
-        return Promise.reject(classifyWarehouseError(error, faults));
-      }
-    });
-    return sqliteWarehouse(database, faults, options, null);
-  }
-  const fresh = file !== ':memory:' && !existsSync(file);
-  const createdFolder = file !== ':memory:' ? prepareSqliteFolder(file, faults) : null;
-  // Another process switching a new file to WAL holds it locked for a moment: waited out like any lock.
-  const database = await withFaultRetry(faults, () => {
-    let opened: SQLite.Database | null = null;
-    try {
-      opened = new SQLite(file);
-      // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
-      // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
-      opened.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
-      opened.pragma('journal_mode = WAL');
-      return Promise.resolve(opened);
-    } catch (error) {
-      opened?.close();
-      return Promise.reject(classifyWarehouseError(error, faults));
-    }
-  });
-  // Said once, at warn: a typo in the path would otherwise sync into an empty warehouse without a word.
-  if (fresh)
-    options.logger?.warn(
-      { warehouse: faults.displayUrl, ...(createdFolder ? { folder: createdFolder } : {}) },
-      `creating a new, empty SQLite warehouse at ${file}${createdFolder ? ` (and the folder ${createdFolder})` : ''}; ` +
-        'if you meant an existing warehouse, check `warehouse:` in the configuration',
-    );
-  database.pragma('synchronous = NORMAL');
-  database.pragma('foreign_keys = OFF');
-  // A 16 MiB page cache (the default is 2 MiB): upserts into wide tables keyed by text ids
-  // touch more B-tree pages than 2 MiB holds. Measured (docs/benchmarks.md, issue 14): the
-  // list-only sync 18,600 -> 22,000 records/s with the same peak RSS; 64 MiB bought no more
-  // and cost 45 MB of RSS.
-  database.pragma('cache_size = -16384');
-  const wal = file !== ':memory:';
-  if (wal) database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT}`);
-  for (const pragma of options.pragmas ?? []) database.pragma(pragma);
-  return sqliteWarehouse(database, faults, options, wal ? SqliteCheckpointer.start(file) : null);
-}
-
-/** The `Warehouse` around an open SQLite database. */
-function sqliteWarehouse(
-  database: SQLite.Database,
-  faults: FaultPolicy,
-  options: OpenOptions,
-  checkpointer: SqliteCheckpointer | null,
-): Warehouse {
-  const driver = new SqliteBatchDriver(database, { collectStats: options.sqlStats ?? false });
-  const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new SqliteBatchDialect(driver), faults) });
-  const leases = new ProcessLeases(new SqliteOrgLeases(db, SQLITE, { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings }));
-  return {
-    db,
-    dialect: 'sqlite',
-    sql: SQLITE,
-    leases,
-    faults,
-    ...(options.logger ? { logger: options.logger } : {}),
-    displayUrl: faults.displayUrl,
-    batch: (queries, after, fence) =>
-      withFaultRetry(faults, () => (after ? inTransaction(db, queries, after, fence) : driver.batch(queries, fence))),
-    transaction: (work, fence) => withFaultRetry(faults, () => transactionOf(db, work, fence)),
-    sqlStats: () => driver.sqlStats(),
-    close: async () => {
-      await leases.close();
-      await checkpointer?.close();
-      await db.destroy();
-    },
-  };
-}
-
-/**
- * Opens one connection and closes it, before any work: a server that refuses it or does not
- * answer within `timeoutMs` is a wrong setting or a server that is down, told at once with host
- * and port (`classifyOpeningError`), where a connection lost later is waited out for
- * `warehouse.retry_s`. Other faults (a server starting up) come out raw, for `withFaultRetry`.
- */
-async function probePostgres(url: string, target: WarehouseTarget, timeoutMs: number): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
-  client.on('error', () => undefined);
-  const server = client as unknown as { host: string; port: number };
-  try {
-    await client.connect();
-  } catch (raw) {
-    // pg's own words for its connect timeout ("timeout expired") do not say how long it waited.
-    const error =
-      raw instanceof Error && raw.message === 'timeout expired'
-        ? new Error(`no answer within ${timeoutMs / 1000} s (timeout expired)`, { cause: raw })
-        : raw;
-    const opening = classifyOpeningError(error, target, { host: server.host, port: server.port });
-    throw opening.fault === 'unreachable' ? opening : error;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
 /**
  * The URL with `search_path` set to `schema` for every session (`options=-c search_path=...`, after
  * any options the URL has, so it wins): the tables, svcsync's state, kysely's migration records and
@@ -337,9 +218,99 @@ async function prepareSchemas(db: AnyKysely, options: Pick<OpenOptions, 'schema'
   return { tables, views: options.viewsSchema ?? tables };
 }
 
+/**
+ * Opens one connection and closes it, before any work: a server that refuses it or does not
+ * answer within `timeoutMs` is a wrong setting or a server that is down, told at once with host
+ * and port (`classifyOpeningError`), where a connection lost later is waited out for
+ * `warehouse.retry_s`. Other faults (a server starting up) come out raw, for `withFaultRetry`.
+ */
+async function probePostgres(url: string, target: WarehouseTarget, timeoutMs: number): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => undefined);
+  const server = client as unknown as { host: string; port: number };
+  try {
+    await client.connect();
+  } catch (raw) {
+    // pg's own words for its connect timeout ("timeout expired") do not say how long it waited.
+    const error =
+      raw instanceof Error && raw.message === 'timeout expired'
+        ? new Error(`no answer within ${timeoutMs / 1000} s (timeout expired)`, { cause: raw })
+        : raw;
+    const opening = classifyOpeningError(error, target, { host: server.host, port: server.port });
+    throw opening.fault === 'unreachable' ? opening : error;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 export async function openWarehouse(url: string, options: OpenOptions = {}): Promise<Warehouse> {
   const file = sqliteFileOf(url);
-  if (file !== null) return openSqlite(file, options);
+  if (file !== null) {
+    const faults: FaultPolicy = {
+      dialect: 'sqlite',
+      displayUrl: `sqlite:${file}`,
+      retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
+      onRetry: retryReporter(options.logger),
+    };
+    // A reader (`options.readOnly`) creates nothing: no file, no folder, no write-ahead log.
+    const writer = !options.readOnly;
+    const fresh = writer && file !== ':memory:' && !existsSync(file);
+    const createdFolder = writer && file !== ':memory:' ? prepareSqliteFolder(file, faults) : null;
+    // Another process switching a new file to WAL holds it locked for a moment: waited out like any lock.
+    const database = await withFaultRetry(faults, () => {
+      let opened: SQLite.Database | null = null;
+      try {
+        opened = writer ? new SQLite(file) : new SQLite(file, { readonly: true, fileMustExist: true });
+        // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
+        // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
+        opened.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
+        if (writer) opened.pragma('journal_mode = WAL');
+        return Promise.resolve(opened);
+      } catch (error) {
+        opened?.close();
+        return Promise.reject(classifyWarehouseError(error, faults));
+      }
+    });
+    // Said once, at warn: a typo in the path would otherwise sync into an empty warehouse without a word.
+    if (fresh)
+      options.logger?.warn(
+        { warehouse: faults.displayUrl, ...(createdFolder ? { folder: createdFolder } : {}) },
+        `creating a new, empty SQLite warehouse at ${file}${createdFolder ? ` (and the folder ${createdFolder})` : ''}; ` +
+          'if you meant an existing warehouse, check `warehouse:` in the configuration',
+      );
+    database.pragma('synchronous = NORMAL');
+    database.pragma('foreign_keys = OFF');
+    // A 16 MiB page cache (the default is 2 MiB): upserts into wide tables keyed by text ids
+    // touch more B-tree pages than 2 MiB holds. Measured (docs/benchmarks.md, issue 14): the
+    // list-only sync 18,600 -> 22,000 records/s with the same peak RSS; 64 MiB bought no more
+    // and cost 45 MB of RSS.
+    database.pragma('cache_size = -16384');
+    const wal = writer && file !== ':memory:';
+    if (wal) database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT}`);
+    for (const pragma of writer ? (options.pragmas ?? []) : []) database.pragma(pragma);
+    const checkpointer = wal ? SqliteCheckpointer.start(file) : null;
+    const driver = new SqliteBatchDriver(database, { collectStats: options.sqlStats ?? false });
+    const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new SqliteBatchDialect(driver), faults) });
+    const leases = new ProcessLeases(new SqliteOrgLeases(db, SQLITE, { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings }));
+    return {
+      db,
+      dialect: 'sqlite',
+      sql: SQLITE,
+      leases,
+      faults,
+      ...(options.logger ? { logger: options.logger } : {}),
+      displayUrl: faults.displayUrl,
+      batch: (queries, after, fence) =>
+        withFaultRetry(faults, () => (after ? inTransaction(db, queries, after, fence) : driver.batch(queries, fence))),
+      transaction: (work, fence) => withFaultRetry(faults, () => transactionOf(db, work, fence)),
+      sqlStats: () => driver.sqlStats(),
+      close: async () => {
+        await leases.close();
+        await checkpointer?.close();
+        await db.destroy();
+      },
+    };
+  }
   if (/^postgres(ql)?:\/\//.test(url)) {
     if (options.schema !== undefined) url = withSearchPath(url, options.schema);
     // The server refuses every write of such a session: a reader cannot change the warehouse by mistake.
