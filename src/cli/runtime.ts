@@ -78,7 +78,8 @@ export async function withWarehouseToRead<T>(
   fn: (w: Warehouse | null) => Promise<T>,
 ): Promise<T> {
   const file = sqliteFileOf(rt.config.warehouse.url);
-  if (file !== null && file !== ':memory:' && !existsSync(file)) return fn(null);
+  // An in-memory database is empty whenever it is opened.
+  if (file !== null && (file === ':memory:' || !existsSync(file))) return fn(null);
   const warehouse = await openWarehouse(rt.config.warehouse.url, { ...warehouseOptions(rt.config, rt.logger), readOnly: true });
   try {
     const state = await migrationState(warehouse);
