@@ -70,6 +70,7 @@ function oauthError(action: string, identifier: string, status: number): Authori
   return new AuthorizationError(`${action} was refused by the authorization server: ${identifier}`, {
     status,
     hint,
+    byAuthorizationServer: true,
     request: `POST ${action === 'token revocation' ? '/oauth/v2/token/revoke' : '/oauth/v2/token'}`,
   });
 }
@@ -159,6 +160,7 @@ function readTokenAnswer(answer: RawAnswer, action: string): TokenResponse | Svc
     return new AuthorizationError(`${action} was refused by the authorization server: HTTP ${answer.status}`, {
       request: 'POST /oauth/v2/token',
       status: answer.status,
+      byAuthorizationServer: true,
       hint: 'check the client id, secret, refresh token and region / accounts_url.',
     });
   }
@@ -167,6 +169,7 @@ function readTokenAnswer(answer: RawAnswer, action: string): TokenResponse | Svc
     return new AuthorizationError(`${action}: the token response carried no access_token`, {
       request: 'POST /oauth/v2/token',
       status: answer.status,
+      byAuthorizationServer: true,
       hint: 'the authorization server answered without a token; check accounts_url points at the authorization server.',
     });
   }
@@ -255,12 +258,14 @@ export async function exchangeGrantCode(req: ExchangeRequest): Promise<GrantExch
   if (!result.refresh_token) {
     throw new AuthorizationError('grant code exchange: the token response carried no refresh_token', {
       request: 'POST /oauth/v2/token',
+      byAuthorizationServer: true,
       hint: 'the grant was created for online access only: generate a new grant code with offline access (self client grants include it).',
     });
   }
   if (!result.api_domain) {
     throw new AuthorizationError('grant code exchange: the token response carried no api_domain', {
       request: 'POST /oauth/v2/token',
+      byAuthorizationServer: true,
       hint: 'check that accounts_url points at the authorization server of your data center.',
     });
   }
@@ -296,6 +301,7 @@ export async function revokeToken(req: RevokeRequest): Promise<void> {
     throw new AuthorizationError(`token revocation was refused: HTTP ${answer.status}`, {
       request: 'POST /oauth/v2/token/revoke',
       status: answer.status,
+      byAuthorizationServer: true,
       hint: 'check the token and region / accounts_url.',
     });
   }

@@ -1,10 +1,13 @@
+import { existsSync } from 'node:fs';
 import { loadLocatedConfig, type ConfigLocation } from '../config/locate.js';
 import type { Config } from '../config/schema.js';
 import { systemClock, type Clock } from '../core/clock.js';
+import { ConfigError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { SecretRegistry } from '../core/secrets.js';
 import { StopFlag, type StopRequest } from '../extractors/stop.js';
-import { openWarehouse, type Warehouse } from '../loaders/warehouse.js';
+import { migrationState } from '../loaders/migrate.js';
+import { openWarehouse, sqliteFileOf, type OpenOptions, type Warehouse } from '../loaders/warehouse.js';
 
 export interface GlobalOptions {
   config?: string;
@@ -39,7 +42,11 @@ export function loadRuntime(global: GlobalOptions): Runtime {
 
 /** Opens the configured warehouse with the configured lease timings and fault settings. */
 export function openConfiguredWarehouse(config: Config, logger?: Logger): Promise<Warehouse> {
-  return openWarehouse(config.warehouse.url, {
+  return openWarehouse(config.warehouse.url, warehouseOptions(config, logger));
+}
+
+function warehouseOptions(config: Config, logger?: Logger): OpenOptions {
+  return {
     leaseTimings: { ttlMs: config.leases.ttl_seconds * 1000, heartbeatMs: config.leases.heartbeat_seconds * 1000 },
     retryMs: config.warehouse.retry_s * 1000,
     busyTimeoutMs: config.warehouse.busy_timeout_s * 1000,
@@ -47,13 +54,42 @@ export function openConfiguredWarehouse(config: Config, logger?: Logger): Promis
     ...(config.warehouse.schema !== undefined ? { schema: config.warehouse.schema } : {}),
     ...(config.warehouse.views_schema !== undefined ? { viewsSchema: config.warehouse.views_schema } : {}),
     ...(logger ? { logger } : {}),
-  });
+  };
 }
 
 export async function withWarehouse<T>(rt: { config: Config; logger?: Logger }, fn: (w: Warehouse) => Promise<T>): Promise<T> {
   const warehouse = await openConfiguredWarehouse(rt.config, rt.logger);
   try {
     return await fn(warehouse);
+  } finally {
+    await warehouse.close();
+  }
+}
+
+/**
+ * Runs `fn` on the configured warehouse opened only to read (nothing is created, migrated or
+ * written), or on null when there is nothing to read: no SQLite file at the path, or a warehouse
+ * svcsync never migrated. A warehouse an older svcsync wrote is refused: reading it needs
+ * `svcsync migrate` first, which a reader must not run.
+ */
+export async function withWarehouseToRead<T>(
+  rt: { config: Config; logger?: Logger },
+  command: string,
+  fn: (w: Warehouse | null) => Promise<T>,
+): Promise<T> {
+  const file = sqliteFileOf(rt.config.warehouse.url);
+  // An in-memory database is empty whenever it is opened.
+  if (file !== null && (file === ':memory:' || !existsSync(file))) return fn(null);
+  const warehouse = await openWarehouse(rt.config.warehouse.url, { ...warehouseOptions(rt.config, rt.logger), readOnly: true });
+  try {
+    const state = await migrationState(warehouse);
+    if (state === 'behind')
+      throw new ConfigError(`warehouse: ${warehouse.displayUrl} was written by an older svcsync and needs migrating first`, [], {
+        hint:
+          `\`svcsync ${command}\` changes nothing in the warehouse: ` +
+          `run \`svcsync migrate\` (or a sync), then \`svcsync ${command}\` again.`,
+      });
+    return await fn(state === 'empty' ? null : warehouse);
   } finally {
     await warehouse.close();
   }

@@ -19,6 +19,7 @@ import {
   type SandboxOptions,
   type Variants,
 } from '../../sandbox/index.js';
+import { UNLIMITED_PER_DAY } from '../config/plans.js';
 import { sandboxMutateCommand } from './sandbox-mutate.js';
 
 function integer(name: string, min: number, max: number) {
@@ -234,7 +235,7 @@ export function configSnippet(
     '    limits:',
     `      per_minute: ${o.unlimited ? 1_000_000 : limits.per_minute}`,
     `      window_ms: ${Math.max(1, Math.round(60_000 / o.timeScale))}`,
-    `      per_day: ${o.unlimited ? 1_000_000_000 : limits.per_day}`,
+    `      per_day: ${o.unlimited ? UNLIMITED_PER_DAY : limits.per_day}`,
     `      concurrency: ${o.unlimited ? 64 : limits.concurrency}`,
     `    organizations: [${ids.map(q).join(', ')}]`,
     ...named,

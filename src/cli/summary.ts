@@ -18,10 +18,22 @@ function duration(ms: number): string {
 /** An organization's mark by status: done, paused for the quota, left to the process that owns it, else failed. */
 const MARKS: Partial<Record<SyncSummary['organizations'][number]['status'], string>> = { ok: '✓', quota: '⏸', busy: '↷', stopped: '⏹' };
 
+/**
+ * How a summary tells time. A run on svcsync's own clock needs nothing; the demo runs on the
+ * sandbox's clock, 60 times faster than the wall's, and tells what a user waits in wall time.
+ */
+export interface SummaryTime {
+  /** How long the run took on the wall clock; by default the run's own finish less its start. */
+  elapsedMs?: number;
+  /** An instant of the run's clock (a quota reset, when a spent quota lets it continue) in words; by default as it is. */
+  instant?: (iso: string) => string;
+}
+
 /** The one-screen summary every run ends with. */
-export function renderSummary(summary: SyncSummary): string {
+export function renderSummary(summary: SyncSummary, time: SummaryTime = {}): string {
   const lines: string[] = [];
-  const elapsed = Date.parse(summary.finishedAt) - Date.parse(summary.startedAt);
+  const elapsed = time.elapsedMs ?? Date.parse(summary.finishedAt) - Date.parse(summary.startedAt);
+  const at = time.instant ?? ((iso: string): string => iso);
   lines.push(`svcsync ${summary.command} — run ${summary.runId}, ${duration(elapsed)}, ${summary.requests} API requests`);
   // A warehouse fault is told once, with what to do; each organization it stopped says so in one line.
   if (summary.stopped)
@@ -58,7 +70,7 @@ export function renderSummary(summary: SyncSummary): string {
     // A shortcut found wrong is told once, in the run that found it; `svcsync status` keeps showing it.
     for (const n of org.shortcuts ?? []) lines.push(`      ⚠ ${shortcutLine(n)}`);
     if (org.status === 'quota' && org.resumeAt)
-      lines.push(`      daily quota spent: continues after ${org.resumeAt} (run the same command again then; nothing is lost)`);
+      lines.push(`      daily quota spent: continues after ${at(org.resumeAt)} (run the same command again then; nothing is lost)`);
     else if (org.error && org.status !== 'ok' && org.failure === 'warehouse' && summary.warehouseFault)
       lines.push(`      ${org.error.split('\n')[0]}`);
     else if (org.error && org.status !== 'ok') lines.push(`      ${org.error.split('\n').join('\n      ')}`);
@@ -66,9 +78,9 @@ export function renderSummary(summary: SyncSummary): string {
   if (summary.usage.length) {
     lines.push("  Requests today (per organization, against svcsync's budget = daily quota less the reserve):");
     for (const u of summary.usage) {
-      const blocked = u.blockedUntil ? `, paused until ${u.blockedUntil}` : '';
+      const blocked = u.blockedUntil ? `, paused until ${at(u.blockedUntil)}` : '';
       lines.push(
-        `      ${pad(u.organizationId, 24)} ${u.usedToday} of ${u.budget} (plan quota ${u.perDay}), resets ${u.nextReset}${blocked}`,
+        `      ${pad(u.organizationId, 24)} ${u.usedToday} of ${u.budget} (plan quota ${u.perDay}), resets ${at(u.nextReset)}${blocked}`,
       );
     }
   }

@@ -37,6 +37,18 @@ export function planLimits(plan: Plan): Limits {
   };
 }
 
+/**
+ * A daily quota of at least this many requests (what `svcsync sandbox --unlimited` writes as
+ * `limits.per_day`) is shown as unlimited: the largest plan allows 10,000, and no schedule comes
+ * near it.
+ */
+export const UNLIMITED_PER_DAY = 1_000_000_000;
+
+/** Whether the daily quota is unlimited in practice (`UNLIMITED_PER_DAY`). */
+export function unlimitedDaily(limits: Pick<Limits, 'per_day'>): boolean {
+  return limits.per_day >= UNLIMITED_PER_DAY;
+}
+
 /** The daily budget svcsync allows itself: the quota less the reserve, rounded down. */
 export function dailyBudget(limits: Limits): number {
   return Math.max(0, Math.floor(limits.per_day * (1 - limits.reserve)));

@@ -101,10 +101,20 @@ export class AuthorizationError extends SvcsyncError {
   readonly reach: AuthorizationReach;
   /** The scope the refused request needs, when the refusal is for a scope and the scope is known. */
   readonly scope: string | undefined;
-  constructor(message: string, details: ErrorDetails & { reach?: AuthorizationReach; scope?: string | undefined } = {}) {
+  /**
+   * The authorization server refused a token request (an OAuth error such as invalid_client,
+   * invalid_client_secret or invalid_code; A20): the connection cannot log in at all, whatever
+   * its scopes. False when the API refused a token it had issued, or a scope.
+   */
+  readonly byAuthorizationServer: boolean;
+  constructor(
+    message: string,
+    details: ErrorDetails & { reach?: AuthorizationReach; scope?: string | undefined; byAuthorizationServer?: boolean } = {},
+  ) {
     super(message, details);
     this.reach = details.reach ?? 'connection';
     this.scope = details.scope;
+    this.byAuthorizationServer = details.byAuthorizationServer ?? false;
   }
 }
 
@@ -196,6 +206,14 @@ export const ExitCode = {
   partial: 4,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** Exit codes from least to most severe, for a command that ends with the worst of several outcomes. */
+const EXIT_SEVERITY: readonly ExitCode[] = [ExitCode.ok, ExitCode.partial, ExitCode.authorization, ExitCode.config, ExitCode.unexpected];
+
+/** The more severe of two exit codes (`EXIT_SEVERITY`). */
+export function worseExitCode(a: ExitCode, b: ExitCode): ExitCode {
+  return EXIT_SEVERITY.indexOf(b) > EXIT_SEVERITY.indexOf(a) ? b : a;
+}
 
 export function exitCodeFor(error: unknown): ExitCode {
   if (error instanceof ConfigError) return ExitCode.config;

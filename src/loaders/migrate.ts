@@ -149,6 +149,22 @@ async function appliedMigrations(warehouse: Warehouse): Promise<Set<string> | un
   }
 }
 
+/**
+ * How the warehouse's tables compare with this svcsync's migrations, read without changing
+ * anything: `empty` (svcsync never migrated it), `behind` (some migrations pending: an older
+ * svcsync wrote it), `current`, or `newer` (a newer svcsync applied migrations this one does not
+ * know; its tables hold at least what this one reads).
+ */
+export async function migrationState(
+  warehouse: Warehouse,
+  migrations: Record<string, Migration> = MIGRATIONS,
+): Promise<'empty' | 'behind' | 'current' | 'newer'> {
+  const names = await appliedMigrations(warehouse);
+  if (!names || names.size === 0) return 'empty';
+  if (!Object.keys(migrations).every((name) => names.has(name))) return 'behind';
+  return [...names].some((name) => !(name in migrations)) ? 'newer' : 'current';
+}
+
 /** A newer svcsync's objects are told about once per warehouse a process opens, not before every run. */
 const toldNewer = new WeakSet<Warehouse>();
 

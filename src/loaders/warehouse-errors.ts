@@ -101,7 +101,7 @@ function messageFault(message: string): WarehouseFault | null {
   if (/directory does not exist|unable to open database file/i.test(message)) return 'missing_folder';
   if (/the database system is (starting up|shutting down|in recovery mode)/i.test(message)) return 'shutting_down';
   if (
-    /connection terminated|terminating connection|not queryable|connection error|client was closed|connection ended|timeout exceeded when trying to connect|server closed the connection/i.test(
+    /connection terminated|terminating connection|not queryable|connection error|client was closed|connection ended|timeout exceeded when trying to connect|timeout expired|server closed the connection/i.test(
       message,
     )
   )
@@ -238,6 +238,32 @@ function explain(fault: WarehouseFault, target: WarehouseTarget, table: string |
         hint: 'svcsync did not expect this from the warehouse; run with --log-level debug and report the message if it persists',
       };
   }
+}
+
+/** The server a Postgres warehouse connects to, as the driver resolved it (URL, else PGHOST/PGPORT, else its defaults). */
+export interface PostgresServer {
+  host: string;
+  port: number;
+}
+
+/**
+ * A failure to open the first connection, before any work. A server that refuses or never
+ * answers at start (a wrong host or port, a server that is down) is a setting to check, not a
+ * lost connection to wait out: it is `unreachable` (exit 2), naming host and port. Every other
+ * failure is classified as anywhere else (a server starting up is still waited out).
+ */
+export function classifyOpeningError(error: unknown, target: WarehouseTarget, server: PostgresServer): WarehouseError {
+  if (error instanceof WarehouseError || faultOf(error) !== 'connection_lost') return classifyWarehouseError(error, target);
+  const said = textOf(error).split('\n')[0]!.slice(0, 300);
+  const at = server.host.startsWith('/') ? `the socket in ${server.host} (port ${server.port})` : `${server.host}:${server.port}`;
+  return new WarehouseError(`cannot connect to the Postgres warehouse at ${at} (${target.displayUrl}): ${said}`, {
+    fault: 'unreachable',
+    warehouse: target.displayUrl,
+    hint:
+      'check the host and port in `warehouse:` (or SVCSYNC_WAREHOUSE), that the Postgres server is running, and that it ' +
+      'accepts connections from this machine there (listen_addresses, port and pg_hba.conf; a firewall). Nothing was read or written.',
+    cause: error,
+  });
 }
 
 /**

@@ -7,7 +7,7 @@ import { ConfigError, type WarehouseError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { AnyKysely, AnyTransaction } from './db.js';
 import { FaultAwareDialect, withFaultRetry, type FaultPolicy } from './fault-aware-driver.js';
-import { classifyWarehouseError, displayWarehouseUrl } from './warehouse-errors.js';
+import { classifyOpeningError, classifyWarehouseError, displayWarehouseUrl, type WarehouseTarget } from './warehouse-errors.js';
 import { SqliteBatchDialect, SqliteBatchDriver, type SqlStat } from './sqlite-driver.js';
 import { FALLBACK_AUTOCHECKPOINT, SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { POSTGRES, SQLITE, type Dialect, type SqlDialect } from './sql-dialect.js';
@@ -99,10 +99,22 @@ export interface OpenOptions {
   busyTimeoutMs?: number;
   /** Where retries and a newly created warehouse are reported. */
   logger?: Logger;
+  /**
+   * Open only to read (`svcsync plan`): SQLite's file must exist and is opened read-only, with
+   * no WAL switch and no checkpoints; Postgres sessions are `default_transaction_read_only` and
+   * no schema is made. Nothing is created or written.
+   */
+  readOnly?: boolean;
+  /**
+   * Postgres: how long the first connection may take before the server counts as unreachable
+   * (exit 2, naming host and port); default 5 s. Later connections are retried for `retryMs`.
+   */
+  connectTimeoutMs?: number;
 }
 
 export const DEFAULT_RETRY_MS = 60_000;
 export const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 
 /** Retries are told once per fault and warehouse at warn level, then at debug: a wait is never silent, a long one never floods. */
 function retryReporter(logger: Logger | undefined): FaultPolicy['onRetry'] {
@@ -206,10 +218,22 @@ async function transactionOf<T>(
  * the leases all live there. Schema names are lower-case identifiers (config), so need no quoting.
  */
 export function withSearchPath(url: string, schema: string): string {
+  return withSessionSetting(url, 'search_path', schema);
+}
+
+/** The URL with a server setting for every session (`options=-c name=value`, after any options the URL has). */
+function withSessionSetting(url: string, name: string, value: string): string {
   const parsed = new URL(url);
   const given = parsed.searchParams.get('options');
-  parsed.searchParams.set('options', `${given ? `${given} ` : ''}-c search_path=${schema}`);
+  parsed.searchParams.set('options', `${given ? `${given} ` : ''}-c ${name}=${value}`);
   return parsed.toString();
+}
+
+/** The absolute path of a `sqlite:` warehouse URL's file (`:memory:` as it is); null for another URL. */
+export function sqliteFileOf(url: string): string | null {
+  if (!url.startsWith('sqlite:')) return null;
+  const path = url.slice('sqlite:'.length) || './warehouse.db';
+  return path === ':memory:' ? path : resolve(path);
 }
 
 /**
@@ -217,9 +241,9 @@ export function withSearchPath(url: string, schema: string): string {
  * right on the database that a user of an existing schema may lack), and says where the tables
  * and the views are.
  */
-async function prepareSchemas(db: AnyKysely, options: Pick<OpenOptions, 'schema' | 'viewsSchema'>): Promise<WarehouseSchemas> {
+async function prepareSchemas(db: AnyKysely, options: Pick<OpenOptions, 'schema' | 'viewsSchema' | 'readOnly'>): Promise<WarehouseSchemas> {
   for (const schema of new Set([options.schema, options.viewsSchema])) {
-    if (schema === undefined) continue;
+    if (schema === undefined || options.readOnly) continue;
     const found = await db.executeQuery(CompiledQuery.raw('SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1', [schema]));
     if (found.rows.length === 0) await db.executeQuery(CompiledQuery.raw(`CREATE SCHEMA IF NOT EXISTS "${schema}"`));
   }
@@ -228,27 +252,53 @@ async function prepareSchemas(db: AnyKysely, options: Pick<OpenOptions, 'schema'
   return { tables, views: options.viewsSchema ?? tables };
 }
 
+/**
+ * Opens one connection and closes it, before any work: a server that refuses it or does not
+ * answer within `timeoutMs` is a wrong setting or a server that is down, told at once with host
+ * and port (`classifyOpeningError`), where a connection lost later is waited out for
+ * `warehouse.retry_s`. Other faults (a server starting up) come out raw, for `withFaultRetry`.
+ */
+async function probePostgres(url: string, target: WarehouseTarget, timeoutMs: number): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => undefined);
+  const server = client as unknown as { host: string; port: number };
+  try {
+    await client.connect();
+  } catch (raw) {
+    // pg's own words for its connect timeout ("timeout expired") do not say how long it waited.
+    const error =
+      raw instanceof Error && raw.message === 'timeout expired'
+        ? new Error(`no answer within ${timeoutMs / 1000} s (timeout expired)`, { cause: raw })
+        : raw;
+    const opening = classifyOpeningError(error, target, { host: server.host, port: server.port });
+    throw opening.fault === 'unreachable' ? opening : error;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 export async function openWarehouse(url: string, options: OpenOptions = {}): Promise<Warehouse> {
-  if (url.startsWith('sqlite:')) {
-    const path = url.slice('sqlite:'.length) || './warehouse.db';
-    const file = path === ':memory:' ? path : resolve(path);
+  const file = sqliteFileOf(url);
+  if (file !== null) {
     const faults: FaultPolicy = {
       dialect: 'sqlite',
       displayUrl: `sqlite:${file}`,
       retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
       onRetry: retryReporter(options.logger),
     };
-    const fresh = file !== ':memory:' && !existsSync(file);
-    const createdFolder = file !== ':memory:' ? prepareSqliteFolder(file, faults) : null;
+    // A reader (`options.readOnly`) creates nothing: no file, no folder, no write-ahead log.
+    const writer = !options.readOnly;
+    const fresh = writer && file !== ':memory:' && !existsSync(file);
+    const createdFolder = writer && file !== ':memory:' ? prepareSqliteFolder(file, faults) : null;
     // Another process switching a new file to WAL holds it locked for a moment: waited out like any lock.
     const database = await withFaultRetry(faults, () => {
       let opened: SQLite.Database | null = null;
       try {
-        opened = new SQLite(file);
+        opened = writer ? new SQLite(file) : new SQLite(file, { readonly: true, fileMustExist: true });
         // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
         // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
         opened.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
-        opened.pragma('journal_mode = WAL');
+        if (writer) opened.pragma('journal_mode = WAL');
         return Promise.resolve(opened);
       } catch (error) {
         opened?.close();
@@ -269,9 +319,9 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
     // list-only sync 18,600 -> 22,000 records/s with the same peak RSS; 64 MiB bought no more
     // and cost 45 MB of RSS.
     database.pragma('cache_size = -16384');
-    const wal = file !== ':memory:';
+    const wal = writer && file !== ':memory:';
     if (wal) database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT}`);
-    for (const pragma of options.pragmas ?? []) database.pragma(pragma);
+    for (const pragma of writer ? (options.pragmas ?? []) : []) database.pragma(pragma);
     const checkpointer = wal ? SqliteCheckpointer.start(file) : null;
     const driver = new SqliteBatchDriver(database, { collectStats: options.sqlStats ?? false });
     const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new SqliteBatchDialect(driver), faults) });
@@ -299,6 +349,8 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     if (options.schema !== undefined) url = withSearchPath(url, options.schema);
+    // The server refuses every write of such a session: a reader cannot change the warehouse by mistake.
+    if (options.readOnly) url = withSessionSetting(url, 'default_transaction_read_only', 'on');
     setPgTypeParsers();
     const timings = { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings };
     const pool = new pg.Pool({
@@ -323,6 +375,7 @@ export async function openWarehouse(url: string, options: OpenOptions = {}): Pro
     const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new PostgresDialect({ pool }), faults) });
     let schemas: WarehouseSchemas;
     try {
+      await withFaultRetry(faults, () => probePostgres(url, faults, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS));
       schemas = await prepareSchemas(db, options);
     } catch (error) {
       await db.destroy().catch(() => undefined);

@@ -3,7 +3,7 @@ import { quotaDayAt, type QuotaDay } from '../api/quota-day.js';
 import { CATALOG } from '../catalog/index.js';
 import { qualifiedName, type StreamSpec } from '../catalog/types.js';
 import { type Family } from '../catalog/families.js';
-import { dailyBudget } from '../config/plans.js';
+import { dailyBudget, unlimitedDaily } from '../config/plans.js';
 import { childrenCycleDays, wholeReadCycleDays } from '../config/cycles.js';
 import type { Config } from '../config/schema.js';
 import type { Logger } from '../core/logger.js';
@@ -49,12 +49,16 @@ export interface OrganizationPlan {
   firstSync: { requests: number; days: number };
   /** Shortcuts a check found wrong for the organization, and what reading the long way costs a day (counted in `total`). */
   shortcuts: RefutedShortcut[];
+  /** The daily quota is unlimited in practice (`UNLIMITED_PER_DAY`): the budget bounds nothing. */
+  unlimited: boolean;
 }
 
 /** An organization to plan for, with what each of its trees costs. */
 export interface PlanOrganization extends KnownOrganization {
   reference: boolean;
   budget: number;
+  /** Its connection's daily quota is unlimited in practice (`UNLIMITED_PER_DAY`). */
+  unlimited?: boolean;
   /** The reset zone of its connection, and the server's reset kept with its latest quota day. */
   zone: string;
   serverReset: number | null;
@@ -132,11 +136,11 @@ async function serverResets(warehouse: Warehouse): Promise<Map<string, number | 
  */
 export async function loadPlanOrganizations(
   config: Config,
-  warehouse: Warehouse,
+  warehouse: Warehouse | null,
   options: { referenceRecords?: number; catalog?: readonly StreamSpec[] } = {},
 ): Promise<PlanOrganization[]> {
   const catalog = options.catalog ?? CATALOG;
-  const known = await knownOrganizations(config, warehouse);
+  const known = warehouse ? await knownOrganizations(config, warehouse) : [];
   const orgs: Array<KnownOrganization & { reference: boolean }> = known.map((o) => ({ ...o, reference: false }));
   // A connection that names its organizations gets a reference organization under each name.
   for (const c of config.connections)
@@ -144,10 +148,11 @@ export async function loadPlanOrganizations(
       for (const id of c.organizations ?? [REFERENCE_ORGANIZATION])
         orgs.push({ connection: c.name, organizationId: id, families: [...c.families], reference: true });
   const tops = catalog.filter((s) => !s.parent);
-  const rows = await liveRowCounts(warehouse, tops);
-  const states = await streamStates(warehouse);
-  const resets = await serverResets(warehouse);
-  const refuted = await refutedShortcuts(config, warehouse, catalog);
+  // No warehouse yet (`svcsync plan` before the first sync): nothing is known of any list.
+  const rows = warehouse ? await liveRowCounts(warehouse, tops) : new Map<string, number>();
+  const states = warehouse ? await streamStates(warehouse) : new Map<string, StreamSnapshot>();
+  const resets = warehouse ? await serverResets(warehouse) : new Map<string, number | null>();
+  const refuted = warehouse ? await refutedShortcuts(config, warehouse, catalog) : [];
   return orgs.map((o) => {
     const connection = config.connections.find((c) => c.name === o.connection)!;
     const { top, allowed } = selectStreams(catalog, o.families, connection.streams);
@@ -171,9 +176,11 @@ export async function loadPlanOrganizations(
         },
       );
     });
+    const limits = connectionLimits(connection);
     return {
       ...o,
-      budget: dailyBudget(connectionLimits(connection)),
+      budget: dailyBudget(limits),
+      unlimited: unlimitedDaily(limits),
       zone: connection.quota_reset_time_zone,
       serverReset: resets.get(o.organizationId) ?? null,
       costs,
@@ -300,6 +307,7 @@ export function planOrganization(
     assumed: org.costs.some((c) => c.assumed),
     firstSync: { requests: firstSync, days: org.budget > 0 ? firstSync / org.budget : Infinity },
     shortcuts,
+    unlimited: org.unlimited ?? false,
   };
 }
 
@@ -353,39 +361,59 @@ function reconcileLine(r: NonNullable<PlannedJob['reconcile']>): string {
   return `${lists} + a ${r.everyDays}-day rolling re-read of every parent's child lists (~${r.children} in all): ~${r.perDay} a night`;
 }
 
-export function renderPlan(plans: readonly OrganizationPlan[], referenceRecords = REFERENCE_RECORDS): string {
-  if (plans.length === 0) return 'No organizations known yet: run `svcsync check` or `svcsync sync` once, then plan again.\n';
+/** One organization's plan in words, after its name: the busiest day against the budget, then its jobs. */
+function planLines(p: OrganizationPlan): string[] {
   const lines: string[] = [];
-  let warnings = 0;
-  for (const p of plans) {
+  if (p.unlimited) {
+    lines.push(` — busiest quota day ${p.day}: ${p.total} requests planned; the daily quota is unlimited`);
+    lines.push(`  a first sync or backfill of everything: ~${p.firstSync.requests} requests, no daily quota to wait for`);
+  } else {
     const left = p.fits ? `, ${p.leftForBackfill} left for backfill` : '';
-    const who = p.reference
-      ? `${p.connection} / ${p.organizationId === REFERENCE_ORGANIZATION ? 'a reference organization' : p.organizationId} (not synced yet)`
-      : `${p.connection} / ${p.organizationId}`;
-    lines.push(`${who} — busiest quota day ${p.day}: ${p.total} of ${p.budget} requests planned${left}`);
+    lines.push(` — busiest quota day ${p.day}: ${p.total} of ${p.budget} requests planned${left}`);
     const days = p.firstSync.days < 1 ? 'within a day' : `about ${p.firstSync.days.toFixed(1)} days`;
     lines.push(`  a first sync or backfill of everything: ~${p.firstSync.requests} requests, ${days} at ${p.budget} a day`);
-    for (const j of p.jobs) {
-      const cost =
-        j.jobClass === 'backfill' ? `takes what is left (about ${j.estimate} requests to go)` : `${j.fires} × ~${j.estimate} = ${j.total}`;
-      lines.push(`  ${j.jobClass.padEnd(13)} ${j.schedule.padEnd(28)} ${String(j.streams).padStart(3)} streams  ${cost}`);
-      if (j.reconcile) lines.push(`    ${reconcileLine(j.reconcile)}`);
-    }
-    for (const r of p.shortcuts)
-      lines.push(`  ${r.assumption} does not hold (${r.stream}): reading ${r.longWay} adds ~${r.extraRequestsPerDay} requests a day`);
-    if (!p.fits) {
-      warnings++;
-      lines.push(
-        `  WARNING: the schedule needs ${p.total} requests but the budget is ${p.budget}: ` +
-          'lower-priority jobs (settings, reconcile) will be skipped and incremental runs may run out. ' +
-          'Run `svcsync plan --fit` for schedules that fit, or raise the plan or limits.per_day.',
-      );
-    }
   }
+  for (const j of p.jobs) {
+    const cost =
+      j.jobClass === 'backfill' ? `takes what is left (about ${j.estimate} requests to go)` : `${j.fires} × ~${j.estimate} = ${j.total}`;
+    lines.push(`  ${j.jobClass.padEnd(13)} ${j.schedule.padEnd(28)} ${String(j.streams).padStart(3)} streams  ${cost}`);
+    if (j.reconcile) lines.push(`    ${reconcileLine(j.reconcile)}`);
+  }
+  for (const r of p.shortcuts)
+    lines.push(`  ${r.assumption} does not hold (${r.stream}): reading ${r.longWay} adds ~${r.extraRequestsPerDay} requests a day`);
+  if (!p.fits)
+    lines.push(
+      `  WARNING: the schedule needs ${p.total} requests but the budget is ${p.budget}: ` +
+        'lower-priority jobs (settings, reconcile) will be skipped and incremental runs may run out. ' +
+        'Run `svcsync plan --fit` for schedules that fit, or raise the plan or limits.per_day.',
+    );
+  return lines;
+}
+
+/**
+ * Every organization's plan. Organizations not synced yet are planned alike (a connection that
+ * names three gets three identical plans): they share one block, which names them all.
+ */
+export function renderPlan(plans: readonly OrganizationPlan[], referenceRecords = REFERENCE_RECORDS): string {
+  if (plans.length === 0) return 'No organizations known yet: run `svcsync check` or `svcsync sync` once, then plan again.\n';
+  const blocks = new Map<string, { connection: string; ids: string[]; reference: boolean; lines: string[] }>();
+  for (const [i, p] of plans.entries()) {
+    const lines = planLines(p);
+    const key = p.reference ? `${p.connection}\n${lines.join('\n')}` : String(i);
+    const block = blocks.get(key) ?? { connection: p.connection, ids: [], reference: p.reference, lines };
+    block.ids.push(p.organizationId === REFERENCE_ORGANIZATION ? 'a reference organization' : p.organizationId);
+    blocks.set(key, block);
+  }
+  const out: string[] = [];
+  for (const b of blocks.values()) {
+    const who = `${b.connection} / ${b.ids.join(', ')}${b.reference ? ' (not synced yet)' : ''}`;
+    out.push(`${who}${b.lines[0]!}`, ...b.lines.slice(1));
+  }
+  const warnings = plans.filter((p) => !p.fits).length;
   if (plans.some((p) => p.assumed))
-    lines.push(`Lists the warehouse has not synced yet are assumed to hold ${referenceRecords} records each (--records N changes it).`);
-  if (warnings) lines.push(`${warnings} organization(s) do not fit their daily budget.`);
-  return lines.join('\n') + '\n';
+    out.push(`Lists the warehouse has not synced yet are assumed to hold ${referenceRecords} records each (--records N changes it).`);
+  if (warnings) out.push(`${warnings} organization(s) do not fit their daily budget.`);
+  return out.join('\n') + '\n';
 }
 
 /**

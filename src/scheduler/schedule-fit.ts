@@ -1,9 +1,9 @@
 import type { Config } from '../config/schema.js';
-import type { Plan } from '../config/plans.js';
+import { unlimitedDaily, type Plan } from '../config/plans.js';
 import { childrenCycleDays } from '../config/cycles.js';
 import { countFires } from './cron.js';
 import type { TreeCost } from './estimate.js';
-import { quotaDaysAhead, reconcileEstimate, type PlanOrganization } from './plan.js';
+import { quotaDaysAhead, reconcileEstimate, REFERENCE_ORGANIZATION, type PlanOrganization } from './plan.js';
 
 /**
  * `svcsync plan --fit`: per connection, schedules for each tree (a top-level stream and its
@@ -53,11 +53,17 @@ export interface FitOrganization {
   day: string;
   total: number;
   fits: boolean;
+  /** The daily quota is unlimited in practice (`UNLIMITED_PER_DAY`). */
+  unlimited: boolean;
 }
 
 export interface ConnectionFit {
   connection: string;
   plan: Plan;
+  /** `limits.per_day` when the configuration sets it (it replaces the plan's quota), else null. */
+  limitsPerDay: number | null;
+  /** The daily quota is unlimited in practice (`UNLIMITED_PER_DAY`). */
+  unlimited: boolean;
   trees: TreeSchedule[];
   organizations: FitOrganization[];
   /** Every organization's busiest day fits its budget. */
@@ -267,11 +273,15 @@ export function fitConnection(config: Config, connection: string, orgs: readonly
       day: b.day,
       total: b.total,
       fits: b.total <= target,
+      unlimited: o.unlimited ?? false,
     };
   });
+  const limitsPerDay = conn.limits?.per_day ?? null;
   return {
     connection,
     plan: conn.plan,
+    limitsPerDay,
+    unlimited: limitsPerDay !== null && unlimitedDaily({ per_day: limitsPerDay }),
     trees,
     organizations,
     fits: organizations.every((o) => o.fits),
@@ -373,27 +383,59 @@ function every(minutes: number): string {
 
 const WEEKDAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
 
+/** What a connection's daily quota is: its plan's, `limits.per_day` in its place, or unlimited. */
+function quotaLabel(f: ConnectionFit): string {
+  if (f.unlimited) return `unlimited daily quota: limits.per_day ${f.limitsPerDay}`;
+  return f.limitsPerDay === null ? `${f.plan} plan` : `${f.plan} plan, limits.per_day ${f.limitsPerDay}`;
+}
+
+/** An organization's busiest day under the fit, against its budget. */
+function verdictOf(o: FitOrganization): string {
+  if (o.unlimited) return `${o.total} requests on the busiest quota day (${o.day}); the daily quota is unlimited`;
+  return o.fits
+    ? `fits: ${o.total} of ${o.budget} requests on the busiest quota day (${o.day}), ${o.budget - o.total} to spare for changes`
+    : `DOES NOT FIT: ${o.total} of ${o.budget} requests on ${o.day} even at the slowest schedules; ` +
+        'sync fewer streams (connections[].streams) or raise the plan';
+}
+
+/**
+ * One line per organization and its verdict. Organizations not synced yet are planned alike
+ * (a connection that names three gets three identical plans): they share one line.
+ */
+function organizationLines(f: ConnectionFit, referenceRecords: number): string[] {
+  const lines: string[] = [];
+  const planned = new Map<string, string[]>();
+  for (const o of f.organizations) {
+    const verdict = verdictOf(o);
+    if (o.reference) planned.set(verdict, [...(planned.get(verdict) ?? []), o.organizationId]);
+    else {
+      const assumed = o.assumed ? ` (lists not synced yet assumed at ${referenceRecords} records)` : '';
+      lines.push(`  organization ${o.organizationId}: ${verdict}${assumed}`);
+    }
+  }
+  for (const [verdict, ids] of planned) {
+    const named = ids.filter((id) => id !== REFERENCE_ORGANIZATION);
+    if (named.length < ids.length) lines.push(`  a reference organization (${referenceRecords} records a list): ${verdict}`);
+    if (named.length)
+      lines.push(
+        `  organization${named.length > 1 ? 's' : ''} ${named.join(', ')} (not synced yet, ${referenceRecords} records a list): ${verdict}`,
+      );
+  }
+  return lines;
+}
+
 /** The fit in words: per connection its trees' schedules, and each organization's busiest day against its budget. */
 export function renderFitSummary(fits: readonly ConnectionFit[], safety: number, referenceRecords: number): string {
   const lines: string[] = [];
   for (const f of fits) {
-    lines.push(`${f.connection} (${f.plan} plan):`);
+    lines.push(`${f.connection} (${quotaLabel(f)}):`);
     for (const t of f.trees) {
       const children = t.streams.length > 1 ? ` (with ${t.streams.slice(1).join(', ')})` : '';
       const weekday = t.reconcile && !t.reconcile.endsWith('*') ? WEEKDAYS[Number(t.reconcile.split(' ')[4])] : null;
       const reconcile = t.reconcile ? `; reconcile ${weekday ? `on ${weekday}s` : 'nightly'}` : '';
       lines.push(`  ${every(t.every).padEnd(14)} ${t.tree}${children}${reconcile}`);
     }
-    for (const o of f.organizations) {
-      const who = o.reference ? `a reference organization (${referenceRecords} records a list)` : `organization ${o.organizationId}`;
-      const verdict = o.fits
-        ? `fits: ${o.total} of ${o.budget} requests on its busiest quota day (${o.day}), ${o.budget - o.total} to spare for changes`
-        : `DOES NOT FIT: ${o.total} of ${o.budget} requests on ${o.day} even at the slowest schedules; ` +
-          'sync fewer streams (connections[].streams) or raise the plan';
-      lines.push(
-        `  ${who}: ${verdict}${o.assumed && !o.reference ? ` (lists not synced yet assumed at ${referenceRecords} records)` : ''}`,
-      );
-    }
+    lines.push(...organizationLines(f, referenceRecords));
   }
   lines.push(`Planned to at most the budget ÷ ${safety} (daemon.budget_safety), leaving the rest for changed records' extra requests.`);
   return lines.join('\n') + '\n';

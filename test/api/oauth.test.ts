@@ -40,6 +40,9 @@ describe('authorization server', () => {
             expect(e.message).toContain(identifier);
             expect(e.hint).toMatch(hint);
             expect(leaks(e.describe())).toEqual([]);
+            // Refused by the authorization server: the credentials, never a scope (`svcsync check` tells them apart).
+            expect(e.byAuthorizationServer).toBe(true);
+            expect(e.scope).toBeUndefined();
           }
         });
       }

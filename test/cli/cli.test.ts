@@ -112,8 +112,8 @@ describe('the command line', () => {
     ]);
     const r = await cli(['check', '--config', path, '--no-streams'], { SVC_REFRESH_TOKEN: sandbox.credentials.refresh_token });
     expect(r.code).not.toBe(0);
-    expect(r.stdout).toContain('cannot list organizations');
-    expect(r.stdout).not.toContain('needs scope');
+    expect(r.stdout).toContain('✗ could not log in: token refresh: POST /oauth/v2/token failed');
+    expect(r.stdout).not.toMatch(/scope|login refused/);
   });
 
   it('auth exchange turns a grant code into a refresh token that works; the used code is refused (exit 3)', async () => {

@@ -1,4 +1,5 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -11,7 +12,7 @@ import { openWarehouse } from '../../src/loaders/warehouse.js';
 import { startSandbox, type Sandbox } from '../../sandbox/index.js';
 import { runCli, startCli, STACK_FRAME, type CliResult } from '../helpers/cli-process.js';
 import { freshWarehouse, PG_BASE_URL } from '../helpers/dialects.js';
-import { startPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
+import { freePort, startPrivatePostgres, type PrivatePostgres } from '../helpers/private-postgres.js';
 import { writeProcessConfig } from '../helpers/process-config.js';
 
 /**
@@ -338,6 +339,33 @@ describe('warehouse faults on Postgres (real processes)', () => {
     const clean = await runCli(['sync', '--config', yaml]);
     expect(clean.code, clean.stderr.slice(-2000)).toBe(0);
     await expectConverged(url, sandbox);
+  });
+
+  it.each([
+    ['a port nothing listens on', 'refused'],
+    ['a host that never answers', 'silent'],
+  ])('%s at start: exit 2 within seconds, naming host and port and what to check; nothing sent', async (_name, kind) => {
+    const sockets: Socket[] = [];
+    const silent = kind === 'silent' ? createServer((s) => sockets.push(s)) : null;
+    const port = silent
+      ? await new Promise<number>((resolve) => silent.listen(0, '127.0.0.1', () => resolve((silent.address() as AddressInfo).port)))
+      : await freePort();
+    try {
+      const url = `postgres://svc:s3cret-pw@127.0.0.1:${port}/test`;
+      const yaml = writeProcessConfig(sandbox, { url, retry_s: 60 }, [], { path: join(dir, `${kind}.yaml`), limits: LIMITS });
+      const before = sandbox.requestLog().total + sandbox.requestLog().token.refresh;
+      const started = Date.now();
+      const r = await runCli(['sync', '--config', yaml]);
+      // The connect timeout is 5 s; warehouse.retry_s (60 s here) is for connections lost later.
+      expect(Date.now() - started).toBeLessThan(20_000);
+      expectToldWell(r, 2, `127.0.0.1:${port}`, /check the host and port in `warehouse:`/);
+      expect(r.stderr).not.toMatch(/connection was lost|retrying/);
+      expect(r.stdout + r.stderr).not.toContain('s3cret-pw');
+      expect(sandbox.requestLog().total + sandbox.requestLog().token.refresh).toBe(before);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => (silent ? silent.close(resolve) : resolve(undefined)));
+    }
   });
 
   describe('on a private server the test restarts', () => {

@@ -23,7 +23,8 @@ function binDir(): string {
   throw new Error(`no initdb under ${root}: install the postgresql package (the private-cluster tests need initdb and pg_ctl)`);
 }
 
-async function freePort(): Promise<number> {
+/** A port on 127.0.0.1 that nothing listens on (just freed). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.listen(0, '127.0.0.1', () => {

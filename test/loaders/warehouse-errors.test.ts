@@ -186,6 +186,7 @@ describe('faultOf: codes that are hard to cause on a shared server', () => {
     ['an unknown host', withCode('ENOTFOUND'), 'unreachable'],
     ['pg: a dead client', new Error('Client has encountered a connection error and is not queryable'), 'connection_lost'],
     ['pg: a cut connection', new Error('Connection terminated unexpectedly'), 'connection_lost'],
+    ['pg: its connect timeout', new Error('timeout expired'), 'connection_lost'],
     ['a cause two levels down', Object.assign(new Error('outer'), { cause: withCode('SQLITE_FULL') }), 'disk_full'],
     ['anything else', new Error('syntax error at or near "SELEC"'), 'other'],
   ];

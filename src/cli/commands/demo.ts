@@ -11,7 +11,7 @@ import type { SqlValue } from '../../normalize/values.js';
 import { startSandbox } from '../../../sandbox/index.js';
 import { createProgress } from '../progress.js';
 import { stopOnSignals, logLevelFor, openConfiguredWarehouse, type Cli } from '../runtime.js';
-import { renderSummary } from '../summary.js';
+import { renderSummary, type SummaryTime } from '../summary.js';
 
 /** Queries a BI user might start from, shown with their answers. */
 export const EXAMPLE_QUERIES: Array<{ title: string; sql: string }> = [
@@ -63,6 +63,25 @@ export async function runExampleQueries(warehouse: Warehouse): Promise<string> {
   return out;
 }
 
+/** How much faster the demo's sandbox clock runs than the wall's. */
+export const DEMO_TIME_SCALE = 60;
+
+/**
+ * The demo's summary in the user's time: svcsync ran on the sandbox's clock (60 times faster,
+ * from a fixed day), so the run's own instants would give a 2-second run as 2 minutes and a
+ * quota reset on a day long past. The run takes what the wall clock measured, and an instant
+ * of the sandbox (a quota reset) is told as the wall-clock instant it comes at.
+ */
+export function demoTime(at: { sandboxNow: number; wallNow: number }, wallElapsedMs: number): SummaryTime {
+  return {
+    elapsedMs: wallElapsedMs,
+    instant: (iso) => {
+      const wall = at.wallNow + (Date.parse(iso) - at.sandboxNow) / DEMO_TIME_SCALE;
+      return new Date(Math.round(wall / 1000) * 1000).toISOString();
+    },
+  };
+}
+
 export function demoCommand(cli: Cli): Command {
   return new Command('demo')
     .description('start the sandbox in-process, sync it into ./svcsync-demo.db and show what landed (no credentials needed)')
@@ -75,7 +94,7 @@ export function demoCommand(cli: Cli): Command {
       for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(file + suffix, { force: true });
       // The sandbox's clock runs 60 times faster, and svcsync runs on it: the free plan's
       // per-minute limit is honoured in sandbox time without a long wait in real time.
-      const sandbox = await startSandbox({ seed: flags.seed, scale: flags.scale, timeScale: 60, plan: 'free' });
+      const sandbox = await startSandbox({ seed: flags.seed, scale: flags.scale, timeScale: DEMO_TIME_SCALE, plan: 'free' });
       const secrets = new SecretRegistry();
       const logger = createLogger({ level: logLevelFor(cli.global(), undefined), secrets });
       const { signal, stop, dispose } = stopOnSignals(logger);
@@ -107,10 +126,11 @@ export function demoCommand(cli: Cli): Command {
           mode: 'incremental',
         });
         progress.stop();
-        process.stdout.write(renderSummary(summary));
+        const wallNow = Date.now();
+        process.stdout.write(renderSummary(summary, demoTime({ sandboxNow: sandbox.clock.now(), wallNow }, wallNow - started)));
         process.stdout.write(
-          `  Real time: ${((Date.now() - started) / 1000).toFixed(1)} s ` +
-            "(the sandbox's clock ran 60× faster; requests stayed within the plan's limits in its time).\n",
+          `  The sandbox's clock runs ${DEMO_TIME_SCALE}× faster than yours: requests stayed within the free plan's ` +
+            "per-minute limits in its time, and the data's instants are the sandbox's.\n",
         );
         process.stdout.write(await runExampleQueries(warehouse));
         // Installed, the command is `svcsync`; in a checkout, the script.

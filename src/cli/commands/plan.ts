@@ -1,12 +1,11 @@
 import { relative, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { CONFIG_ENV } from '../../config/locate.js';
-import { migrateToLatest } from '../../loaders/migrate.js';
 import { REFERENCE_RECORDS } from '../../scheduler/estimate.js';
 import { loadPlanOrganizations, planOrganization, renderPlan } from '../../scheduler/plan.js';
 import { fitConnection, renderFitConfig, renderFitCron, renderFitSummary } from '../../scheduler/schedule-fit.js';
 import { jsonOutput } from '../json-output.js';
-import { loadRuntime, withWarehouse, type Cli } from '../runtime.js';
+import { loadRuntime, withWarehouseToRead, type Cli } from '../runtime.js';
 
 interface PlanFlags {
   backfill?: boolean;
@@ -53,10 +52,8 @@ export function planCommand(cli: Cli): Command {
       const rt = loadRuntime(global);
       const referenceRecords = flags.records ?? REFERENCE_RECORDS;
       const now = rt.clock.now();
-      const orgs = await withWarehouse(rt, async (w) => {
-        await migrateToLatest(w);
-        return loadPlanOrganizations(rt.config, w, { referenceRecords });
-      });
+      // Planning reads the warehouse and changes nothing in it: no file, table or migration is made.
+      const orgs = await withWarehouseToRead(rt, 'plan', (w) => loadPlanOrganizations(rt.config, w, { referenceRecords }));
       if (!flags.fit) {
         const plans = orgs.map((o) => planOrganization(rt.config, o, now, { backfill: flags.backfill }));
         process.stdout.write(flags.json ? jsonOutput({ organizations: plans }) : renderPlan(plans, referenceRecords));
