@@ -164,7 +164,7 @@ const connectionSchema = z
     region: z.enum(REGIONS).default('us'),
     accounts_url: z.url().optional(),
     /** Overrides the token response's api_domain (for proxies); normally unset. */
-    api_url: z.url().optional(),
+    api_url: z.url({ protocol: /^https?$/ }).optional(),
     client_id: nonEmpty,
     client_secret: nonEmpty,
     refresh_token: nonEmpty,
@@ -215,6 +215,17 @@ const syncSchema = z
     user_details: z.boolean().default(false),
     request_timeout_ms: z.number().int().positive().default(60_000),
     max_retries: z.number().int().min(0).default(6),
+    /**
+     * A keep-alive connection to the API left idle this long is closed (src/api/http-get.ts): a
+     * server that closes idle connections first makes the next request sent on one fail. Below
+     * the shortest server timeout on the way (a Node.js server's 5 s, a load balancer's 60 s).
+     */
+    idle_socket_timeout_ms: z.number().int().min(100).max(600_000).default(4_000),
+    /**
+     * The largest API answer read, in MB, as sent and once decoded: a compressed answer may
+     * inflate to far more than it weighs. A page of 200 records is well under 1 MB.
+     */
+    max_answer_mb: z.number().int().min(1).max(1024).default(64),
     /**
      * Envelope codes with which a single-record read or a parent's child list says the record
      * no longer exists (spec 7: 1002): the record is marked deleted. Another code fails the
