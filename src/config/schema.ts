@@ -93,15 +93,15 @@ const daemonSchema = z
     /** Jobs running at once across all organizations. */
     max_concurrent_jobs: z.number().int().min(1).default(4),
     /**
-     * One HTTP port for the status page (`/`, `/status.json`), webhooks (`/hooks/...`), `/healthz`
-     * and `/metrics` (same as --http-port; `metrics_port` is the older name of the same setting).
+     * One HTTP port for the status page (`/`, `/status.json`), webhooks (`/hooks/...`), `/healthz`,
+     * `/healthz/fleet` and `/metrics` (same as --http-port; `metrics_port` is the older name of the same setting).
      */
     http_port: z.number().int().min(0).max(65535).optional(),
     metrics_port: z.number().int().min(0).max(65535).optional(),
     /** Address the HTTP port binds to (same as --http-host); 127.0.0.1 keeps it on this machine. */
     http_host: z.string().optional(),
     metrics_host: z.string().default('127.0.0.1'),
-    /** Basic auth for the status page, /status.json and /metrics (hooks use their own secret; /healthz stays open). */
+    /** Basic auth for the status page, /status.json and /metrics (hooks use their own secret; the health routes stay open). */
     http_auth: z.object({ username: nonEmpty, password: nonEmpty }).strict().optional(),
     /** Webhook-triggered runs (docs/daemon.md, "Webhooks"). */
     hooks: z
@@ -120,13 +120,13 @@ const daemonSchema = z
       })
       .strict()
       .default({ debounce_ms: 10_000, per_address_per_minute: 120, max_body_bytes: 64 * 1024 }),
-    /** What `/healthz` calls unhealthy (docs/daemon.md, "Health"). */
+    /** What `/healthz/fleet` calls unhealthy (docs/daemon.md, "Health"); `/healthz` is the process's own readiness. */
     health: z
       .object({
         /**
-         * `/healthz` answers 503 when more than this share of the organizations are failing (any
-         * failing connection makes it 503 as well). Half: one organization's bad data is not the
-         * process's health, while most of them failing at once means something they share is wrong.
+         * `/healthz/fleet` answers 503 when more than this share of the organizations are failing
+         * (any failing connection makes it 503 as well). Half: one organization's bad data is not the
+         * fleet's health, while most of them failing at once means something they share is wrong.
          */
         max_failing_ratio: z.number().min(0).max(1).default(0.5),
       })

@@ -156,7 +156,7 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       await e?.close();
     });
 
-    it('lists the connection that cannot log in first, with its error and hint; /healthz answers 503 naming it', async () => {
+    it('lists the connection that cannot log in first, with its error and hint; /healthz/fleet names it, /healthz is 200', async () => {
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       const external: string[] = [];
       page.on('request', (r) => {
@@ -177,12 +177,14 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       expect(await page.locator('#states').innerText()).toContain('1 of 2 connections cannot authorize');
       expect(external).toEqual([]);
 
-      const health = await fetch(`${http.url}/healthz`);
+      const health = await fetch(`${http.url}/healthz/fleet`);
       expect(health.status).toBe(503);
       const report = (await health.json()) as HealthReport;
       expect(report.status).toBe('failing');
       expect(report.failingConnections.map((c) => c.connection)).toEqual(['broken']);
       expect(report.failingConnections[0]!.hint).toBeTruthy();
+      // The process itself can work: the fleet's fault is no reason to take it out of service.
+      expect((await fetch(`${http.url}/healthz`)).status).toBe(200);
       expect((await fetch(`${http.url}/livez`)).status).toBe(200);
 
       const doc = (await (await fetch(`${http.url}/status.json`)).json()) as StatusDocument;
@@ -316,7 +318,8 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       // The refusal is told once, on the connection.
       const body = await page.locator('body').innerText();
       expect(body.split(error).length - 1).toBe(1);
-      expect((await fetch(`${http.url}/healthz`)).status).toBe(503);
+      expect((await fetch(`${http.url}/healthz/fleet`)).status).toBe(503);
+      expect((await fetch(`${http.url}/healthz`)).status).toBe(200);
       await page.close();
     } finally {
       await http?.close();
@@ -346,6 +349,10 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       worker = new Worker({ config, warehouse, clock: e.sandbox.clock, logger: silent(e.secrets), secrets: e.secrets, schedule: false });
       await worker.start();
       http = await serveWorkerHttp(worker, config, warehouse, e.sandbox.clock, { port: 0 });
+      // Subscribed to the queue, with its warehouse: ready.
+      const ready = await fetch(`${http.url}/healthz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ status: 'ok', jobs: { state: 'running' } });
       const org = e.sandbox.organizations()[0]!.organization_id;
       const hook = await fetch(`${http.url}/hooks/e2e/inventory/${org}?secret=${SECRET}`, { method: 'POST' });
       expect(hook.status).toBe(202);
@@ -381,7 +388,7 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       http = await serveSyncHttp(
         {
           metrics: runner.metrics,
-          healthy: () => true,
+          jobs: () => ({ state: 'running', tickSince: null }),
           hookSecret: () => undefined,
           receiveHook: () => Promise.resolve({ kind: 'unknown', message: 'no hooks' }),
         },
