@@ -95,6 +95,26 @@ async function clickMap(page: Page, col: number, row: number): Promise<void> {
 
 const visible = (page: Page) => page.locator('details.org:visible');
 
+/**
+ * The filter box's placeholder against the room the box has: the text typed in instead, which
+ * takes the same font, scrolls the box (scrollWidth > clientWidth) when it would be cut off. An
+ * empty box's scrollWidth ignores its placeholder.
+ */
+async function placeholderRoom(page: Page): Promise<{ scrollWidth: number; clientWidth: number }> {
+  return page.evaluate(`(() => {
+    const box = document.querySelector('#filter'), kept = box.value;
+    box.value = box.placeholder;
+    const out = { scrollWidth: box.scrollWidth, clientWidth: box.clientWidth };
+    box.value = kept;
+    return out;
+  })()`);
+}
+
+/** Every count the page shows, as its value and its text. */
+async function counts(page: Page): Promise<Array<{ value: number; text: string }>> {
+  return page.evaluate(`[...document.querySelectorAll('data[value]')].map((d) => ({ value: Number(d.value), text: d.textContent }))`);
+}
+
 describe('the status page in a real browser (chromium via playwright-core)', () => {
   let browser: Browser;
   beforeAll(async () => {
@@ -397,11 +417,18 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
         clock,
         { port: 0 },
       );
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });
       const res = await page.goto(`${http.url}/`);
       expect(res?.status()).toBe(200);
       const orgs = page.locator('details.org');
       await expect(orgs.count()).resolves.toBe(1_000);
+      // Counts are grouped in the reader's locale, never "1000"; the filter box shows its whole placeholder.
+      expect(await page.locator('#states').innerText()).toMatch(/^1,000 organizations: /);
+      const large = (await counts(page)).filter((c) => c.value >= 1_000);
+      expect(large.length).toBeGreaterThan(1);
+      for (const c of large) expect(c.text).toBe(c.value.toLocaleString('en-US'));
+      const room = await placeholderRoom(page);
+      expect(room.scrollWidth).toBeLessThanOrEqual(room.clientWidth);
       await expect(page.locator('details.org[open]').count()).resolves.toBe(0);
       // Counts by state, as the seeded shapes make them; failing first, then stale, waiting, ok.
       const shapes = Array.from({ length: 1_000 }, (_, i) => fleetShape(i));
@@ -435,6 +462,21 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       const raw = await (await fetch(`${http.url}/`, { headers: { 'accept-encoding': 'identity' } })).text();
       expect(raw.length).toBeLessThan(1_000_000);
       await page.close();
+
+      // A German reader on a phone: the same counts grouped the German way, those the server wrote
+      // and those the script writes, and the placeholder still whole.
+      const de = await browser.newPage({ viewport: { width: 390, height: 844 }, locale: 'de-DE' });
+      await de.goto(`${http.url}/`);
+      expect(await de.locator('#states').innerText()).toMatch(/^1\.000 organizations: /);
+      for (const c of (await counts(de)).filter((x) => x.value >= 1_000)) expect(c.text).toBe(c.value.toLocaleString('de-DE'));
+      const narrow = await placeholderRoom(de);
+      expect(narrow.scrollWidth).toBeLessThanOrEqual(narrow.clientWidth);
+      await de.fill('#filter', 'Müller');
+      expect(await de.locator('#shown').innerText()).toBe('100 of 1.000 shown');
+      await de.fill('#filter', '');
+      mkdirSync(OUTPUT, { recursive: true });
+      await de.screenshot({ path: join(OUTPUT, 'status-page-phone.png') });
+      await de.close();
     } finally {
       await http?.close();
       await warehouse.close();
