@@ -1,7 +1,8 @@
 import type { Family } from '../catalog/families.js';
-import { AuthorizationError, FatalError, QuotaExhaustedError, RetriableError, type SvcsyncError } from '../core/errors.js';
+import { AuthorizationError, ConfigError, FatalError, QuotaExhaustedError, RetriableError, type SvcsyncError } from '../core/errors.js';
 import { serverRetryAfterMs, type HeaderSource } from './backoff.js';
 import { SCOPE_PREFIXES, scopeFor } from './families.js';
+import { HTTP_GET_FAULTS } from './http-get.js';
 import { describeReset, nextQuotaReset, serverQuotaReset, type QuotaDay } from './quota-day.js';
 
 /**
@@ -65,6 +66,43 @@ function firstString(...values: unknown[]): string | undefined {
   return values.find((v): v is string => typeof v === 'string');
 }
 
+/**
+ * The failures of a request that sending it again cannot mend: an address that is not an http
+ * or https URL, redirects without end, an answer past `sync.max_answer_mb`. They fail at once.
+ */
+function settledTransportFault(
+  err: unknown,
+  prefix: string,
+  scrub: (text: string) => string,
+  details: { request: string; organizationId: string | undefined; cause: unknown },
+): SvcsyncError | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  // httpGet's own message says it all; its code is for this function, not for the reader.
+  const what = `${prefix}: ${scrub(err instanceof Error ? err.message : String(err))}`;
+  if (code === HTTP_GET_FAULTS.badUrl)
+    return new ConfigError(what, [], {
+      ...details,
+      hint:
+        "the API address is the connection's api_url, or else the api_domain its token response names: set api_url to " +
+        'the https:// address of the API. svcsync does not retry this.',
+    });
+  if (code === HTTP_GET_FAULTS.tooManyRedirects)
+    return new ConfigError(what, [], {
+      ...details,
+      hint:
+        "the server redirects without end: the API address is probably wrong (the connection's api_url, region or " +
+        'accounts_url), or a proxy in between is misconfigured. svcsync does not retry this.',
+    });
+  if (code === HTTP_GET_FAULTS.tooLarge)
+    return new FatalError(what, {
+      ...details,
+      hint:
+        'lower sync.per_page so that each page is smaller, or raise sync.max_answer_mb if the machine has the memory ' +
+        '(an answer that inflates far past its size may be a compression bomb). svcsync does not retry it.',
+    });
+  return null;
+}
+
 function describeNetworkError(err: unknown): string {
   if (!err || typeof err !== 'object') return String(err);
   const e = err as { code?: unknown; message?: unknown; cause?: unknown };
@@ -95,6 +133,8 @@ export function classify(input: ClassifyInput, now: number): SvcsyncError | null
         hint: 'the server was slow or the connection stalled; svcsync retries. Raise sync.request_timeout_ms if this persists.',
       });
     }
+    const settled = settledTransportFault(input.networkError, `${request}${orgText}`, scrub, { ...base, cause: input.networkError });
+    if (settled) return settled;
     return new RetriableError(`${request}${orgText}: ${scrub(describeNetworkError(input.networkError))}`, {
       ...base,
       reason: 'network',

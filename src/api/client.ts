@@ -16,7 +16,7 @@ import type { LimiterRegistry, OrgLimiter } from './limiter.js';
 import { resolveAccountsUrl } from './oauth.js';
 import { TokenCache } from './token-cache.js';
 import { userAgent } from './user-agent.js';
-import { httpGet, type HttpGet } from './http-get.js';
+import { httpGetWith, type HttpGet } from './http-get.js';
 
 export type RequestOutcome = 'ok' | 'retried' | 'rate_limited' | 'failed';
 
@@ -36,7 +36,8 @@ export interface RequestEvent {
 
 export interface ApiClientOptions {
   connection: ConnectionConfig;
-  settings: Pick<SyncSettings, 'request_timeout_ms' | 'max_retries'>;
+  settings: Pick<SyncSettings, 'request_timeout_ms' | 'max_retries'> &
+    Partial<Pick<SyncSettings, 'idle_socket_timeout_ms' | 'max_answer_mb'>>;
   clock: Clock;
   logger: Logger;
   secrets: SecretRegistry;
@@ -155,7 +156,12 @@ export class ApiClient {
     this.clock = opts.clock;
     this.secrets = opts.secrets;
     this.limiters = opts.limiters;
-    this.fetchImpl = opts.fetch ?? httpGet;
+    this.fetchImpl =
+      opts.fetch ??
+      httpGetWith({
+        ...(opts.settings.idle_socket_timeout_ms === undefined ? {} : { idleSocketMs: opts.settings.idle_socket_timeout_ms }),
+        ...(opts.settings.max_answer_mb === undefined ? {} : { maxAnswerBytes: opts.settings.max_answer_mb * 1024 * 1024 }),
+      });
     this.random = opts.random ?? Math.random;
     this.onRequest = opts.onRequest;
     this.timeoutMs = opts.settings.request_timeout_ms;

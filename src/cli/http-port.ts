@@ -2,10 +2,11 @@ import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import { describeError } from '../core/errors.js';
 import type { Warehouse } from '../loaders/warehouse.js';
-import { healthVerdict } from '../scheduler/health.js';
+import { healthVerdict, readinessVerdict, type JobLoopState } from '../scheduler/health.js';
 import { hookSecret, type HookResult, type HookTarget } from '../scheduler/hooks.js';
 import { serveHttp, type HttpServer } from '../scheduler/http-server.js';
 import type { DaemonMetrics } from '../scheduler/metrics.js';
+import { WarehouseProbe } from '../scheduler/readiness.js';
 import { collectStatusDocument, type LiveStatus, type StatusDocument } from '../scheduler/status-document.js';
 import { renderStatusPage } from '../scheduler/status-page.js';
 import type { Worker } from '../scheduler/worker.js';
@@ -24,8 +25,8 @@ export function httpAddress(
 /** What the port serves from a daemon or a worker: its metrics, health, live state (daemon only) and hooks. */
 export interface HttpSource {
   metrics: DaemonMetrics;
-  /** False once shutdown began: `/healthz` then answers 503 `stopping` (`/livez` stays 200). */
-  healthy: () => boolean;
+  /** The daemon's scheduler or the worker's queue subscription: `/healthz` answers 503 unless it runs (`/livez` stays 200). */
+  jobs: () => JobLoopState;
   /** The daemon's live state for `/status.json`; a worker has none (the queue stands for it). */
   live?: () => LiveStatus;
   hookSecret: (connection: string) => string | undefined;
@@ -50,18 +51,24 @@ function liveFor(live: LiveStatus | null, only: { connection: string; organizati
 }
 
 /**
- * `/healthz`: 503 `stopping` once shutdown began; 503 `failing` when a connection cannot
- * authorize or more than `daemon.health.max_failing_ratio` of the organizations fail, or when
- * the warehouse cannot be read; 200 `ok` otherwise. Read from the warehouse, so every worker
- * answers for the whole fleet.
+ * `/healthz`, this process's readiness: 503 `stopping` once shutdown began (without asking the
+ * warehouse), 503 `starting` until its job loop runs, 503 `failing` when its warehouse does not
+ * answer or its scheduler's tick hangs; 200 `ok` otherwise. What the rest of the fleet does
+ * (a connection that cannot log in, failing organizations) is `/healthz/fleet`'s.
  */
-async function health(
-  source: HttpSource,
-  config: Config,
-  warehouse: Warehouse,
-  clock: Clock,
-): Promise<{ healthy: boolean; body: unknown }> {
-  if (!source.healthy()) return { healthy: false, body: { status: 'stopping' } };
+async function readiness(source: HttpSource, probe: WarehouseProbe, clock: Clock): Promise<{ healthy: boolean; body: unknown }> {
+  const jobs = source.jobs();
+  if (jobs.state === 'stopping') return { healthy: false, body: { status: 'stopping' } };
+  const verdict = readinessVerdict(jobs, await probe.probe(), clock.now());
+  return { healthy: verdict.status === 'ok', body: verdict };
+}
+
+/**
+ * `/healthz/fleet`: 503 `failing` when a connection cannot authorize or more than
+ * `daemon.health.max_failing_ratio` of the organizations fail, or when the warehouse cannot be
+ * read; 200 `ok` otherwise. Read from the warehouse, so every process answers the same.
+ */
+async function fleetHealth(config: Config, warehouse: Warehouse, clock: Clock): Promise<{ healthy: boolean; body: unknown }> {
   try {
     const doc = await collectStatusDocument(config, warehouse, clock.now(), null, { light: true });
     const verdict = healthVerdict(doc, config.daemon.health.max_failing_ratio);
@@ -71,7 +78,7 @@ async function health(
   }
 }
 
-/** The status page, /status.json, webhooks, /healthz, /livez and /metrics of `svcsync daemon` and `svcsync worker`. */
+/** The status page, /status.json, webhooks, /healthz, /healthz/fleet, /livez and /metrics of `svcsync daemon` and `svcsync worker`. */
 export function serveSyncHttp(
   source: HttpSource,
   config: Config,
@@ -86,10 +93,12 @@ export function serveSyncHttp(
       rowCountsMaxAgeMs: ROW_COUNTS_MAX_AGE_MS,
     });
   };
+  const probe = new WarehouseProbe(warehouse);
   return serveHttp(
     {
       metrics: source.metrics,
-      health: () => health(source, config, warehouse, clock),
+      health: () => readiness(source, probe, clock),
+      fleetHealth: () => fleetHealth(config, warehouse, clock),
       status,
       page: async (query) => renderStatusPage(await status(), query, clock.now()),
       hooks: { settings: config.daemon.hooks, secretFor: source.hookSecret, receive: source.receiveHook },
@@ -109,7 +118,7 @@ export function serveWorkerHttp(
   return serveSyncHttp(
     {
       metrics: worker.runner.metrics,
-      healthy: () => !worker.isStopping(),
+      jobs: () => worker.jobLoop(),
       hookSecret: (connection) => hookSecret(config.connections, connection),
       receiveHook: (target) => worker.receiveHook(target),
     },

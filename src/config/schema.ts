@@ -93,15 +93,15 @@ const daemonSchema = z
     /** Jobs running at once across all organizations. */
     max_concurrent_jobs: z.number().int().min(1).default(4),
     /**
-     * One HTTP port for the status page (`/`, `/status.json`), webhooks (`/hooks/...`), `/healthz`
-     * and `/metrics` (same as --http-port; `metrics_port` is the older name of the same setting).
+     * One HTTP port for the status page (`/`, `/status.json`), webhooks (`/hooks/...`), `/healthz`,
+     * `/healthz/fleet` and `/metrics` (same as --http-port; `metrics_port` is the older name of the same setting).
      */
     http_port: z.number().int().min(0).max(65535).optional(),
     metrics_port: z.number().int().min(0).max(65535).optional(),
     /** Address the HTTP port binds to (same as --http-host); 127.0.0.1 keeps it on this machine. */
     http_host: z.string().optional(),
     metrics_host: z.string().default('127.0.0.1'),
-    /** Basic auth for the status page, /status.json and /metrics (hooks use their own secret; /healthz stays open). */
+    /** Basic auth for the status page, /status.json and /metrics (hooks use their own secret; the health routes stay open). */
     http_auth: z.object({ username: nonEmpty, password: nonEmpty }).strict().optional(),
     /** Webhook-triggered runs (docs/daemon.md, "Webhooks"). */
     hooks: z
@@ -120,13 +120,13 @@ const daemonSchema = z
       })
       .strict()
       .default({ debounce_ms: 10_000, per_address_per_minute: 120, max_body_bytes: 64 * 1024 }),
-    /** What `/healthz` calls unhealthy (docs/daemon.md, "Health"). */
+    /** What `/healthz/fleet` calls unhealthy (docs/daemon.md, "Health"); `/healthz` is the process's own readiness. */
     health: z
       .object({
         /**
-         * `/healthz` answers 503 when more than this share of the organizations are failing (any
-         * failing connection makes it 503 as well). Half: one organization's bad data is not the
-         * process's health, while most of them failing at once means something they share is wrong.
+         * `/healthz/fleet` answers 503 when more than this share of the organizations are failing
+         * (any failing connection makes it 503 as well). Half: one organization's bad data is not the
+         * fleet's health, while most of them failing at once means something they share is wrong.
          */
         max_failing_ratio: z.number().min(0).max(1).default(0.5),
       })
@@ -167,7 +167,7 @@ const connectionSchema = z
     region: z.enum(REGIONS).default('us'),
     accounts_url: z.url().optional(),
     /** Overrides the token response's api_domain (for proxies); normally unset. */
-    api_url: z.url().optional(),
+    api_url: z.url({ protocol: /^https?$/ }).optional(),
     client_id: nonEmpty,
     client_secret: nonEmpty,
     refresh_token: nonEmpty,
@@ -218,6 +218,17 @@ const syncSchema = z
     user_details: z.boolean().default(false),
     request_timeout_ms: z.number().int().positive().default(60_000),
     max_retries: z.number().int().min(0).default(6),
+    /**
+     * A keep-alive connection to the API left idle this long is closed (src/api/http-get.ts): a
+     * server that closes idle connections first makes the next request sent on one fail. Below
+     * the shortest server timeout on the way (a Node.js server's 5 s, a load balancer's 60 s).
+     */
+    idle_socket_timeout_ms: z.number().int().min(100).max(600_000).default(4_000),
+    /**
+     * The largest API answer read, in MB, as sent and once decoded: a compressed answer may
+     * inflate to far more than it weighs. A page of 200 records is well under 1 MB.
+     */
+    max_answer_mb: z.number().int().min(1).max(1024).default(64),
     /**
      * Envelope codes with which a single-record read or a parent's child list says the record
      * no longer exists (spec 7: 1002): the record is marked deleted. Another code fails the

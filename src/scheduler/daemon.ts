@@ -1,5 +1,6 @@
 import { narrowJob, type JobSpec } from './jobs.js';
 import { warnScheduleMisfits } from './plan.js';
+import type { JobLoopState } from './health.js';
 import { HookDebouncer, type HookResult, type HookTarget } from './hooks.js';
 import type { JobOutcome } from './job-run.js';
 import { JobRunner, type RunnerContext } from './job-runner.js';
@@ -159,5 +160,11 @@ export class Daemon {
 
   isStopping(): boolean {
     return this.stopping;
+  }
+
+  /** The job loop for `/healthz`: starting until the scheduler is armed, stopping once shutdown began. */
+  jobLoop(): JobLoopState {
+    if (this.stopping) return { state: 'stopping', tickSince: null };
+    return { state: this.scheduler.isStarted() ? 'running' : 'starting', tickSince: this.scheduler.tickingSince() };
   }
 }

@@ -2,9 +2,9 @@ import type { ConnectionFailure } from '../extractors/sync-run.js';
 import type { AuthorizationSeen } from '../state/connection-auth.js';
 
 /**
- * What state a stream, an organization and a connection are in, and whether the process is
- * healthy: the pure decisions behind the status document, the page, `svcsync status` and
- * `/healthz`, so all of them say the same thing.
+ * What state a stream, an organization and a connection are in, whether the fleet is healthy
+ * and whether this process can work: the pure decisions behind the status document, the page,
+ * `svcsync status`, `/healthz/fleet` and `/healthz`, so all of them say the same thing.
  */
 
 export type Freshness = 'fresh' | 'late' | 'stale' | 'never' | 'unscheduled';
@@ -119,7 +119,7 @@ export function authorizationsOfRun(
     .filter((seen): seen is AuthorizationSeen => seen !== null);
 }
 
-/** What `/healthz` answers: `failing` (503) names the connections and organizations behind it. */
+/** What `/healthz/fleet` answers: `failing` (503) names the connections and organizations behind it. */
 export interface HealthReport {
   status: 'ok' | 'failing';
   /** Connections that cannot authorize, each with the error and the hint. */
@@ -173,5 +173,64 @@ export function healthVerdict(
         .slice(0, EXAMPLES)
         .map((o) => ({ connection: o.connection, organizationId: o.organizationId, reason: o.stateReason })),
     },
+  };
+}
+
+/**
+ * A process's job loop as `/healthz` sees it: the daemon's scheduler or a worker's subscription
+ * to the queue, `starting` until it takes jobs, `stopping` once shutdown began.
+ */
+export interface JobLoopState {
+  state: 'starting' | 'running' | 'stopping';
+  /** Since when (epoch ms) the scheduler's tick, which starts every job, has been running; null when it is not. */
+  tickSince: number | null;
+}
+
+/** What the probe of the warehouse found: a trivial query answered, or why not. */
+export type WarehouseReach = { reachable: true; ms: number } | { reachable: false; error: string };
+
+/** What `/healthz` answers for this process; only `ok` is 200. */
+export interface ReadinessReport {
+  status: 'ok' | 'starting' | 'failing';
+  /** Why it is not ok, one line each; empty when it is. */
+  reasons: string[];
+  jobs: { state: JobLoopState['state']; tickRunningSeconds: number | null };
+  warehouse: { reachable: boolean; ms: number | null; error: string | null };
+}
+
+/**
+ * A tick that runs this long has hung (a query that never returns): no job of this process
+ * starts until it ends. A tick admits every job due at once, a few milliseconds each, so even a
+ * thousand organizations' fire takes a minute or two.
+ */
+export const STUCK_TICK_MS = 10 * 60_000;
+
+/**
+ * Whether this process can do its work: its job loop runs (started, not hung) and its warehouse
+ * answers. Nothing of the fleet enters: a connection that cannot log in fails the same way on
+ * every process, and restarting one mends nothing (that is `/healthz/fleet`'s and the page's).
+ */
+export function readinessVerdict(
+  jobs: Exclude<JobLoopState, { state: 'stopping' }>,
+  warehouse: WarehouseReach,
+  now: number,
+): ReadinessReport {
+  const reasons: string[] = [];
+  const tickMs = jobs.tickSince === null ? null : Math.max(0, now - jobs.tickSince);
+  if (!warehouse.reachable) reasons.push(`the warehouse cannot be read: ${warehouse.error}`);
+  if (tickMs !== null && tickMs >= STUCK_TICK_MS)
+    reasons.push(`the scheduler's tick has run for ${Math.round(tickMs / 60_000)} min: no job starts until it ends; restart the process`);
+  let status: ReadinessReport['status'] = reasons.length ? 'failing' : 'ok';
+  if (status === 'ok' && jobs.state === 'starting') {
+    status = 'starting';
+    reasons.push('starting: loading the organizations and the schedules');
+  }
+  return {
+    status,
+    reasons,
+    jobs: { state: jobs.state, tickRunningSeconds: tickMs === null ? null : Math.round(tickMs / 1000) },
+    warehouse: warehouse.reachable
+      ? { reachable: true, ms: warehouse.ms, error: null }
+      : { reachable: false, ms: null, error: warehouse.error },
   };
 }

@@ -20,8 +20,10 @@ const HOOK_METHODS = ['POST', 'PUT', 'DELETE'];
 /** The daemon (or a worker) seen from the HTTP port. */
 export interface HttpTarget {
   metrics: DaemonMetrics;
-  /** `/healthz`: 200 when healthy, else 503; the body (JSON) says what fails. */
+  /** `/healthz`, whether this process can work: 200, else 503; the body (JSON) says what fails. */
   health: () => Promise<{ healthy: boolean; body: unknown }>;
+  /** `/healthz/fleet`, whether the fleet's connections and organizations are healthy: 200, else 503, the body saying why. */
+  fleetHealth: () => Promise<{ healthy: boolean; body: unknown }>;
   /**
    * The status document (`/status.json`, or one organization's with `?connection=&organization=`)
    * and the page rendered from it (`/`); absent: no status page.
@@ -40,7 +42,7 @@ export interface HttpTarget {
 export interface HttpServerOptions {
   port: number;
   host?: string;
-  /** Basic auth for everything but /healthz, /livez and the hooks (which have their own secret). */
+  /** Basic auth for everything but /healthz, /healthz/fleet, /livez and the hooks (which have their own secret). */
   auth?: { username: string; password: string } | undefined;
   clock: Clock;
 }
@@ -107,7 +109,7 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
 
 /**
  * The daemon's one HTTP port: `/` (status page), `/status.json`, `POST /hooks/...`, `/healthz`,
- * `/livez` and `/metrics`. Hooks are checked cheapest first: the caller's rate, the body's size, the
+ * `/healthz/fleet`, `/livez` and `/metrics`. Hooks are checked cheapest first: the caller's rate, the body's size, the
  * secret (constant time; the same 401 whether the connection exists or not), and only then
  * whether the organization is known (404). The body is never used.
  */
@@ -161,14 +163,16 @@ export async function serveHttp(target: HttpTarget, options: HttpServerOptions):
       return onHook(req, res, url);
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'method not allowed\n', { allow: 'GET' });
-    // Liveness: the process answers. Health: it can do its work (docs/daemon.md, "Health").
+    // Liveness: the process answers. Readiness: it can do its work. The fleet's health: what every process reads alike
+    // from the warehouse, for alerting (docs/daemon.md, "Health").
     if (path === '/livez') return text(res, 200, 'ok\n');
-    if (path === '/healthz') {
-      const h = await target.health();
+    if (path === '/healthz' || path === '/healthz/fleet') {
+      const h = await (path === '/healthz' ? target.health() : target.fleetHealth());
       return json(res, h.healthy ? 200 : 503, h.body);
     }
     const known = path === '/metrics' || ((path === '/' || path === '/status.json') && target.status !== undefined);
-    if (!known) return text(res, 404, `not found: try ${target.status ? '/, /status.json, ' : ''}/metrics, /healthz or /livez\n`);
+    if (!known)
+      return text(res, 404, `not found: try ${target.status ? '/, /status.json, ' : ''}/metrics, /healthz, /healthz/fleet or /livez\n`);
     if (!authorized(req, options.auth)) {
       return text(res, 401, 'authentication required\n', { 'www-authenticate': 'Basic realm="svcsync", charset="UTF-8"' });
     }

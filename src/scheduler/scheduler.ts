@@ -57,6 +57,8 @@ export class Scheduler {
   private stopping = false;
   private started = false;
   private ticking: Promise<void> = Promise.resolve();
+  /** When the tick (or the start of waiting jobs) in progress began; null between them. */
+  private tickStartedAt: number | null = null;
 
   constructor(private readonly opts: SchedulerOptions) {
     this.holds = opts.holds ?? new Holds({ clock: opts.clock });
@@ -70,13 +72,31 @@ export class Scheduler {
     this.arm();
   }
 
+  /** Whether start() armed the timer: jobs fire on their own. */
+  isStarted(): boolean {
+    return this.started;
+  }
+
+  /** Since when (epoch ms) the tick in progress has run, or null: a tick that never ends starts no job again (`/healthz`). */
+  tickingSince(): number | null {
+    return this.tickStartedAt;
+  }
+
   /** Runs jobs whose fire time has come. Serialized, so budget checks see each other's starts. */
   tick(): Promise<void> {
     return this.serial(() => this.doTick());
   }
 
   private serial(fn: () => Promise<void>): Promise<void> {
-    this.ticking = this.ticking.then(fn).catch((err: unknown) => {
+    const timed = async (): Promise<void> => {
+      this.tickStartedAt = this.opts.clock.now();
+      try {
+        await fn();
+      } finally {
+        this.tickStartedAt = null;
+      }
+    };
+    this.ticking = this.ticking.then(timed).catch((err: unknown) => {
       this.opts.logger.error({ err }, 'scheduler tick failed');
     });
     return this.ticking;

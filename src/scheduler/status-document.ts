@@ -102,7 +102,7 @@ export interface StatusConnection {
 export interface CollectOptions {
   /** Only this organization (the page's detail of one organization). */
   only?: { connection: string; organizationId: string } | undefined;
-  /** Skip what only the page shows (row counts, drift, projections): `/healthz`. */
+  /** Skip what only the page shows (row counts, drift, projections): `/healthz/fleet`. */
   light?: boolean;
   /**
    * Row counts of every organization read every table whole (a GROUP BY per table): on a large
@@ -146,7 +146,7 @@ const STATE_COLUMNS = [
 /**
  * The daemon's jobs for these organizations, kept while neither changes: resolving 3,000 jobs
  * (a cron expression parsed for each) took a tenth of a second on every page and every
- * `/healthz` of a 1,000-organization fleet.
+ * `/healthz/fleet` of a 1,000-organization fleet.
  */
 const jobCache = new WeakMap<Config, { key: string; jobs: JobSpec[] }>();
 function jobsOf(config: Config, known: KnownOrganization[]): JobSpec[] {

@@ -25,7 +25,8 @@ i.k{display:inline-block;width:.7rem;height:.7rem;vertical-align:middle}
 .k.F{background:#2f9e55}.k.L{background:#e0a100}.k.S{background:#e8590c}
 .k.X{background:#c92a2a}.k.N{background:#adb5bd}.k.U{background:#d0d7de}
 .k.P{background:#222;height:.2rem}
-input{font:inherit;padding:.3rem .5rem;width:32rem;max-width:100%;margin:.4rem 0}
+input{font:inherit;padding:.3rem .5rem;width:32rem;max-width:100%;box-sizing:border-box;margin:.4rem 0}
+@media (max-width:40rem){body{margin:1rem}}
 details.org{border-bottom:1px solid #eee}details.org[data-state=failing]{background:#fff8f8}
 summary{padding:.25rem .3rem;cursor:pointer}summary .why{font-size:12px;color:#555}
 summary .right{float:right;font-size:12px;color:#444}
@@ -47,6 +48,13 @@ const streams = canvas.dataset.streams ? canvas.dataset.streams.split(',') : [];
 const NAMES = { F: 'fresh', L: 'late', S: 'stale', X: 'failed', N: 'never synced', U: 'not scheduled', '.': 'not synced here' };
 const COLORS = { F: '#2f9e55', L: '#e0a100', S: '#e8590c', X: '#c92a2a', N: '#adb5bd', U: '#d0d7de', '.': '#ffffff' };
 let state = new URLSearchParams(location.search).get('state') || '';
+// Counts in the reader's locale: the server grouped them the English way ("12,345"), not knowing it.
+// Only those that change are written: 3,000 text nodes replaced cost a quarter of a second at 1,000 organizations.
+const num = new Intl.NumberFormat().format;
+for (const d of $$('data[value]')) {
+  const t = num(Number(d.value));
+  if (d.textContent !== t) d.textContent = t;
+}
 
 // The local time on hover, worked out when first hovered (thousands of times on a fleet's page).
 document.addEventListener('mouseover', (ev) => {
@@ -81,7 +89,7 @@ function apply() {
   const q = box.value.trim().toLowerCase();
   let n = 0;
   for (const d of orgs) { const show = matches(d, q); d.hidden = !show; if (show) n++; }
-  $('#shown').textContent = n === orgs.length ? '' : n + ' of ' + orgs.length + ' shown';
+  $('#shown').textContent = n === orgs.length ? '' : num(n) + ' of ' + num(orgs.length) + ' shown';
   for (const b of $$('#states .chip')) b.setAttribute('aria-pressed', String((b.dataset.state || '') === state));
   const u = new URLSearchParams();
   if (box.value) u.set('q', box.value);
@@ -96,10 +104,15 @@ const COLUMNS = [
     s.lastSuccessAt ? when(s.lastSuccessAt, now) : 'never',
     c !== 'F' && c !== 'N' ? ' (' + NAMES[c] + ')' : '',
   ]],
-  ['rows', (s) => String(s.rows), 'num'],
-  ['history', (s) => (s.history ? (s.history.on ? 'on' : 'off') + ' · ' + s.history.versions + ' versions' : '—')],
+  ['rows', (s) => num(s.rows), 'num'],
+  ['history', (s) => (s.history ? (s.history.on ? 'on' : 'off') + ' · ' + num(s.history.versions) + ' versions' : '—')],
   ['last run', (s) => [
-    [s.lastStatus || 'never run', s.inProgress, s.pending ? s.pending + ' pending' : null, s.deleted ? s.deleted + ' deleted' : null]
+    [
+      s.lastStatus || 'never run',
+      s.inProgress,
+      s.pending ? num(s.pending) + ' pending' : null,
+      s.deleted ? num(s.deleted) + ' deleted' : null,
+    ]
       .filter(Boolean)
       .join(' · '),
     s.lastError && s.lastStatus !== 'ok' ? el('div', { class: 'err' }, s.lastError) : null,
@@ -122,8 +135,10 @@ function detail(doc, o, codes) {
   const next = runs.sort((a, b) => (a.at < b.at ? -1 : 1))[0];
   const p = o.projectedToday;
   const meta = el('p', { class: 'sub' },
-    o.families.join(', ') + ' · requests today ' + o.requestsToday + ' of ' + o.budget + ', ' + o.budgetLeft + ' left' +
-      (p ? ', about ' + p.requests + ' by the end of the quota day' + (p.fits ? '' : ' (over the budget: runs will be skipped)') : '') +
+    o.families.join(', ') + ' · requests today ' + num(o.requestsToday) + ' of ' + num(o.budget) + ', ' +
+      num(o.budgetLeft) + ' left' +
+      (p ? ', about ' + num(p.requests) + ' by the end of the quota day' : '') +
+      (p && !p.fits ? ' (over the budget: runs will be skipped)' : '') +
       (o.blockedUntil ? ' · quota spent until ' + o.blockedUntil : '') + ' · next run ',
     next ? when(next.at, now) : '—', next ? ' (' + next.job + ')' : '',
     ' · running ' + (running.join(', ') || 'nothing') + ' · webhooks ' + hooks);
@@ -209,7 +224,7 @@ canvas.addEventListener('mousemove', (ev) => {
   else {
     const d = orgs[h.org].dataset;
     tip.textContent = nameOf(orgs[h.org]) + ' — ' + (h.stream !== null ? streams[h.stream] + ': ' + NAMES[d.f[h.stream]]
-      : d.u + ' of ' + d.b + ' requests today' + (d.p !== undefined ? ', about ' + d.p + ' by the end of the day' : ''));
+      : num(+d.u) + ' of ' + num(+d.b) + ' requests today' + (d.p !== undefined ? ', about ' + num(+d.p) + ' by the end of the day' : ''));
   }
   const f = canvas.parentElement.getBoundingClientRect();
   tip.style.left = ev.clientX - f.left + 12 + 'px';

@@ -24,6 +24,14 @@ export function streamCode(s: StatusStream, now: number): string {
 const esc = (v: string | number | null | undefined): string =>
   String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
+const GROUPED = new Intl.NumberFormat('en-US');
+
+/**
+ * A count, grouped ("12,345"), with its value for the page's script, which groups it again in
+ * the reader's locale ("12.345", "12 345"): the server does not know the reader's locale.
+ */
+export const count = (v: number): string => `<data value="${v}">${GROUPED.format(v)}</data>`;
+
 /** "3 min", "2 h", "5 d". */
 export function age(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));
@@ -49,12 +57,14 @@ function budgetBar(o: StatusOrganization, now: number): string {
   const share = o.budget > 0 ? Math.min(1, o.requestsToday / o.budget) : 0;
   const cls = barClass(o.blockedUntil !== null, share);
   const projected = o.projectedToday;
-  const end = projected ? `, <span${projected.fits ? '' : ' class="over"'} data-projected>~${projected.requests} by day's end</span>` : '';
+  const end = projected
+    ? `, <span${projected.fits ? '' : ' class="over"'} data-projected>~${count(projected.requests)} by day's end</span>`
+    : '';
   const blocked = o.blockedUntil ? `, quota spent: resumes ${timeTag(o.blockedUntil, now)}` : '';
   return (
     `<span class="bar" role="meter" aria-label="requests today" aria-valuenow="${o.requestsToday}" aria-valuemax="${o.budget}">` +
     `<span${cls ? ` class="${cls}"` : ''} style="width:${(share * 100).toFixed(1)}%"></span></span> ` +
-    `${o.requestsToday} / ${o.budget}${end}${blocked}`
+    `${count(o.requestsToday)} / ${count(o.budget)}${end}${blocked}`
   );
 }
 
@@ -63,7 +73,7 @@ const orgKey = (x: { connection: string; organizationId: string | null }): strin
 
 function connectionItem(c: StatusConnection, now: number): string {
   const a = c.authorization;
-  const orgs = `${c.organizations} organization${c.organizations === 1 ? '' : 's'}`;
+  const orgs = `${count(c.organizations)} organization${c.organizations === 1 ? '' : 's'}`;
   const hooks = `webhooks ${c.webhooks ? 'on' : 'off'}`;
   let what: string;
   if (c.state === 'failing') {
@@ -121,11 +131,13 @@ function organizationItem(
 function stateChips(doc: StatusDocument): string {
   const chips = STATES.map((h) => [h, doc.organizations.filter((o) => o.state === h).length] as const)
     .filter(([, n]) => n > 0)
-    .map(([h, n]) => `<button type="button" class="chip ${h}" data-state="${h}" aria-pressed="false">${n} ${h}</button>`);
+    .map(([h, n]) => `<button type="button" class="chip ${h}" data-state="${h}" aria-pressed="false">${count(n)} ${h}</button>`);
   const failing = doc.connections.filter((c) => c.state === 'failing').length;
-  const conns = failing ? ` · <span class="failing">${failing} of ${doc.connections.length} connections cannot authorize</span>` : '';
+  const conns = failing
+    ? ` · <span class="failing">${count(failing)} of ${count(doc.connections.length)} connections cannot authorize</span>`
+    : '';
   return (
-    `<div id="states">${doc.organizations.length} organizations: ` +
+    `<div id="states">${count(doc.organizations.length)} organizations: ` +
     `${chips.join(' ') || 'none yet'} <button type="button" class="chip" data-state="" aria-pressed="true">all</button>${conns}</div>`
   );
 }
@@ -145,7 +157,7 @@ export function renderStatusPage(doc: StatusDocument, query: string, now: number
   const runningByOrg = new Map<string, string[]>();
   for (const r of live?.running ?? []) runningByOrg.set(orgKey(r), [...(runningByOrg.get(orgKey(r)) ?? []), shortJob(r.job)]);
   const items = sortOrganizations(doc.organizations).map((o) => organizationItem(o, axis, nextByOrg, runningByOrg, now));
-  const queue = doc.queue ? ` · worker queue: ${doc.queue.waiting} waiting, ${doc.queue.running} running` : '';
+  const queue = doc.queue ? ` · worker queue: ${count(doc.queue.waiting)} waiting, ${count(doc.queue.running)} running` : '';
   const up = live?.startedAt ? ` · daemon up since ${timeTag(live.startedAt, now)}` : '';
   const failing = doc.connections.some((c) => c.state === 'failing') || doc.organizations.some((o) => o.state === 'failing');
   return `<!doctype html>
@@ -166,7 +178,8 @@ aria-label="Freshness of each organization's streams against the schedule, and r
 runs still scheduled today take it. Click a column to show that organization, a stream to show where it is not fresh.</figcaption></figure>
 </section>
 <section aria-label="Organization list"><input id="filter" type="search" value="${esc(query)}"
-placeholder="Filter by organization, id or connection; stream:NAME for the ones where that stream is not fresh" aria-label="Filter">
+placeholder="Filter: name, id, connection or stream:NAME" aria-label="Filter"
+title="An organization's name, id or connection, or stream:NAME for the organizations where that stream is not fresh">
 <span id="shown"></span>
 <div id="list">
 ${items.join('\n')}

@@ -4,6 +4,7 @@ import { PLAIN_SCHEMA_NAME } from '../config/schema.js';
 import type { Timer } from '../core/clock.js';
 import { ConfigError } from '../core/errors.js';
 import type { OrgSnapshot } from './estimate.js';
+import type { JobLoopState } from './health.js';
 import type { HookResult, HookTarget } from './hooks.js';
 import { backoffMs } from './holds.js';
 import type { JobOutcome } from './job-run.js';
@@ -88,6 +89,10 @@ export class Worker {
   /** Every handler in progress, admitted or not, so a stop waits for all of them. */
   private readonly inflight = new Set<Promise<unknown>>();
   private stopping = false;
+  /** Subscribed to the queues: jobs are taken. */
+  private taking = false;
+  /** When the schedule tick this worker runs began; null when it runs none. */
+  private tickStartedAt: number | null = null;
   private readonly schema: string;
 
   constructor(private readonly ctx: WorkerContext) {
@@ -147,7 +152,15 @@ export class Worker {
         }
       });
     }
-    await boss.work(TICK_QUEUE, polling, async () => ({ queued: await this.tick() }));
+    await boss.work(TICK_QUEUE, polling, async () => {
+      this.tickStartedAt = this.ctx.clock.now();
+      try {
+        return { queued: await this.tick() };
+      } finally {
+        this.tickStartedAt = null;
+      }
+    });
+    this.taking = true;
     if (this.ctx.schedule ?? true) await boss.schedule(TICK_QUEUE, '* * * * *', {}, { tz: 'UTC' });
     // Discovery for connections no run has discovered yet, on whichever worker takes it.
     for (const c of this.ctx.config.connections) {
@@ -438,6 +451,12 @@ export class Worker {
 
   isStopping(): boolean {
     return this.stopping;
+  }
+
+  /** The job loop for `/healthz`: starting until subscribed to the queues, stopping once shutdown began. */
+  jobLoop(): JobLoopState {
+    if (this.stopping) return { state: 'stopping', tickSince: null };
+    return { state: this.taking ? 'running' : 'starting', tickSince: this.tickStartedAt };
   }
 
   /**

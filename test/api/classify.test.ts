@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { classify, type ClassifyInput } from '../../src/api/classify.js';
-import { AuthorizationError, QuotaExhaustedError, RetriableError } from '../../src/core/errors.js';
+import { AuthorizationError, ConfigError, FatalError, QuotaExhaustedError, RetriableError } from '../../src/core/errors.js';
 
 const NOW = Date.UTC(2026, 0, 15, 10, 0, 0);
 const base: ClassifyInput = {
@@ -105,6 +105,28 @@ describe('classify', () => {
     expect([token.reach, token.scope]).toEqual(['connection', undefined]);
     const other = classify({ method: 'GET', path: '/billing/v1/mystery', family: 'billing', status: 401 }, NOW) as AuthorizationError;
     expect(other.hint).toContain('SvcSubscriptions.*');
+  });
+
+  it('fails at once, naming the request and the address, what sending it again cannot mend', () => {
+    const fault = (code: string, message: string) => classify({ ...base, networkError: Object.assign(new Error(message), { code }) }, NOW)!;
+    const ftp = fault('EBADURL', 'cannot request ftp://api.example.test/inventory/v1/salesorders: ftp: is not http or https');
+    expect(ftp).toBeInstanceOf(ConfigError);
+    expect(ftp.retriable).toBe(false);
+    expect(ftp.message).toBe(
+      'GET /inventory/v1/salesorders?organization_id=7 (organization 7): cannot request ftp://api.example.test/inventory/v1/salesorders: ' +
+        'ftp: is not http or https',
+    );
+    expect(ftp.hint).toMatch(/set api_url to the https:\/\/ address of the API/);
+    const loop = fault('ETOOMANYREDIRECTS', '20 redirects in a row from https://api.example.test/x, the last to /x');
+    expect(loop).toBeInstanceOf(ConfigError);
+    expect(loop.message).toContain('20 redirects in a row from https://api.example.test/x');
+    expect(loop.hint).toMatch(/API address is probably wrong/);
+    const big = fault('EANSWERTOOLARGE', 'the answer is larger than sync.max_answer_mb (64 MB) once decoded (Content-Encoding: gzip)');
+    expect(big).toBeInstanceOf(FatalError);
+    expect(big.message).toMatch(/^GET \/inventory\/v1\/salesorders\?organization_id=7 \(organization 7\): the answer is larger/);
+    expect(big.hint).toMatch(/lower sync\.per_page .* raise sync\.max_answer_mb/);
+    // A reset stays transient.
+    expect(fault('ECONNRESET', 'socket hang up')).toBeInstanceOf(RetriableError);
   });
 
   it('scrubs secrets out of server-supplied text', () => {

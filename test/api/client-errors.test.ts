@@ -1,6 +1,6 @@
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FatalError, QuotaExhaustedError, RetriableError, type SvcsyncError } from '../../src/core/errors.js';
+import { ConfigError, FatalError, QuotaExhaustedError, RetriableError, type SvcsyncError } from '../../src/core/errors.js';
 import { ACCOUNTS, API, harness, setupNock, teardownNock, tokenReply } from './helpers.js';
 
 const ok = { code: 0, message: 'success', users: [{ user_id: 'u1' }] };
@@ -188,6 +188,20 @@ describe('error classes and their retry decision', () => {
     expect(e.message).not.toContain('access-token');
   });
 
+  it('a redirect loop fails at once, naming the request and the address, instead of being retried', async () => {
+    const h = harness({ maxRetries: 3 });
+    nock(API)
+      .get(USERS)
+      .query({ organization_id: '1' })
+      .times(21)
+      .reply(302, '', { Location: `${API}${USERS}?organization_id=1` });
+    const e = (await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((x: unknown) => x)) as ConfigError;
+    expect(e).toBeInstanceOf(ConfigError);
+    expect(e.message).toContain(`GET /books/v3/users?organization_id=1 (organization 1): 20 redirects in a row from ${API}/books/v3/users`);
+    expect(e.hint).toMatch(/API address is probably wrong/);
+    expect(h.client.stats()).toMatchObject({ requests: 1, retries: 0, failures: 1 });
+  });
+
   it('counts a 1070 against the concurrency, which comes back after 20 successes', async () => {
     const h = harness();
     mockSequence([
@@ -317,6 +331,27 @@ describe('error classes and their retry decision', () => {
     const e = await caught;
     expect((e as Error).message).toBe('shutting down');
     expect(h.client.stats().failures).toBe(0);
+  });
+});
+
+describe('an API address that is not http or https', () => {
+  beforeEach(() => setupNock());
+  afterEach(() => {
+    nock.cleanAll();
+    teardownNock();
+  });
+
+  it('fails at once with the address in the message and where it comes from in the hint', async () => {
+    nock(ACCOUNTS)
+      .post('/oauth/v2/token')
+      .reply(200, tokenReply(undefined, 3600, 'ftp://files.example.test'))
+      .persist();
+    const h = harness({ maxRetries: 3 });
+    const e = (await h.run(h.client.get({ family: 'books', organizationId: '1', path: '/users' })).catch((x: unknown) => x)) as ConfigError;
+    expect(e).toBeInstanceOf(ConfigError);
+    expect(e.message).toContain('cannot request ftp://files.example.test/books/v3/users?organization_id=1');
+    expect(e.hint).toMatch(/api_url/);
+    expect(h.client.stats()).toMatchObject({ requests: 1, retries: 0, failures: 1 });
   });
 });
 

@@ -1,7 +1,7 @@
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from 'node:zlib';
 import nock from 'nock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { decode, httpGet, type HttpAnswer } from '../../src/api/http-get.js';
+import { decode, httpGet, httpGetWith, type HttpAnswer } from '../../src/api/http-get.js';
 
 const API = 'https://api.example.test';
 const BODY = JSON.stringify({ code: 0, events: [{ event_id: '1', payload: 'ü'.repeat(500) }] });
@@ -101,15 +101,73 @@ describe('httpGet (the API client GET over node:http)', () => {
     expect(await text(await get(`${API}/a`))).toBe(BODY);
   });
 
-  it('a redirect loop ends with an error', async () => {
+  it('a redirect loop ends with an error naming the address, with the code classify fails at once on', async () => {
     nock(API).get('/loop').times(21).reply(301, '', { Location: '/loop' });
-    await expect(get(`${API}/loop`)).rejects.toThrow(/20 redirects in a row/);
+    const e = (await get(`${API}/loop`).catch((x: unknown) => x)) as Error & { code?: string };
+    expect(e.message).toBe(`20 redirects in a row from ${API}/loop, the last to /loop`);
+    expect(e.code).toBe('ETOOMANYREDIRECTS');
   });
 
-  it('an API base that is not http or https is an error that says so', async () => {
-    await expect(get('ftp://api.example.test/p')).rejects.toThrow(
-      /cannot request ftp: addresses; the API base must be an http or https URL/,
+  it('an API base that is not http or https, or not a URL at all, is an error naming it, sending nothing', async () => {
+    const ftp = (await get('ftp://api.example.test/p?organization_id=7').catch((x: unknown) => x)) as Error & { code?: string };
+    expect(ftp.message).toBe(
+      'cannot request ftp://api.example.test/p?organization_id=7: ftp: is not http or https; the API base must be an http or https URL',
     );
+    expect(ftp.code).toBe('EBADURL');
+    const malformed = (await get('https://api example.test/p').catch((x: unknown) => x)) as Error & { code?: string };
+    expect(malformed.message).toBe('the API address "https://api example.test/p" is not a valid URL');
+    expect(malformed.code).toBe('EBADURL');
+  });
+
+  it('a redirect to an address that is not http or https is refused the same way', async () => {
+    nock(API).get('/a').reply(302, '', { Location: 'ftp://files.example.test/x' });
+    const e = (await get(`${API}/a`).catch((x: unknown) => x)) as Error & { code?: string };
+    expect(e.code).toBe('EBADURL');
+    expect(e.message).toContain('cannot request ftp://files.example.test/x');
+  });
+
+  describe('the size cap (sync.max_answer_mb)', () => {
+    const capped = (max: number) => (url: string) =>
+      httpGetWith({ maxAnswerBytes: max })(url, { method: 'GET', headers: {}, signal: new AbortController().signal });
+
+    it('a small compressed answer that inflates past the cap fails when read, before it is decoded whole', async () => {
+      // 8 MB of zeros gzip to about 8 KB: a compression bomb in miniature.
+      const bomb = gzipSync(Buffer.alloc(8 * 1024 * 1024));
+      expect(bomb.length).toBeLessThan(64 * 1024);
+      nock(API).get('/bomb').reply(200, bomb, { 'Content-Encoding': 'gzip' });
+      const answer = await capped(1024 * 1024)(`${API}/bomb`);
+      await expect(answer.arrayBuffer()).rejects.toMatchObject({
+        code: 'EANSWERTOOLARGE',
+        message: 'the answer is larger than sync.max_answer_mb (1 MB) once decoded (Content-Encoding: gzip)',
+      });
+    });
+
+    for (const [coding, compress] of [
+      ['br', brotliCompressSync],
+      ['deflate', deflateSync],
+      ['deflate', deflateRawSync],
+    ] as const) {
+      it(`caps ${coding} (${compress.name}) alike`, () => {
+        const big = compress(Buffer.alloc(2 * 1024 * 1024, 'a'));
+        expect(() => decode(big, coding, 1024 * 1024)).toThrow(/larger than sync\.max_answer_mb \(1 MB\) once decoded/);
+        expect(decode(big, coding, 2 * 1024 * 1024)).toHaveLength(2 * 1024 * 1024);
+      });
+    }
+
+    it('an answer larger than the cap as sent fails as it arrives', async () => {
+      nock(API).get('/big').reply(200, Buffer.alloc(5_000, 'x'));
+      const e = (await capped(4_096)(`${API}/big`).catch((x: unknown) => x)) as Error & { code?: string };
+      expect(e.code).toBe('EANSWERTOOLARGE');
+      expect(e.message).toMatch(/^the answer is larger than sync\.max_answer_mb \(4096 bytes\)/);
+    });
+
+    it('an answer at the cap, compressed or not, is read whole', async () => {
+      nock(API)
+        .get('/fits')
+        .reply(200, gzipSync(Buffer.from(BODY)), { 'Content-Encoding': 'gzip' });
+      const exact = Buffer.byteLength(BODY);
+      expect(await text(await capped(exact)(`${API}/fits`))).toBe(BODY);
+    });
   });
 
   it('a transport failure keeps its system code for classify', async () => {

@@ -150,6 +150,11 @@ describe('parseConfig', () => {
       ],
     ],
     [
+      'an api_url that is not http or https',
+      { connections: [{ ...base, api_url: 'ftp://proxy.example.com' }] },
+      ['connections[0].api_url: expected a URL such as https://accounts.example.com'],
+    ],
+    [
       'missing env var',
       { connections: [{ ...base, client_secret: '${NOPE_SECRET}' }] },
       ['connections[0].client_secret: environment variable NOPE_SECRET is not set (export it, or put the value in the file)'],

@@ -141,6 +141,7 @@ describe('the daemon URLs the documents show', () => {
     const target: HttpTarget = {
       metrics,
       health: () => Promise.resolve({ healthy: true, body: {} }),
+      fleetHealth: () => Promise.resolve({ healthy: true, body: {} }),
       status: () => Promise.resolve({}),
       page: () => Promise.resolve('<html></html>'),
       hooks: {

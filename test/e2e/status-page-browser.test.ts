@@ -95,6 +95,26 @@ async function clickMap(page: Page, col: number, row: number): Promise<void> {
 
 const visible = (page: Page) => page.locator('details.org:visible');
 
+/**
+ * The filter box's placeholder against the room the box has: the text typed in instead, which
+ * takes the same font, scrolls the box (scrollWidth > clientWidth) when it would be cut off. An
+ * empty box's scrollWidth ignores its placeholder.
+ */
+async function placeholderRoom(page: Page): Promise<{ scrollWidth: number; clientWidth: number }> {
+  return page.evaluate(`(() => {
+    const box = document.querySelector('#filter'), kept = box.value;
+    box.value = box.placeholder;
+    const out = { scrollWidth: box.scrollWidth, clientWidth: box.clientWidth };
+    box.value = kept;
+    return out;
+  })()`);
+}
+
+/** Every count the page shows, as its value and its text. */
+async function counts(page: Page): Promise<Array<{ value: number; text: string }>> {
+  return page.evaluate(`[...document.querySelectorAll('data[value]')].map((d) => ({ value: Number(d.value), text: d.textContent }))`);
+}
+
 describe('the status page in a real browser (chromium via playwright-core)', () => {
   let browser: Browser;
   beforeAll(async () => {
@@ -156,7 +176,7 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       await e?.close();
     });
 
-    it('lists the connection that cannot log in first, with its error and hint; /healthz answers 503 naming it', async () => {
+    it('lists the connection that cannot log in first, with its error and hint; /healthz/fleet names it, /healthz is 200', async () => {
       const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
       const external: string[] = [];
       page.on('request', (r) => {
@@ -177,12 +197,14 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       expect(await page.locator('#states').innerText()).toContain('1 of 2 connections cannot authorize');
       expect(external).toEqual([]);
 
-      const health = await fetch(`${http.url}/healthz`);
+      const health = await fetch(`${http.url}/healthz/fleet`);
       expect(health.status).toBe(503);
       const report = (await health.json()) as HealthReport;
       expect(report.status).toBe('failing');
       expect(report.failingConnections.map((c) => c.connection)).toEqual(['broken']);
       expect(report.failingConnections[0]!.hint).toBeTruthy();
+      // The process itself can work: the fleet's fault is no reason to take it out of service.
+      expect((await fetch(`${http.url}/healthz`)).status).toBe(200);
       expect((await fetch(`${http.url}/livez`)).status).toBe(200);
 
       const doc = (await (await fetch(`${http.url}/status.json`)).json()) as StatusDocument;
@@ -316,7 +338,8 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       // The refusal is told once, on the connection.
       const body = await page.locator('body').innerText();
       expect(body.split(error).length - 1).toBe(1);
-      expect((await fetch(`${http.url}/healthz`)).status).toBe(503);
+      expect((await fetch(`${http.url}/healthz/fleet`)).status).toBe(503);
+      expect((await fetch(`${http.url}/healthz`)).status).toBe(200);
       await page.close();
     } finally {
       await http?.close();
@@ -346,6 +369,10 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       worker = new Worker({ config, warehouse, clock: e.sandbox.clock, logger: silent(e.secrets), secrets: e.secrets, schedule: false });
       await worker.start();
       http = await serveWorkerHttp(worker, config, warehouse, e.sandbox.clock, { port: 0 });
+      // Subscribed to the queue, with its warehouse: ready.
+      const ready = await fetch(`${http.url}/healthz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ status: 'ok', jobs: { state: 'running' } });
       const org = e.sandbox.organizations()[0]!.organization_id;
       const hook = await fetch(`${http.url}/hooks/e2e/inventory/${org}?secret=${SECRET}`, { method: 'POST' });
       expect(hook.status).toBe(202);
@@ -381,7 +408,7 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       http = await serveSyncHttp(
         {
           metrics: runner.metrics,
-          healthy: () => true,
+          jobs: () => ({ state: 'running', tickSince: null }),
           hookSecret: () => undefined,
           receiveHook: () => Promise.resolve({ kind: 'unknown', message: 'no hooks' }),
         },
@@ -390,11 +417,18 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
         clock,
         { port: 0 },
       );
-      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, locale: 'en-US' });
       const res = await page.goto(`${http.url}/`);
       expect(res?.status()).toBe(200);
       const orgs = page.locator('details.org');
       await expect(orgs.count()).resolves.toBe(1_000);
+      // Counts are grouped in the reader's locale, never "1000"; the filter box shows its whole placeholder.
+      expect(await page.locator('#states').innerText()).toMatch(/^1,000 organizations: /);
+      const large = (await counts(page)).filter((c) => c.value >= 1_000);
+      expect(large.length).toBeGreaterThan(1);
+      for (const c of large) expect(c.text).toBe(c.value.toLocaleString('en-US'));
+      const room = await placeholderRoom(page);
+      expect(room.scrollWidth).toBeLessThanOrEqual(room.clientWidth);
       await expect(page.locator('details.org[open]').count()).resolves.toBe(0);
       // Counts by state, as the seeded shapes make them; failing first, then stale, waiting, ok.
       const shapes = Array.from({ length: 1_000 }, (_, i) => fleetShape(i));
@@ -428,6 +462,21 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       const raw = await (await fetch(`${http.url}/`, { headers: { 'accept-encoding': 'identity' } })).text();
       expect(raw.length).toBeLessThan(1_000_000);
       await page.close();
+
+      // A German reader on a phone: the same counts grouped the German way, those the server wrote
+      // and those the script writes, and the placeholder still whole.
+      const de = await browser.newPage({ viewport: { width: 390, height: 844 }, locale: 'de-DE' });
+      await de.goto(`${http.url}/`);
+      expect(await de.locator('#states').innerText()).toMatch(/^1\.000 organizations: /);
+      for (const c of (await counts(de)).filter((x) => x.value >= 1_000)) expect(c.text).toBe(c.value.toLocaleString('de-DE'));
+      const narrow = await placeholderRoom(de);
+      expect(narrow.scrollWidth).toBeLessThanOrEqual(narrow.clientWidth);
+      await de.fill('#filter', 'Müller');
+      expect(await de.locator('#shown').innerText()).toBe('100 of 1.000 shown');
+      await de.fill('#filter', '');
+      mkdirSync(OUTPUT, { recursive: true });
+      await de.screenshot({ path: join(OUTPUT, 'status-page-phone.png') });
+      await de.close();
     } finally {
       await http?.close();
       await warehouse.close();

@@ -192,10 +192,14 @@ for (const dialect of DIALECTS) {
               truthIds(e.sandbox, org.organization_id, 'inventory', 'sales_orders'),
             );
           }
-          // The connection that cannot log in makes the process unhealthy, and /healthz says which; it is still alive.
-          const health = await fetch(`${metrics.url}/healthz`);
-          expect(health.status).toBe(503);
-          expect(await health.json()).toMatchObject({ status: 'failing', failingConnections: [{ connection: 'broken' }] });
+          // The connection that cannot log in fails the fleet, and /healthz/fleet says which; this process can still work,
+          // so its readiness stays 200 (restarting it would mend nothing).
+          const fleet = await fetch(`${metrics.url}/healthz/fleet`);
+          expect(fleet.status).toBe(503);
+          expect(await fleet.json()).toMatchObject({ status: 'failing', failingConnections: [{ connection: 'broken' }] });
+          const ready = await fetch(`${metrics.url}/healthz`);
+          expect(ready.status).toBe(200);
+          expect(await ready.json()).toMatchObject({ status: 'ok', jobs: { state: 'running' }, warehouse: { reachable: true } });
           expect((await fetch(`${metrics.url}/livez`)).status).toBe(200);
           const text = await (await fetch(`${metrics.url}/metrics`)).text();
           expect(text).toMatch(/^svcsync_connection_authorized\{connection="broken"\} 0$/m);

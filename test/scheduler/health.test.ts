@@ -1,13 +1,17 @@
 import { describe, expect, it } from 'vitest';
+import type { Warehouse } from '../../src/loaders/warehouse.js';
 import {
   authorizationOf,
   freshness,
   healthVerdict,
   organizationHealth,
+  readinessVerdict,
   sortOrganizations,
+  STUCK_TICK_MS,
   type Health,
   type StreamHealthInput,
 } from '../../src/scheduler/health.js';
+import { WarehouseProbe } from '../../src/scheduler/readiness.js';
 
 const NOW = Date.parse('2026-11-23T12:00:00Z');
 const ago = (s: number): string => new Date(NOW - s * 1000).toISOString();
@@ -133,5 +137,94 @@ describe('healthVerdict (/healthz)', () => {
     expect(v.organizations).toMatchObject({ total: 20, failing: 12, ratio: 0.6, maxFailingRatio: 0.5 });
     expect(v.organizations.examples).toHaveLength(10);
     expect(v.organizations.examples[0]).toEqual({ connection: 'main', organizationId: '0', reason: 'x failing' });
+  });
+});
+
+describe('readinessVerdict (/healthz: can this process work?)', () => {
+  const up = { reachable: true as const, ms: 3 };
+  const down = { reachable: false as const, error: 'connect ECONNREFUSED 127.0.0.1:5432' };
+  it.each([
+    ['running, the warehouse answers', 'running', null, up, 'ok', []],
+    ['a tick that runs a while is working', 'running', NOW - 60_000, up, 'ok', []],
+    [
+      'a tick that hangs',
+      'running',
+      NOW - STUCK_TICK_MS,
+      up,
+      'failing',
+      ["the scheduler's tick has run for 10 min: no job starts until it ends; restart the process"],
+    ],
+    [
+      'the warehouse does not answer',
+      'running',
+      null,
+      down,
+      'failing',
+      ['the warehouse cannot be read: connect ECONNREFUSED 127.0.0.1:5432'],
+    ],
+    ['starting', 'starting', null, up, 'starting', ['starting: loading the organizations and the schedules']],
+    // Starting or not, a warehouse it cannot read is the reason to give.
+    [
+      'starting without a warehouse',
+      'starting',
+      null,
+      down,
+      'failing',
+      ['the warehouse cannot be read: connect ECONNREFUSED 127.0.0.1:5432'],
+    ],
+  ] as const)('%s', (_n, state, tickSince, warehouse, status, reasons) => {
+    const v = readinessVerdict({ state, tickSince }, warehouse, NOW);
+    expect(v.status).toBe(status);
+    expect(v.reasons).toEqual(reasons);
+    expect(v.warehouse.reachable).toBe(warehouse.reachable);
+  });
+
+  it('takes nothing of the fleet: no connection or organization is an input', () => {
+    expect(readinessVerdict({ state: 'running', tickSince: NOW - 5_000 }, up, NOW)).toEqual({
+      status: 'ok',
+      reasons: [],
+      jobs: { state: 'running', tickRunningSeconds: 5 },
+      warehouse: { reachable: true, ms: 3, error: null },
+    });
+  });
+});
+
+describe('WarehouseProbe', () => {
+  /** A warehouse whose queries answer when the test says. */
+  function stalled(): { warehouse: Pick<Warehouse, 'db'>; queries: () => number; answer: () => void } {
+    let queries = 0;
+    const waiting: Array<() => void> = [];
+    const db = {
+      executeQuery: () => {
+        queries++;
+        return new Promise((resolve) => waiting.push(() => resolve({ rows: [] })));
+      },
+    };
+    return {
+      warehouse: { db } as unknown as Pick<Warehouse, 'db'>,
+      queries: () => queries,
+      answer: () => waiting.splice(0).forEach((w) => w()),
+    };
+  }
+
+  it('a warehouse that does not answer in time is unreachable; probes meanwhile share the one query in flight', async () => {
+    const w = stalled();
+    const probe = new WarehouseProbe(w.warehouse, 50);
+    const [a, b] = await Promise.all([probe.probe(), probe.probe()]);
+    expect(a).toEqual({ reachable: false, error: 'it did not answer SELECT 1 within 0.05 s' });
+    expect(b).toBe(a);
+    expect(w.queries()).toBe(1);
+    w.answer();
+    // The next probe asks again.
+    const next = probe.probe();
+    w.answer();
+    expect(await next).toMatchObject({ reachable: true });
+    expect(w.queries()).toBe(2);
+  });
+
+  it('a query that fails is unreachable, with the error', async () => {
+    const db = { executeQuery: () => Promise.reject(new Error('database "gone" does not exist')) };
+    const probe = new WarehouseProbe({ db } as unknown as Pick<Warehouse, 'db'>, 1_000);
+    expect(await probe.probe()).toEqual({ reachable: false, error: 'database "gone" does not exist' });
   });
 });

@@ -1,9 +1,16 @@
 import { Counter, Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
+import { serveSyncHttp } from '../../src/cli/http-port.js';
+import { parseConfig } from '../../src/config/load.js';
 import { FakeClock } from '../../src/core/clock.js';
+import { migrateToLatest } from '../../src/loaders/migrate.js';
+import type { Warehouse } from '../../src/loaders/warehouse.js';
+import type { HealthReport, JobLoopState, ReadinessReport } from '../../src/scheduler/health.js';
 import { DEFAULT_HOOK_SETTINGS } from '../../src/scheduler/hooks.js';
 import { serveHttp, type HttpServer, type HttpTarget } from '../../src/scheduler/http-server.js';
 import type { DaemonMetrics } from '../../src/scheduler/metrics.js';
+import { recordAuthorization } from '../../src/state/connection-auth.js';
+import { DIALECTS, freshWarehouse } from '../helpers/dialects.js';
 
 /** Just the parts of the daemon's metrics the server touches. */
 function metrics(): DaemonMetrics {
@@ -23,6 +30,7 @@ describe('the HTTP port', () => {
     const target: HttpTarget = {
       metrics: metrics(),
       health: () => Promise.resolve({ healthy: true, body: { status: 'ok' } }),
+      fleetHealth: () => Promise.resolve({ healthy: true, body: { status: 'ok' } }),
       status: (only) => Promise.resolve({ organizations: [], only: only ?? null }),
       page: (q) => Promise.resolve(`<p>page ${q}</p>`),
       hooks: {
@@ -84,14 +92,21 @@ describe('the HTTP port', () => {
     });
   });
 
-  it('/healthz answers 503 with a JSON body naming what fails; /livez answers 200 while the process lives', async () => {
-    const body = { status: 'failing', failingConnections: [{ connection: 'broken', error: 'refused' }] };
-    const url = await serve({ health: () => Promise.resolve({ healthy: false, body }) }, { username: 'ops', password: 'secret' });
+  it('/healthz and /healthz/fleet answer 503 with a JSON body naming what fails; /livez answers 200 while the process lives', async () => {
+    const body = { status: 'failing', reasons: ['the warehouse cannot be read: gone'] };
+    const fleet = { status: 'failing', failingConnections: [{ connection: 'broken', error: 'refused' }] };
+    const url = await serve(
+      { health: () => Promise.resolve({ healthy: false, body }), fleetHealth: () => Promise.resolve({ healthy: false, body: fleet }) },
+      { username: 'ops', password: 'secret' },
+    );
     const health = await fetch(`${url}/healthz`);
     expect(health.status).toBe(503);
     expect(health.headers.get('content-type')).toMatch(/^application\/json/);
     expect(await health.json()).toEqual(body);
-    // Both stay open without basic auth, for load balancers and orchestrators.
+    const fleetHealth = await fetch(`${url}/healthz/fleet`);
+    expect(fleetHealth.status).toBe(503);
+    expect(await fleetHealth.json()).toEqual(fleet);
+    // All three stay open without basic auth, for load balancers, orchestrators and probes.
     const live = await fetch(`${url}/livez`);
     expect(live.status).toBe(200);
     expect(await live.text()).toBe('ok\n');
@@ -142,5 +157,89 @@ describe('the HTTP port', () => {
     expect(unknown.status).toBe(404);
     expect(await unknown.text()).toContain('not known');
     expect(looked).toBe(1);
+  });
+});
+
+describe.each(DIALECTS)('readiness per process, the fleet apart (serveSyncHttp, %s)', (dialect) => {
+  const NOW = Date.parse('2026-11-23T12:00:00Z');
+  const servers: HttpServer[] = [];
+  const warehouses: Warehouse[] = [];
+  afterEach(async () => {
+    for (const s of servers.splice(0)) await s.close();
+    // A test may have closed its warehouse already, on purpose.
+    for (const w of warehouses.splice(0)) await w.close().catch(() => undefined);
+  });
+
+  /** A process on a warehouse where another process's run found connection `broken` refused. */
+  async function syncProcess(jobs: () => JobLoopState) {
+    const tw = await freshWarehouse(dialect);
+    const warehouse = await tw.open();
+    warehouses.push(warehouse);
+    await migrateToLatest(warehouse);
+    const conn = { client_id: 'id', client_secret: 'secret', refresh_token: 'refresh' };
+    const config = parseConfig(
+      {
+        warehouse: tw.url,
+        connections: [
+          { name: 'main', ...conn },
+          { name: 'broken', ...conn },
+        ],
+      },
+      { env: {} },
+    );
+    await recordAuthorization(warehouse.db, {
+      connection: 'broken',
+      result: 'refused',
+      at: NOW - 60_000,
+      error: 'the token request was refused (invalid_client)',
+      hint: 'check client_id and client_secret',
+    });
+    const clock = new FakeClock(NOW);
+    const http = await serveSyncHttp(
+      { metrics: metrics(), jobs, hookSecret: () => undefined, receiveHook: () => Promise.resolve({ kind: 'unknown', message: 'none' }) },
+      config,
+      warehouse,
+      clock,
+      { port: 0 },
+    );
+    servers.push(http);
+    return { url: http.url, warehouse, clock };
+  }
+  const get = async <T>(url: string): Promise<{ status: number; body: T }> => {
+    const res = await fetch(url);
+    return { status: res.status, body: (await res.json()) as T };
+  };
+
+  it('a connection that cannot log in leaves /healthz 200 on every process; /healthz/fleet answers 503 naming it', async () => {
+    const p = await syncProcess(() => ({ state: 'running', tickSince: null }));
+    const ready = await get<ReadinessReport>(`${p.url}/healthz`);
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({ status: 'ok', reasons: [], jobs: { state: 'running' }, warehouse: { reachable: true } });
+    const fleet = await get<HealthReport>(`${p.url}/healthz/fleet`);
+    expect(fleet.status).toBe(503);
+    expect(fleet.body.status).toBe('failing');
+    expect(fleet.body.failingConnections).toEqual([
+      expect.objectContaining({ connection: 'broken', error: 'the token request was refused (invalid_client)' }),
+    ]);
+  });
+
+  it('/healthz answers 503 while the job loop starts, when its tick hangs, when shutdown began, and without its warehouse', async () => {
+    let jobs: JobLoopState = { state: 'starting', tickSince: null };
+    const p = await syncProcess(() => jobs);
+    expect(await get<ReadinessReport>(`${p.url}/healthz`)).toMatchObject({ status: 503, body: { status: 'starting' } });
+    jobs = { state: 'running', tickSince: NOW - 11 * 60_000 };
+    const hung = await get<ReadinessReport>(`${p.url}/healthz`);
+    expect(hung.status).toBe(503);
+    expect(hung.body.reasons).toEqual([`the scheduler's tick has run for 11 min: no job starts until it ends; restart the process`]);
+    jobs = { state: 'running', tickSince: NOW - 30_000 };
+    expect((await get<ReadinessReport>(`${p.url}/healthz`)).status).toBe(200);
+    await p.warehouse.close();
+    const gone = await get<ReadinessReport>(`${p.url}/healthz`);
+    expect(gone.status).toBe(503);
+    expect(gone.body.status).toBe('failing');
+    expect(gone.body.warehouse.reachable).toBe(false);
+    expect(gone.body.reasons[0]).toMatch(/^the warehouse cannot be read: /);
+    jobs = { state: 'stopping', tickSince: null };
+    expect(await get(`${p.url}/healthz`)).toEqual({ status: 503, body: { status: 'stopping' } });
   });
 });

@@ -115,7 +115,7 @@ describe('renderStatusPage', () => {
     expect(connections).toContain('cannot authorize');
     expect(html.split('invalid_client_secret').length - 1).toBe(1);
     expect(html.split('→ check client_id').length - 1).toBe(1);
-    expect(html).toContain('1 of 2 connections cannot authorize');
+    expect(html).toContain('<data value="1">1</data> of <data value="2">2</data> connections cannot authorize');
   });
   it('says webhooks are on from the configuration, with or without a daemon (a worker has none)', () => {
     expect(html).toMatch(/data-connection="main"[^]*?webhooks on/);
@@ -139,14 +139,16 @@ describe('renderStatusPage', () => {
   it('shows the budget bars, the projected end of day, what runs and the next run', () => {
     expect(html).toContain('aria-valuenow="250" aria-valuemax="1000"');
     expect(html).toMatch(/<span class="full" style="width:100\.0%">/);
-    expect(html).toContain('<span class="over" data-projected>~1100 by day\'s end</span>');
-    expect(html).toContain("<span data-projected>~800 by day's end</span>");
+    // Counts grouped, with their values for the script to group again in the reader's locale.
+    expect(html).toContain('<data value="250">250</data> / <data value="1000">1,000</data>');
+    expect(html).toContain('<span class="over" data-projected>~<data value="1100">1,100</data> by day\'s end</span>');
+    expect(html).toContain('<span data-projected>~<data value="800">800</data> by day\'s end</span>');
     expect(html).toContain('running incremental');
     expect(html).toMatch(/next <time datetime="2026-11-23T12:15:00.000Z"[^>]*>in 15 min<\/time> \(incremental\)/);
   });
   it('counts organizations by state as filter buttons', () => {
-    expect(html).toContain('data-state="failing" aria-pressed="false">1 failing</button>');
-    expect(html).toContain('data-state="ok" aria-pressed="false">1 ok</button>');
+    expect(html).toContain('data-state="failing" aria-pressed="false"><data value="1">1</data> failing</button>');
+    expect(html).toContain('data-state="ok" aria-pressed="false"><data value="1">1</data> ok</button>');
   });
   it('pre-fills the filter and fetches nothing from elsewhere', () => {
     expect(html).toContain('value="acme"');

@@ -111,7 +111,7 @@ export function serveDaemonHttp(
   return serveSyncHttp(
     {
       metrics: daemon.runner.metrics,
-      healthy: () => !daemon.isStopping(),
+      jobs: () => daemon.jobLoop(),
       live: () => daemon.liveStatus(),
       hookSecret: (connection) => hookSecret(config.connections, connection),
       receiveHook: (target) => daemon.receiveHook(target),
