@@ -82,6 +82,8 @@ keeps each SQLite warehouse and Postgres database and prints where):
   --no-bare               skip the bare loader runs and the reading floor (svcsync alone, for a quick A/B)
   --pg URL                the Postgres server of the Postgres scenarios (default BENCH_PG_URL, else
                           postgres://postgres@127.0.0.1:5432/test); each run gets a fresh database
+  --per-page N            records a page, svcsync's per_page and the bare loader's (default 200); two
+                          values split CPU into a part per request and a part per record
   --concurrency N         requests in flight per organization (default 10, the paid-plan limit); also
                           the http-client scenario's requests in flight
   --http-requests N       GETs each http-client measurement times (default 3000; quick 500), after a
@@ -161,6 +163,7 @@ function parseArgs(argv: string[]): Options | 'help' {
     'no-bare',
     'profile-postgres',
     'http-requests',
+    'per-page',
   ];
   for (const k of flags.keys()) {
     if (!known.includes(k)) throw new UsageError(`unknown option --${k} (node dist/bench/run.js --help lists them)`);
@@ -200,7 +203,7 @@ function parseArgs(argv: string[]): Options | 'help' {
       typeof flags.get('pg') === 'string'
         ? (flags.get('pg') as string)
         : (env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test'),
-    perPage: 200,
+    perPage: Math.max(1, num('per-page', null, 200)),
     repeat: Math.max(1, num('repeat', 'BENCH_REPEAT', quick ? 1 : 3)),
     profileStreams: list('profile-streams'),
     sqlStats: flags.has('sql-stats'),
@@ -445,6 +448,8 @@ interface ScenarioResult {
   sandboxCpuPct: number;
   /** Records per second of svcsync CPU time (user + system): steadier than wall time on a shared machine. */
   recordsPerCpuS: number;
+  /** The same in every repetition (recordsPerCpuS is the kept run's). */
+  recordsPerCpuSAll: number[];
   rowsMatch: boolean;
   rowMismatches: string[];
   ok: boolean;
@@ -518,8 +523,9 @@ interface BareFigures {
   ratios: number[];
   /** The bare loader's records/s in every repetition; recordsPerS is their median. */
   recordsPerSAll: number[];
-  /** Records per second of the bare process's CPU time (user + system, every thread). */
+  /** Records per second of the bare process's CPU time (user + system, every thread); with repetitions, their median. */
   recordsPerCpuS: number;
+  recordsPerCpuSAll: number[];
   /**
    * svcsync's records per CPU-second ÷ the bare loader's, per repetition, and their median: the
    * fair ratio where the whole of a load's work is in its process (SQLite), as the machine's
@@ -578,6 +584,7 @@ async function runBare(
         ratios: [],
         recordsPerSAll: [recordsPerS],
         recordsPerCpuS: r.records / ((r.cpuUserMs + r.cpuSystemMs) / 1000),
+        recordsPerCpuSAll: [],
         cpuRatio: NaN,
         cpuRatios: [],
       };
@@ -688,6 +695,7 @@ async function runScenario(s: ScenarioSpec, opts: Options, bareFirst = false): P
       svcsyncCpuPct: (100 * (result.cpuUserMs + result.cpuSystemMs)) / result.elapsedMs,
       sandboxCpuPct: (100 * sandboxCpuMs) / result.elapsedMs,
       recordsPerCpuS: (minimum.listRecords + minimum.childRecords) / ((result.cpuUserMs + result.cpuSystemMs) / 1000),
+      recordsPerCpuSAll: [],
       rowsMatch: mismatches.length === 0,
       rowMismatches: mismatches,
       ok: result.ok && mismatches.length === 0,
@@ -849,7 +857,8 @@ function renderMarkdown(
     lines.push('');
     lines.push(
       'Requests: API calls the sandbox answered (token requests are counted apart); minimum = organization lists (one per family) ' +
-        '+ ceil(records / 200) pages per list (at least one) + one single-record request per record of a stream completed by default ' +
+        `+ ceil(records / ${opts.perPage}) pages per list (at least one) ` +
+        '+ one single-record request per record of a stream completed by default ' +
         "+ one request per parent for each child stream, from the sandbox's own counts. A re-sync scenario's " +
         "requests made include its re-syncs'.",
     );
@@ -1106,6 +1115,7 @@ function combineRuns(runs: ScenarioResult[]): ScenarioResult {
   const byTime = [...pool].sort((a, b) => a.elapsedS - b.elapsedS);
   const r = byTime[Math.floor((byTime.length - 1) / 2)]!;
   r.times = runs.map((x) => x.times[0]!);
+  r.recordsPerCpuSAll = runs.map((x) => x.recordsPerCpuS);
   if (r.readFloor) {
     r.readFloor.ratios = runs.map((y) => y.readFloor?.ratio).filter((v): v is number => v !== undefined);
     r.readFloor.ratio = median(r.readFloor.ratios);
@@ -1127,7 +1137,8 @@ function combineRuns(runs: ScenarioResult[]): ScenarioResult {
       b.recordsPerS = median(b.recordsPerSAll);
       b.cpuRatios = same.map((x) => x.cpuRatio);
       b.cpuRatio = median(b.cpuRatios);
-      b.recordsPerCpuS = median(same.map((x) => x.recordsPerCpuS));
+      b.recordsPerCpuSAll = same.map((x) => x.recordsPerCpuS);
+      b.recordsPerCpuS = median(b.recordsPerCpuSAll);
       b.rowsMatch = same.every((x) => x.rowsMatch);
     });
   }
@@ -1271,6 +1282,7 @@ async function main(): Promise<void> {
           `(${fmt(r.recordsPerCpuS)} per svcsync CPU-s); requests ${fmt(r.apiRequests)} (minimum ${fmt(r.minimum.total)}); ` +
           `peak RSS ${fmt(r.peakRssMb)} MB; load ${r.load.map((l) => l.toFixed(1)).join(' -> ')}` +
           (r.times.length > 1 ? `; times ${r.times.map((t) => t.toFixed(1)).join(', ')} s (median kept)` : '') +
+          (r.times.length > 1 ? `; per svcsync CPU-s ${r.recordsPerCpuSAll.map((x) => fmt(x)).join(', ')}` : '') +
           (r.ok ? '' : `; PROBLEM: ${r.error ?? r.rowMismatches.join('; ')}`),
       );
       if (!r.ok) failures++;
