@@ -2,7 +2,9 @@
  * Issue 14's yardstick: the leanest loader a user could write by hand for list streams, run
  * against the same sandbox process and records as svcsync's `list-*` scenarios. Per stream and
  * organization: pages 10 at a time, `JSON.parse`, and per page one transaction that upserts
- * the page's rows. Two shapes (BareSpec.shape):
+ * the page's rows. Pages come through svcsync's own HTTP client (`httpGet`, node:http with a
+ * keep-alive agent), so svcsync ÷ bare compares loaders, not HTTP clients (the token, once, by
+ * `fetch`, as svcsync asks for it too). Two shapes (BareSpec.shape):
  * - narrow: per record its id, three scalar columns and the raw JSON, in `bare_<family>_<stream>`.
  * - same-rows: the tables and rows svcsync writes, so svcsync ÷ bare measures svcsync's overhead
  *   and not the extra data: every catalog column (JSON text for objects, arrays and json columns),
@@ -17,11 +19,13 @@
  * No tricks svcsync could not use; none of svcsync's work (exact ids, instants, hashes, state,
  * retries, limits) either. Usage: node dist/bench/bare-child.js '<BareSpec JSON>'
  */
+import { setMaxListeners } from 'node:events';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { CATALOG } from '../src/catalog/index.js';
 import { qualifiedName, type ChildSpec, type ColumnSpec, type StreamSpec } from '../src/catalog/types.js';
 import { buildFamilyRequest } from '../src/api/families.js';
+import { httpGet } from '../src/api/http-get.js';
 import type { BareResult, BareSpec } from './protocol.js';
 
 const PAGES_AT_ONCE = 10;
@@ -29,6 +33,8 @@ const PAGES_AT_ONCE = 10;
 const BIG_INTEGER = /([:[,]\s*)(-?\d{16,})(?=\s*[,}\]])/g;
 /** Bind parameters Postgres allows in one statement. */
 const PG_MAX_PARAMETERS = 65_535;
+/** What `Response.text()` does with a body: UTF-8, a byte-order mark dropped, bad bytes replaced. */
+const utf8 = new TextDecoder();
 
 type Dialect = BareSpec['dialect'];
 type Json = Record<string, unknown>;
@@ -277,6 +283,10 @@ async function main(): Promise<void> {
   const streams = spec.streams.map((q) => CATALOG.find((s) => qualifiedName(s) === q)!);
   const plans = new Map(streams.map((s) => [s, planOf(s, spec)]));
   if (writer) for (const plan of plans.values()) allTables(plan).forEach((t) => writer.prepare(t));
+  // httpGet wants a signal; nothing aborts this one (the driver bounds the process), and every
+  // request in flight listens on it, more than EventTarget's default of 10 before it warns.
+  const run = new AbortController();
+  setMaxListeners(0, run.signal);
   const received = new Map<StreamSpec, number>();
   let requests = 0;
   let records = 0;
@@ -290,11 +300,13 @@ async function main(): Promise<void> {
       query: { ...s.query, page, per_page: spec.perPage },
     });
     requests++;
-    const res = await fetch(built.url, { headers: { ...built.headers, Authorization: `Svc-oauthtoken ${token.access_token}` } });
+    const headers = { ...built.headers, Authorization: `Svc-oauthtoken ${token.access_token}` };
+    const res = await httpGet(built.url, { method: 'GET', headers, signal: run.signal });
     if (res.status !== 200) throw new Error(`${built.display}: HTTP ${res.status}`);
     // Ids past 2^53 come as bare JSON numbers for some organizations: quoted first, or
     // JSON.parse would collapse them (even the leanest loader must keep ids).
-    const body = JSON.parse((await res.text()).replace(BIG_INTEGER, '$1"$2"')) as Record<string, unknown>;
+    const text = utf8.decode(await res.arrayBuffer());
+    const body = JSON.parse(text.replace(BIG_INTEGER, '$1"$2"')) as Record<string, unknown>;
     const key = s.recordsKey.find((k) => Array.isArray(body[k])) ?? s.recordsKey[0]!;
     const rows = (body[key] as Json[] | undefined) ?? [];
     const more = (body['page_context'] as { has_more_page?: boolean } | undefined)?.has_more_page === true;

@@ -160,3 +160,44 @@ export type BareResult =
       error?: undefined;
     }
   | { type: 'bare'; error: string };
+
+/** The answer server of the http-client scenario (bench/http-answer-server.ts). */
+export interface AnswerServerSpec {
+  /** One answer of about each size, KB. */
+  sizesKb: number[];
+}
+
+export interface AnswerServerReady {
+  type: 'ready';
+  url: string;
+  /** Per size asked for, where it is served and its exact length. */
+  answers: Array<{ kb: number; path: string; bytes: number }>;
+}
+
+/** The HTTP clients the http-client scenario compares: the global `fetch`, and svcsync's `httpGet` over node:http. */
+export type HttpClientName = 'fetch' | 'node:http';
+
+/** One client process of the http-client scenario (bench/http-client-child.ts). */
+export interface HttpClientSpec {
+  client: HttpClientName;
+  url: string;
+  /** Requests measured, after `warmup` unmeasured ones. */
+  requests: number;
+  warmup: number;
+  inFlight: number;
+  /** Each request's time-out, as svcsync's client sets one. */
+  timeoutMs: number;
+}
+
+export type HttpClientResult =
+  | {
+      type: 'http-client';
+      requests: number;
+      /** Body bytes received over the measured requests. */
+      bytes: number;
+      elapsedMs: number;
+      cpuUserMs: number;
+      cpuSystemMs: number;
+      error?: undefined;
+    }
+  | { type: 'http-client'; error: string };

@@ -17,6 +17,8 @@
  *   memory-sqlite                one stream with 1,000,000 records in one organization:
  *                                peak RSS, and RSS as the records pass 10%, 25%, 50%, 75%, 100%.
  *   sandbox                      bench/sandbox-throughput (issue 3), when it has been built.
+ *   http-client                  the client CPU of a GET with `fetch` and with svcsync's `httpGet`
+ *                                (node:http), a 35 KB and a 200 KB answer (bench/http-client.ts).
  *   fleet                        only with --only fleet: 1,000 organizations kept current by the
  *                                daemon and by 1, 2 and 4 workers (bench/fleet.ts; ~15 minutes).
  *   status-page                  only with --only status-page: the status page of 1,000 and 100
@@ -40,7 +42,9 @@ import pg from 'pg';
 import { CATALOG, childStreamsOf } from '../src/catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../src/catalog/types.js';
 import type { RequestLog } from '../sandbox/index.js';
+import { exited, kill, waitMessage } from './child-processes.js';
 import { summarizeProfile, type CpuProfile, type ProfileSummary } from './profile.js';
+import { renderHttpClient, runHttpClientBench, type HttpClientFigures } from './http-client.js';
 import { renderRequests, runRequestsBench, type RequestsFigures } from './requests.js';
 import type { BareResult, BareSpec, SandboxMessage, SandboxSpec, SqlStat, StreamRef, SyncResult, SyncSpec } from './protocol.js';
 
@@ -60,8 +64,8 @@ keeps each SQLite warehouse and Postgres database and prints where):
   --mem-records N         records of the memory run (default 1000000; quick 100000)
   --mem-stream F.S        stream of the memory run (default billing.events)
   --only a,b              run only these scenarios (list-sqlite, list-postgres, resync-sqlite, resync-postgres,
-                          resync-full-sqlite, catalog-sqlite, memory-sqlite, sandbox, requests; fleet and
-                          status-page only when named)
+                          resync-full-sqlite, catalog-sqlite, memory-sqlite, sandbox, requests, http-client;
+                          fleet and status-page only when named)
   --skip a,b              skip these scenarios
   --repeat N              run each throughput scenario N times (default 3; --quick 1); with a bare
                           loader, svcsync and bare runs alternate in pairs (svcsync first, then bare
@@ -78,7 +82,12 @@ keeps each SQLite warehouse and Postgres database and prints where):
   --no-bare               skip the bare loader runs and the reading floor (svcsync alone, for a quick A/B)
   --pg URL                the Postgres server of the Postgres scenarios (default BENCH_PG_URL, else
                           postgres://postgres@127.0.0.1:5432/test); each run gets a fresh database
-  --concurrency N         requests in flight per organization (default 10, the paid-plan limit)
+  --per-page N            records a page, svcsync's per_page and the bare loader's (default 200); two
+                          values split CPU into a part per request and a part per record
+  --concurrency N         requests in flight per organization (default 10, the paid-plan limit); also
+                          the http-client scenario's requests in flight
+  --http-requests N       GETs each http-client measurement times (default 3000; quick 500), after a
+                          tenth as many to warm up; --repeat runs, alternating fetch and node:http first
   --timeout S             bound on each scenario, seconds (default 600)
   --write-docs            write the figures into docs/benchmarks.md (between its markers)
   --json FILE             write every figure as JSON
@@ -113,6 +122,8 @@ interface Options {
   noBare: boolean;
   /** --profile-postgres: the list-only run into Postgres under --cpu-prof (not counted). */
   profilePostgres: boolean;
+  /** --http-requests: GETs each measurement of the http-client scenario times. */
+  httpRequests: number;
 }
 
 /** A wrong command line: printed as one line, without a stack. */
@@ -151,6 +162,8 @@ function parseArgs(argv: string[]): Options | 'help' {
     'experiment',
     'no-bare',
     'profile-postgres',
+    'http-requests',
+    'per-page',
   ];
   for (const k of flags.keys()) {
     if (!known.includes(k)) throw new UsageError(`unknown option --${k} (node dist/bench/run.js --help lists them)`);
@@ -190,13 +203,14 @@ function parseArgs(argv: string[]): Options | 'help' {
       typeof flags.get('pg') === 'string'
         ? (flags.get('pg') as string)
         : (env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test'),
-    perPage: 200,
+    perPage: Math.max(1, num('per-page', null, 200)),
     repeat: Math.max(1, num('repeat', 'BENCH_REPEAT', quick ? 1 : 3)),
     profileStreams: list('profile-streams'),
     sqlStats: flags.has('sql-stats'),
     experiments: list('experiment') ?? [],
     noBare: flags.has('no-bare'),
     profilePostgres: flags.has('profile-postgres'),
+    httpRequests: Math.max(1, num('http-requests', null, quick ? 500 : 3000)),
   };
 }
 
@@ -289,57 +303,6 @@ function streamsToCount(allow: readonly string[] | null): StreamRef[] {
 }
 
 // ------------------------------------------------------------------ child processes
-
-function waitMessage<T>(child: ChildProcess, accept: (m: unknown) => T | undefined, timeoutMs: number, what: string): Promise<T> {
-  return new Promise<T>((resolvePromise, reject) => {
-    const timer = setTimeout(() => {
-      cleanup();
-      reject(new Error(`${what}: no answer within ${Math.round(timeoutMs / 1000)} s`));
-    }, timeoutMs);
-    const onMessage = (m: unknown): void => {
-      const v = accept(m);
-      if (v !== undefined) {
-        cleanup();
-        resolvePromise(v);
-      }
-    };
-    const onExit = (code: number | null, signal: string | null): void => {
-      cleanup();
-      reject(new Error(`${what}: process exited (${signal ?? code}) before answering`));
-    };
-    const cleanup = (): void => {
-      clearTimeout(timer);
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-    };
-    child.on('message', onMessage);
-    child.on('exit', onExit);
-  });
-}
-
-function kill(child: ChildProcess): void {
-  if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
-    try {
-      process.kill(child.pid, 'SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }
-}
-
-function exited(child: ChildProcess, ms: number): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((r) => {
-    const t = setTimeout(() => {
-      kill(child);
-      r();
-    }, ms);
-    child.once('exit', () => {
-      clearTimeout(t);
-      r();
-    });
-  });
-}
 
 type Ready = Extract<SandboxMessage, { type: 'ready' }>;
 type LogAnswer = Extract<SandboxMessage, { type: 'log' }>;
@@ -485,6 +448,8 @@ interface ScenarioResult {
   sandboxCpuPct: number;
   /** Records per second of svcsync CPU time (user + system): steadier than wall time on a shared machine. */
   recordsPerCpuS: number;
+  /** The same in every repetition (recordsPerCpuS is the kept run's). */
+  recordsPerCpuSAll: number[];
   rowsMatch: boolean;
   rowMismatches: string[];
   ok: boolean;
@@ -558,6 +523,16 @@ interface BareFigures {
   ratios: number[];
   /** The bare loader's records/s in every repetition; recordsPerS is their median. */
   recordsPerSAll: number[];
+  /** Records per second of the bare process's CPU time (user + system, every thread); with repetitions, their median. */
+  recordsPerCpuS: number;
+  recordsPerCpuSAll: number[];
+  /**
+   * svcsync's records per CPU-second ÷ the bare loader's, per repetition, and their median: the
+   * fair ratio where the whole of a load's work is in its process (SQLite), as the machine's
+   * other load moves wall times far more than CPU times.
+   */
+  cpuRatio: number;
+  cpuRatios: number[];
   error?: string;
 }
 
@@ -608,6 +583,10 @@ async function runBare(
         ratio: NaN,
         ratios: [],
         recordsPerSAll: [recordsPerS],
+        recordsPerCpuS: r.records / ((r.cpuUserMs + r.cpuSystemMs) / 1000),
+        recordsPerCpuSAll: [],
+        cpuRatio: NaN,
+        cpuRatios: [],
       };
     } finally {
       kill(child);
@@ -716,6 +695,7 @@ async function runScenario(s: ScenarioSpec, opts: Options, bareFirst = false): P
       svcsyncCpuPct: (100 * (result.cpuUserMs + result.cpuSystemMs)) / result.elapsedMs,
       sandboxCpuPct: (100 * sandboxCpuMs) / result.elapsedMs,
       recordsPerCpuS: (minimum.listRecords + minimum.childRecords) / ((result.cpuUserMs + result.cpuSystemMs) / 1000),
+      recordsPerCpuSAll: [],
       rowsMatch: mismatches.length === 0,
       rowMismatches: mismatches,
       ok: result.ok && mismatches.length === 0,
@@ -743,6 +723,8 @@ async function runScenario(s: ScenarioSpec, opts: Options, bareFirst = false): P
       for (const b of out.bare) {
         b.ratio = out.listRecordsPerS / b.recordsPerS;
         b.ratios = [b.ratio];
+        b.cpuRatio = out.recordsPerCpuS / b.recordsPerCpuS;
+        b.cpuRatios = [b.cpuRatio];
       }
       out.bareFirst = [bareFirst];
     }
@@ -821,18 +803,25 @@ function tableRow(cells: ReadonlyArray<string | number>): string {
   return `| ${cells.join(' | ')} |`;
 }
 
+/** The command that reproduces this run, as a user types it. */
+function commandLine(): string {
+  const args = process.argv.slice(2).filter((a) => a !== '--write-docs');
+  return args.length ? `npm run bench -- ${args.join(' ')}` : 'npm run bench';
+}
+
 function renderMarkdown(
   results: ScenarioResult[],
   sandbox: { ran: boolean; output: string; note: string } | null,
   opts: Options,
   requests: RequestsFigures | null,
+  httpClient: HttpClientFigures | null = null,
 ): string {
   const m = machine();
   const lines: string[] = [];
   lines.push(`Measured ${m.date} on ${m.cores} cores (${m.cpu}), ${m.memGb} GB RAM, Node ${m.node}, commit ${m.commit}.`);
   if (opts.experiments.length) lines.push(`**Experiment (${opts.experiments.join(', ')}), not svcsync as committed.**`);
   lines.push(
-    `Command: \`npm run bench${opts.quick ? ' -- --quick' : ''}\` (per_page ${opts.perPage}, ` +
+    `Command: \`${commandLine()}\` (per_page ${opts.perPage}, ` +
       `${opts.concurrency} requests in flight per organization, 4 organizations at once).`,
   );
   if (results.length) {
@@ -868,7 +857,8 @@ function renderMarkdown(
     lines.push('');
     lines.push(
       'Requests: API calls the sandbox answered (token requests are counted apart); minimum = organization lists (one per family) ' +
-        '+ ceil(records / 200) pages per list (at least one) + one single-record request per record of a stream completed by default ' +
+        `+ ceil(records / ${opts.perPage}) pages per list (at least one) ` +
+        '+ one single-record request per record of a stream completed by default ' +
         "+ one request per parent for each child stream, from the sandbox's own counts. A re-sync scenario's " +
         "requests made include its re-syncs'.",
     );
@@ -895,7 +885,8 @@ function renderMarkdown(
   if (withBare.length) {
     lines.push('');
     lines.push(
-      'Against the bare loader (bench/bare-child.ts: pages 10 at a time, `JSON.parse`, one transaction per page; SQLite: ' +
+      'Against the bare loader (bench/bare-child.ts: pages 10 at a time through svcsync’s own HTTP client, `JSON.parse`, ' +
+        'one transaction per page; SQLite: ' +
         'one prepared upsert per row; Postgres: one multi-row upsert per table per page, text columns, pages committed ' +
         'over a pool of 4 connections), against the same sandbox process and records as svcsync, in two shapes, each ' +
         'into a fresh warehouse; with repetitions, svcsync and bare runs alternate in pairs (svcsync first, then bare ' +
@@ -904,14 +895,17 @@ function renderMarkdown(
         '*narrow*: per record its id, three columns and the raw JSON (text), no child tables. *same rows*: the tables and ' +
         'rows svcsync writes (every catalog column, objects and arrays as JSON text, the raw JSON, jsonb on Postgres, and ' +
         'one table per child array), without svcsync’s conversions: svcsync ÷ same rows is its overhead for the same data. ' +
-        'Issue 14 targets svcsync ≥ 0.80 × bare.',
+        '*÷ bare* divides records per second of wall time; *÷ bare, CPU* records per second of each process’s CPU time ' +
+        '(every thread; on Postgres the server’s work is in neither). Issue 14 targets svcsync ≥ 0.80 × bare.',
     );
     lines.push('');
     lines.push(
-      '| scenario | bare shape | svcsync list records/s | bare records/s | svcsync ÷ bare | bare time | bare CPU | bare peak RSS ' +
-        '| bare rows = sandbox |',
+      '| scenario | bare shape | svcsync list records/s | bare records/s | svcsync ÷ bare | svcsync ÷ bare, CPU | bare time | ' +
+        'bare CPU | bare peak RSS | bare rows = sandbox |',
     );
-    lines.push('|---|---|---:|---:|---:|---:|---:|---:|---|');
+    lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---|');
+    const each = (x: number, xs: number[]): string =>
+      xs.length > 1 ? `${x.toFixed(2)} (median of ${xs.map((y) => y.toFixed(2)).join(', ')})` : x.toFixed(2);
     for (const r of withBare)
       for (const b of r.bare!)
         lines.push(
@@ -920,7 +914,8 @@ function renderMarkdown(
             b.shape === 'narrow' ? 'narrow' : 'same rows',
             fmt(r.listRecordsPerS),
             fmt(b.recordsPerS),
-            b.ratios.length > 1 ? `${b.ratio.toFixed(2)} (median of ${b.ratios.map((x) => x.toFixed(2)).join(', ')})` : b.ratio.toFixed(2),
+            each(b.ratio, b.ratios),
+            each(b.cpuRatio, b.cpuRatios),
             `${fmt(b.elapsedS, 1)} s`,
             `${fmt(b.cpuPct)}%`,
             `${fmt(b.peakRssMb)} MB`,
@@ -1003,9 +998,8 @@ function renderMarkdown(
         'flat means memory does not grow with the data.',
     );
   }
-  lines.push('');
-  lines.push('Targets (issue 4):');
-  lines.push('');
+  // Every target is a figure of a sync scenario: none without one (--only requests, --only http-client).
+  if (results.length) lines.push('', 'Targets (issue 4):', '');
   const sq = results.find((r) => r.name === 'list-sqlite');
   const pgr = results.find((r) => r.name === 'list-postgres');
   if (sq) {
@@ -1038,6 +1032,10 @@ function renderMarkdown(
   if (requests) {
     lines.push('');
     lines.push(renderRequests(requests));
+  }
+  if (httpClient) {
+    lines.push('');
+    lines.push(renderHttpClient(httpClient));
   }
   if (sandbox) {
     lines.push('');
@@ -1117,6 +1115,7 @@ function combineRuns(runs: ScenarioResult[]): ScenarioResult {
   const byTime = [...pool].sort((a, b) => a.elapsedS - b.elapsedS);
   const r = byTime[Math.floor((byTime.length - 1) / 2)]!;
   r.times = runs.map((x) => x.times[0]!);
+  r.recordsPerCpuSAll = runs.map((x) => x.recordsPerCpuS);
   if (r.readFloor) {
     r.readFloor.ratios = runs.map((y) => y.readFloor?.ratio).filter((v): v is number => v !== undefined);
     r.readFloor.ratio = median(r.readFloor.ratios);
@@ -1136,10 +1135,37 @@ function combineRuns(runs: ScenarioResult[]): ScenarioResult {
       b.recordsPerSAll = same.map((x) => x.recordsPerS);
       b.ratio = median(b.ratios);
       b.recordsPerS = median(b.recordsPerSAll);
+      b.cpuRatios = same.map((x) => x.cpuRatio);
+      b.cpuRatio = median(b.cpuRatios);
+      b.recordsPerCpuSAll = same.map((x) => x.recordsPerCpuS);
+      b.recordsPerCpuS = median(b.recordsPerCpuSAll);
       b.rowsMatch = same.every((x) => x.rowsMatch);
     });
   }
   return r;
+}
+
+/** The http-client scenario (bench/http-client.ts), its runs printed as they come; null when it failed. */
+async function httpClientScenario(opts: Options): Promise<HttpClientFigures | null> {
+  const sizesKb = [35, 200];
+  console.log(
+    `\n> http-client: client CPU a GET with fetch and with node:http, ${sizesKb.join(' KB and ')} KB answers, ` +
+      `${fmt(opts.httpRequests)} requests ${opts.concurrency} in flight, ${opts.repeat} run(s)`,
+  );
+  try {
+    return await runHttpClientBench({
+      sizesKb,
+      requests: opts.httpRequests,
+      warmup: Math.ceil(opts.httpRequests / 10),
+      inFlight: Math.max(1, opts.concurrency),
+      runs: opts.repeat,
+      timeoutMs: opts.timeoutS * 1000,
+      onRun: (line) => console.log(`  ${line}`),
+    });
+  } catch (error) {
+    console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}`);
+    return null;
+  }
 }
 
 async function main(): Promise<void> {
@@ -1256,6 +1282,7 @@ async function main(): Promise<void> {
           `(${fmt(r.recordsPerCpuS)} per svcsync CPU-s); requests ${fmt(r.apiRequests)} (minimum ${fmt(r.minimum.total)}); ` +
           `peak RSS ${fmt(r.peakRssMb)} MB; load ${r.load.map((l) => l.toFixed(1)).join(' -> ')}` +
           (r.times.length > 1 ? `; times ${r.times.map((t) => t.toFixed(1)).join(', ')} s (median kept)` : '') +
+          (r.times.length > 1 ? `; per svcsync CPU-s ${r.recordsPerCpuSAll.map((x) => fmt(x)).join(', ')}` : '') +
           (r.ok ? '' : `; PROBLEM: ${r.error ?? r.rowMismatches.join('; ')}`),
       );
       if (!r.ok) failures++;
@@ -1276,6 +1303,8 @@ async function main(): Promise<void> {
       console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+  const httpClient = want('http-client') ? await httpClientScenario(opts) : null;
+  if (want('http-client') && !httpClient) failures++;
   const sandbox = want('sandbox') ? await sandboxThroughput(Math.min(opts.timeoutS, 300), opts.quick) : null;
   // The fleet (issue 12, bench/fleet.ts) takes a quarter of an hour: only when asked for by name.
   if (opts.only?.includes('fleet')) {
@@ -1306,9 +1335,10 @@ async function main(): Promise<void> {
     );
     if (code !== 0) failures++;
   }
-  const markdown = renderMarkdown(results, sandbox, opts, requests);
+  const markdown = renderMarkdown(results, sandbox, opts, requests, httpClient);
   console.log('\n' + markdown);
-  if (opts.json) writeFileSync(opts.json, JSON.stringify({ machine: machine(), options: opts, results, sandbox, requests }, null, 2));
+  const figures = { machine: machine(), options: opts, results, sandbox, requests, httpClient };
+  if (opts.json) writeFileSync(opts.json, JSON.stringify(figures, null, 2));
   if (opts.writeDocs && opts.experiments.length) console.log('\nnot writing docs/benchmarks.md: this run used --experiment');
   else if (opts.writeDocs) writeDocs(markdown);
   process.exitCode = failures ? 1 : 0;

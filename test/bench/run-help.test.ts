@@ -12,8 +12,10 @@ describe('bench/run.ts command line', () => {
     const r = spawnSync(process.execPath, [driver, '--help'], { encoding: 'utf8', timeout: 20_000 });
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^Usage: npm run bench -- \[options\]/);
-    for (const option of ['--quick', '--only', '--repeat', '--no-bare', '--write-docs', '--help']) expect(r.stdout).toContain(option);
+    for (const option of ['--quick', '--only', '--repeat', '--no-bare', '--write-docs', '--http-requests', '--per-page', '--help'])
+      expect(r.stdout).toContain(option);
     expect(r.stdout).toContain('alternate in pairs');
+    expect(r.stdout).toContain('http-client');
     expect(r.stdout).not.toContain('svcsync benchmark:');
   });
 
