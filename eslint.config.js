@@ -82,6 +82,10 @@ export default tseslint.config(
   layer('src/state', ['extractors', 'scheduler', 'cli']),
   layer('src/extractors', ['scheduler', 'cli']),
   layer('src/scheduler', ['cli']),
+  // Inside the scheduler: when to run (timing/) sits below the quota plan (planning/), which sits below
+  // the operator's surface (surface/); the daemon, worker and job runner at its root compose all three.
+  layer('src/scheduler/timing', ['planning', 'surface', 'cli']),
+  layer('src/scheduler/planning', ['surface', 'cli']),
   { ...layer('src/cli', []), ignores: SANDBOX_STARTERS },
   {
     files: SANDBOX_STARTERS,

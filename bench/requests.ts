@@ -27,8 +27,8 @@ import { runSync } from '../src/extractors/sync-run.js';
 import type { SyncMode } from '../src/extractors/stream-pass.js';
 import { migrateToLatest } from '../src/loaders/migrate.js';
 import { openWarehouse, type Warehouse } from '../src/loaders/warehouse.js';
-import { daemonCommand } from '../src/scheduler/estimate.js';
-import { readsWhole, resolveJobs, type JobSpec } from '../src/scheduler/jobs.js';
+import { daemonCommand } from '../src/scheduler/planning/estimate.js';
+import { readsWhole, resolveJobs, type JobSpec } from '../src/scheduler/timing/jobs.js';
 import { findStream } from '../src/catalog/index.js';
 import { startSandbox, type Family, type RequestLog } from '../sandbox/index.js';
 

@@ -4,7 +4,7 @@ import { parseConfig } from '../src/config/load.js';
 import type { Config } from '../src/config/schema.js';
 import { migrateToLatest } from '../src/loaders/migrate.js';
 import type { Warehouse } from '../src/loaders/warehouse.js';
-import { resolveJobs } from '../src/scheduler/jobs.js';
+import { resolveJobs } from '../src/scheduler/timing/jobs.js';
 import { stateDb, type StreamStateRow } from '../src/state/tables.js';
 
 /**

@@ -23,8 +23,8 @@ import { createLogger } from '../src/core/logger.js';
 import { SecretRegistry } from '../src/core/secrets.js';
 import { openWarehouse } from '../src/loaders/warehouse.js';
 import { JobRunner } from '../src/scheduler/job-runner.js';
-import { collectStatusDocument } from '../src/scheduler/status-document.js';
-import { renderStatusPage } from '../src/scheduler/status-page.js';
+import { collectStatusDocument } from '../src/scheduler/surface/status-document.js';
+import { renderStatusPage } from '../src/scheduler/surface/status-page.js';
 import { fleetConfig, seedFleet } from './status-fleet.js';
 
 interface Figures {

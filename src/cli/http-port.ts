@@ -2,13 +2,13 @@ import type { Config } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import { describeError } from '../core/errors.js';
 import type { Warehouse } from '../loaders/warehouse.js';
-import { healthVerdict, readinessVerdict, type JobLoopState } from '../scheduler/health.js';
-import { hookSecret, type HookResult, type HookTarget } from '../scheduler/hooks.js';
-import { serveHttp, type HttpServer } from '../scheduler/http-server.js';
-import type { DaemonMetrics } from '../scheduler/metrics.js';
-import { WarehouseProbe } from '../scheduler/readiness.js';
-import { collectStatusDocument, type LiveStatus, type StatusDocument } from '../scheduler/status-document.js';
-import { renderStatusPage } from '../scheduler/status-page.js';
+import { healthVerdict, readinessVerdict, type JobLoopState } from '../scheduler/surface/health.js';
+import { hookSecret, type HookResult, type HookTarget } from '../scheduler/surface/hooks.js';
+import { serveHttp, type HttpServer } from '../scheduler/surface/http-server.js';
+import type { DaemonMetrics } from '../scheduler/surface/metrics.js';
+import { WarehouseProbe } from '../scheduler/surface/readiness.js';
+import { collectStatusDocument, type LiveStatus, type StatusDocument } from '../scheduler/surface/status-document.js';
+import { renderStatusPage } from '../scheduler/surface/status-page.js';
 import type { Worker } from '../scheduler/worker.js';
 
 /** `--http-port`/`--http-host`, their older names `--metrics-port`/`--metrics-host`, then the config's keys. */

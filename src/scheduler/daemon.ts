@@ -1,11 +1,11 @@
-import { narrowJob, type JobSpec } from './jobs.js';
-import { warnScheduleMisfits } from './plan.js';
-import type { JobLoopState } from './health.js';
-import { HookDebouncer, type HookResult, type HookTarget } from './hooks.js';
-import type { JobOutcome } from './job-run.js';
+import { narrowJob, type JobSpec } from './timing/jobs.js';
+import { warnScheduleMisfits } from './planning/plan.js';
+import type { JobLoopState } from './surface/health.js';
+import { HookDebouncer, type HookResult, type HookTarget } from './surface/hooks.js';
+import type { JobOutcome } from './timing/job-run.js';
 import { JobRunner, type RunnerContext } from './job-runner.js';
-import { Scheduler, type SchedulerEvent } from './scheduler.js';
-import type { LiveStatus } from './status-document.js';
+import { Scheduler, type SchedulerEvent } from './timing/scheduler.js';
+import type { LiveStatus } from './surface/status-document.js';
 
 /** Everything the daemon needs, passed in; nothing global. */
 export interface DaemonContext extends RunnerContext {

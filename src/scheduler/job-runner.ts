@@ -17,14 +17,22 @@ import type { Warehouse } from '../loaders/warehouse.js';
 import { recordAuthorization, type AuthorizationSeen } from '../state/connection-auth.js';
 import { stateDb } from '../state/tables.js';
 import { WarehouseUsageStore } from '../state/usage-store.js';
-import { decide, heldForHigher } from './budget.js';
-import { backfillPhase, daemonCommand, estimateJob, loadSnapshot, rowsNeeded, treesInBackfill, type OrgSnapshot } from './estimate.js';
-import { authorizationOf } from './health.js';
-import { hookBudget, resolveHook, type HookResolution, type HookTarget } from './hooks.js';
-import { Holds } from './holds.js';
-import { outcomeOf, type Admission, type JobOutcome, type JobRun } from './job-run.js';
-import { narrowJob, resolveJobs, type JobSpec, type KnownOrganization } from './jobs.js';
-import { DaemonMetrics } from './metrics.js';
+import { decide, heldForHigher } from './planning/budget.js';
+import {
+  backfillPhase,
+  daemonCommand,
+  estimateJob,
+  loadSnapshot,
+  rowsNeeded,
+  treesInBackfill,
+  type OrgSnapshot,
+} from './planning/estimate.js';
+import { authorizationOf } from './surface/health.js';
+import { hookBudget, resolveHook, type HookResolution, type HookTarget } from './surface/hooks.js';
+import { Holds } from './timing/holds.js';
+import { outcomeOf, type Admission, type JobOutcome, type JobRun } from './timing/job-run.js';
+import { narrowJob, resolveJobs, type JobSpec, type KnownOrganization } from './timing/jobs.js';
+import { DaemonMetrics } from './surface/metrics.js';
 
 /** Everything a job runner needs, passed in; nothing global. */
 export interface RunnerContext {

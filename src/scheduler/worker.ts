@@ -3,15 +3,15 @@ import pg from 'pg';
 import { PLAIN_SCHEMA_NAME } from '../config/schema.js';
 import type { Timer } from '../core/clock.js';
 import { ConfigError } from '../core/errors.js';
-import type { OrgSnapshot } from './estimate.js';
-import type { JobLoopState } from './health.js';
-import type { HookResult, HookTarget } from './hooks.js';
-import { backoffMs } from './holds.js';
-import type { JobOutcome } from './job-run.js';
+import type { OrgSnapshot } from './planning/estimate.js';
+import type { JobLoopState } from './surface/health.js';
+import type { HookResult, HookTarget } from './surface/hooks.js';
+import { backoffMs } from './timing/holds.js';
+import type { JobOutcome } from './timing/job-run.js';
 import { JobRunner, type RunnerContext } from './job-runner.js';
-import type { JobSpec } from './jobs.js';
-import { queueDepth, SYNC_QUEUE } from './queue-depth.js';
-import { warnScheduleMisfits } from './plan.js';
+import type { JobSpec } from './timing/jobs.js';
+import { queueDepth, SYNC_QUEUE } from './surface/queue-depth.js';
+import { warnScheduleMisfits } from './planning/plan.js';
 
 /** The schedule tick: one a minute, fired by whichever worker's pg-boss wins its cron lock. */
 export const TICK_QUEUE = 'svcsync-tick';

@@ -11,7 +11,7 @@ import { createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
 import { svcsyncVersion } from '../../src/core/version.js';
 import { openWarehouse } from '../../src/loaders/warehouse.js';
-import { DaemonMetrics } from '../../src/scheduler/metrics.js';
+import { DaemonMetrics } from '../../src/scheduler/surface/metrics.js';
 import { startSandbox, type Sandbox } from '../../sandbox/index.js';
 
 // These tests spawn the compiled command (dist/): `npm run build` first.

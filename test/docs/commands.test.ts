@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CATALOG } from '../../src/catalog/index.js';
 import { FakeClock } from '../../src/core/clock.js';
-import type { DaemonMetrics } from '../../src/scheduler/metrics.js';
-import { DEFAULT_HOOK_SETTINGS, parseHookUrl, type HookResult } from '../../src/scheduler/hooks.js';
-import { serveHttp, type HttpServer, type HttpTarget } from '../../src/scheduler/http-server.js';
+import type { DaemonMetrics } from '../../src/scheduler/surface/metrics.js';
+import { DEFAULT_HOOK_SETTINGS, parseHookUrl, type HookResult } from '../../src/scheduler/surface/hooks.js';
+import { serveHttp, type HttpServer, type HttpTarget } from '../../src/scheduler/surface/http-server.js';
 import { isInvocation, optionalParts, problems, shellWords, STREAMS, withoutComment } from './cli-check.js';
 import { documentPaths, fencedBlocks, readDocument } from './markdown.js';
 

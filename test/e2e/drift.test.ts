@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { findStream } from '../../src/catalog/index.js';
 import { collectDrift, renderDrift } from '../../src/cli/commands/drift.js';
 import { renderStatus } from '../../src/cli/commands/status.js';
-import { collectStatus } from '../../src/scheduler/status-document.js';
+import { collectStatus } from '../../src/scheduler/surface/status-document.js';
 import { main } from '../../src/cli/main.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectEqualsTruth, expectExit, ID_FIELDS, startE2E, type E2E, type Family } from '../helpers/e2e.js';

@@ -4,8 +4,8 @@ import { expectEqualsTruth, expectExit, startE2E, type E2E } from '../helpers/e2
 import { minimumRequests, NEW_CONNECTION_CHECKS } from '../helpers/minimum.js';
 import { runVerify } from '../../src/extractors/verify.js';
 import { createLogger } from '../../src/core/logger.js';
-import { collectStatusDocument } from '../../src/scheduler/status-document.js';
-import { planNextDay, renderPlan } from '../../src/scheduler/plan.js';
+import { collectStatusDocument } from '../../src/scheduler/surface/status-document.js';
+import { planNextDay, renderPlan } from '../../src/scheduler/planning/plan.js';
 import { renderStatus } from '../../src/cli/commands/status.js';
 import { apiRequests } from '../helpers/hostile.js';
 

@@ -4,7 +4,7 @@ import { CATALOG } from '../../src/catalog/index.js';
 import { historyPlan } from '../../src/loaders/derived/history-tables.js';
 import { HistoryWriter } from '../../src/loaders/history-writer.js';
 import { renderStatus } from '../../src/cli/commands/status.js';
-import { collectStatus } from '../../src/scheduler/status-document.js';
+import { collectStatus } from '../../src/scheduler/surface/status-document.js';
 import { expectExit, instant, startE2E, stored, type E2E } from '../helpers/e2e.js';
 
 /**

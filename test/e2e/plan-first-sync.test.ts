@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planNextDay } from '../../src/scheduler/plan.js';
+import { planNextDay } from '../../src/scheduler/planning/plan.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectExit, startE2E, type E2E } from '../helpers/e2e.js';
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { collectStatus } from '../../src/scheduler/status-document.js';
+import { collectStatus } from '../../src/scheduler/surface/status-document.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { expectExit, startE2E, type E2E } from '../helpers/e2e.js';
 

@@ -3,9 +3,9 @@ import { serveDaemonHttp } from '../../src/cli/commands/daemon.js';
 import type { Config } from '../../src/config/schema.js';
 import { createLogger } from '../../src/core/logger.js';
 import { Daemon } from '../../src/scheduler/daemon.js';
-import type { HttpServer } from '../../src/scheduler/http-server.js';
-import type { SchedulerEvent } from '../../src/scheduler/scheduler.js';
-import type { StatusDocument } from '../../src/scheduler/status-document.js';
+import type { HttpServer } from '../../src/scheduler/surface/http-server.js';
+import type { SchedulerEvent } from '../../src/scheduler/timing/scheduler.js';
+import type { StatusDocument } from '../../src/scheduler/surface/status-document.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { instant, startE2E, type E2E } from '../helpers/e2e.js';
 

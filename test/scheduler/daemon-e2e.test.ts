@@ -4,9 +4,9 @@ import { createLogger, CapturedLog } from '../../src/core/logger.js';
 import { serveDaemonHttp } from '../../src/cli/commands/daemon.js';
 import { renderStatus } from '../../src/cli/commands/status.js';
 import { Daemon } from '../../src/scheduler/daemon.js';
-import { planNextDay, renderPlan } from '../../src/scheduler/plan.js';
-import type { SchedulerEvent } from '../../src/scheduler/scheduler.js';
-import { collectStatus } from '../../src/scheduler/status-document.js';
+import { planNextDay, renderPlan } from '../../src/scheduler/planning/plan.js';
+import type { SchedulerEvent } from '../../src/scheduler/timing/scheduler.js';
+import { collectStatus } from '../../src/scheduler/surface/status-document.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { startE2E, truthIds, type E2E } from '../helpers/e2e.js';
 

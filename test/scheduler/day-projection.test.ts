@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { projectEndOfDay } from '../../src/scheduler/day-projection.js';
+import { projectEndOfDay } from '../../src/scheduler/planning/day-projection.js';
 
 describe('projectEndOfDay: requests used by the end of the quota day', () => {
   it.each([

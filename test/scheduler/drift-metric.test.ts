@@ -6,7 +6,7 @@ import { SecretRegistry } from '../../src/core/secrets.js';
 import { RecordBudget } from '../../src/extractors/record-budget.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
-import { DaemonMetrics } from '../../src/scheduler/metrics.js';
+import { DaemonMetrics } from '../../src/scheduler/surface/metrics.js';
 import { listDrift, recordDrift } from '../../src/state/drift.js';
 import { WarehouseUsageStore } from '../../src/state/usage-store.js';
 import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';

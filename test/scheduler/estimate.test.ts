@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { estimateJob, rowsNeeded, type OrgSnapshot, type StreamSnapshot } from '../../src/scheduler/estimate.js';
-import { Cron } from '../../src/scheduler/cron.js';
-import type { JobSpec } from '../../src/scheduler/jobs.js';
+import { estimateJob, rowsNeeded, type OrgSnapshot, type StreamSnapshot } from '../../src/scheduler/planning/estimate.js';
+import { Cron } from '../../src/scheduler/timing/cron.js';
+import type { JobSpec } from '../../src/scheduler/timing/jobs.js';
 
 function snapshot(rows: Record<string, number>): OrgSnapshot {
   const streams = new Map<string, StreamSnapshot>();

@@ -10,8 +10,8 @@ import {
   STUCK_TICK_MS,
   type Health,
   type StreamHealthInput,
-} from '../../src/scheduler/health.js';
-import { WarehouseProbe } from '../../src/scheduler/readiness.js';
+} from '../../src/scheduler/surface/health.js';
+import { WarehouseProbe } from '../../src/scheduler/surface/readiness.js';
 
 const NOW = Date.parse('2026-11-23T12:00:00Z');
 const ago = (s: number): string => new Date(NOW - s * 1000).toISOString();

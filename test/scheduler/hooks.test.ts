@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/core/clock.js';
-import { AddressRateLimit, HookDebouncer, hookBudget, parseHookUrl, presentedSecret, secretMatches } from '../../src/scheduler/hooks.js';
+import {
+  AddressRateLimit,
+  HookDebouncer,
+  hookBudget,
+  parseHookUrl,
+  presentedSecret,
+  secretMatches,
+} from '../../src/scheduler/surface/hooks.js';
 
 describe('secretMatches', () => {
   it.each([

@@ -5,10 +5,10 @@ import { parseConfig } from '../../src/config/load.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
-import type { HealthReport, JobLoopState, ReadinessReport } from '../../src/scheduler/health.js';
-import { DEFAULT_HOOK_SETTINGS } from '../../src/scheduler/hooks.js';
-import { serveHttp, type HttpServer, type HttpTarget } from '../../src/scheduler/http-server.js';
-import type { DaemonMetrics } from '../../src/scheduler/metrics.js';
+import type { HealthReport, JobLoopState, ReadinessReport } from '../../src/scheduler/surface/health.js';
+import { DEFAULT_HOOK_SETTINGS } from '../../src/scheduler/surface/hooks.js';
+import { serveHttp, type HttpServer, type HttpTarget } from '../../src/scheduler/surface/http-server.js';
+import type { DaemonMetrics } from '../../src/scheduler/surface/metrics.js';
 import { recordAuthorization } from '../../src/state/connection-auth.js';
 import { DIALECTS, freshWarehouse } from '../helpers/dialects.js';
 

@@ -7,10 +7,10 @@ import { FakeClock } from '../../src/core/clock.js';
 import { createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
-import { heldForHigher } from '../../src/scheduler/budget.js';
-import { Holds } from '../../src/scheduler/holds.js';
+import { heldForHigher } from '../../src/scheduler/planning/budget.js';
+import { Holds } from '../../src/scheduler/timing/holds.js';
 import { JobRunner } from '../../src/scheduler/job-runner.js';
-import type { JobSpec } from '../../src/scheduler/jobs.js';
+import type { JobSpec } from '../../src/scheduler/timing/jobs.js';
 import { stateDb } from '../../src/state/tables.js';
 import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 

@@ -12,10 +12,10 @@ import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
-import { Cron, countFires } from '../../src/scheduler/cron.js';
+import { Cron, countFires } from '../../src/scheduler/timing/cron.js';
 import { Daemon } from '../../src/scheduler/daemon.js';
-import { PLAN_SCHEDULES } from '../../src/scheduler/jobs.js';
-import { loadPlanOrganizations, planOrganization, type PlanOrganization } from '../../src/scheduler/plan.js';
+import { PLAN_SCHEDULES } from '../../src/scheduler/timing/jobs.js';
+import { loadPlanOrganizations, planOrganization, type PlanOrganization } from '../../src/scheduler/planning/plan.js';
 import {
   fitConnection,
   fitTarget,
@@ -23,7 +23,7 @@ import {
   renderFitConfig,
   renderFitCron,
   type ConnectionFit,
-} from '../../src/scheduler/schedule-fit.js';
+} from '../../src/scheduler/planning/schedule-fit.js';
 import { wholeReadCycleDays } from '../../src/config/cycles.js';
 import { stateDb } from '../../src/state/tables.js';
 

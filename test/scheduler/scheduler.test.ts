@@ -4,12 +4,12 @@ import type { Family } from '../../src/catalog/families.js';
 import { FakeClock } from '../../src/core/clock.js';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
-import { decide, heldForHigher } from '../../src/scheduler/budget.js';
-import { Cron } from '../../src/scheduler/cron.js';
-import { PLAN_SCHEDULES, resolveJobs, type JobSpec } from '../../src/scheduler/jobs.js';
-import { Holds } from '../../src/scheduler/holds.js';
-import { outcomeOf, type JobOutcome, type JobRun } from '../../src/scheduler/job-run.js';
-import { Scheduler, type SchedulerEvent } from '../../src/scheduler/scheduler.js';
+import { decide, heldForHigher } from '../../src/scheduler/planning/budget.js';
+import { Cron } from '../../src/scheduler/timing/cron.js';
+import { PLAN_SCHEDULES, resolveJobs, type JobSpec } from '../../src/scheduler/timing/jobs.js';
+import { Holds } from '../../src/scheduler/timing/holds.js';
+import { outcomeOf, type JobOutcome, type JobRun } from '../../src/scheduler/timing/job-run.js';
+import { Scheduler, type SchedulerEvent } from '../../src/scheduler/timing/scheduler.js';
 import type { OrganizationOutcome } from '../../src/extractors/organization-sync.js';
 import type { SyncSummary } from '../../src/extractors/sync-run.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderConnections, renderStatus } from '../../src/cli/commands/status.js';
-import type { StatusConnection, StatusDocument, StatusOrganization, StatusStream } from '../../src/scheduler/status-document.js';
-import { age, renderStatusPage, streamCode, timeTag } from '../../src/scheduler/status-page.js';
+import type { StatusConnection, StatusDocument, StatusOrganization, StatusStream } from '../../src/scheduler/surface/status-document.js';
+import { age, renderStatusPage, streamCode, timeTag } from '../../src/scheduler/surface/status-page.js';
 
 const NOW = Date.parse('2026-11-23T12:00:00Z');
 const ago = (s: number): string => new Date(NOW - s * 1000).toISOString();

@@ -1,8 +1,8 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
 import { Daemon } from '../../scheduler/daemon.js';
-import { hookSecret } from '../../scheduler/hooks.js';
-import type { HttpServer } from '../../scheduler/http-server.js';
+import { hookSecret } from '../../scheduler/surface/hooks.js';
+import type { HttpServer } from '../../scheduler/surface/http-server.js';
 import { httpAddress, serveSyncHttp } from '../http-port.js';
 import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';
 import type { Config } from '../../config/schema.js';

@@ -1,9 +1,9 @@
 import { relative, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { CONFIG_ENV } from '../../config/locate.js';
-import { REFERENCE_RECORDS } from '../../scheduler/estimate.js';
-import { loadPlanOrganizations, planOrganization, renderPlan } from '../../scheduler/plan.js';
-import { fitConnection, renderFitConfig, renderFitCron, renderFitSummary } from '../../scheduler/schedule-fit.js';
+import { REFERENCE_RECORDS } from '../../scheduler/planning/estimate.js';
+import { loadPlanOrganizations, planOrganization, renderPlan } from '../../scheduler/planning/plan.js';
+import { fitConnection, renderFitConfig, renderFitCron, renderFitSummary } from '../../scheduler/planning/schedule-fit.js';
 import { jsonOutput } from '../json-output.js';
 import { loadRuntime, withWarehouseToRead, type Cli } from '../runtime.js';
 

@@ -3,14 +3,14 @@ import { TokenCacheRegistry } from '../../api/client.js';
 import { ExitCode, SvcsyncError, worseExitCode } from '../../core/errors.js';
 import { migrateToLatest } from '../../loaders/migrate.js';
 import type { Warehouse } from '../../loaders/warehouse.js';
-import { streamFailed } from '../../scheduler/health.js';
-import { queueLine } from '../../scheduler/queue-depth.js';
+import { streamFailed } from '../../scheduler/surface/health.js';
+import { queueLine } from '../../scheduler/surface/queue-depth.js';
 import {
   collectStatusDocument,
   type StatusConnection,
   type StatusDocument,
   type StatusOrganization,
-} from '../../scheduler/status-document.js';
+} from '../../scheduler/surface/status-document.js';
 import { recordAuthorization } from '../../state/connection-auth.js';
 import { loginExitCode, loginLines, tryLogin, type LoginOutcome } from '../login-check.js';
 import { loadRuntime, withWarehouse, type Cli, type Runtime } from '../runtime.js';

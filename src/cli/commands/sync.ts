@@ -8,7 +8,7 @@ import { createProgress } from '../progress.js';
 import { stopOnSignals, loadRuntime, withWarehouse, type Cli, type GlobalOptions } from '../runtime.js';
 import { renderSummary } from '../summary.js';
 import { jsonOutput } from '../json-output.js';
-import { authorizationsOfRun } from '../../scheduler/health.js';
+import { authorizationsOfRun } from '../../scheduler/surface/health.js';
 import { recordAuthorization } from '../../state/connection-auth.js';
 
 interface SyncFlags {

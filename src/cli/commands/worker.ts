@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { ConfigError, ExitCode } from '../../core/errors.js';
-import type { HttpServer } from '../../scheduler/http-server.js';
+import type { HttpServer } from '../../scheduler/surface/http-server.js';
 import { httpAddress, serveWorkerHttp } from '../http-port.js';
 import { assertWorkerWarehouse, Worker } from '../../scheduler/worker.js';
 import { loadRuntime, openConfiguredWarehouse, type Cli } from '../runtime.js';

@@ -1,5 +1,5 @@
-import type { ConnectionFailure } from '../extractors/sync-run.js';
-import type { AuthorizationSeen } from '../state/connection-auth.js';
+import type { ConnectionFailure } from '../../extractors/sync-run.js';
+import type { AuthorizationSeen } from '../../state/connection-auth.js';
 
 /**
  * What state a stream, an organization and a connection are in, whether the fleet is healthy

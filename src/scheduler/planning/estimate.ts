@@ -1,11 +1,11 @@
 import { CompiledQuery } from 'kysely';
-import { CATALOG, carriesChildren, childStreamsOf, findStream } from '../catalog/index.js';
-import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
-import type { SyncMode } from '../extractors/stream-pass.js';
-import type { Warehouse } from '../loaders/warehouse.js';
-import { stateDb, type StreamStateRow } from '../state/tables.js';
-import { readsWhole, type JobSpec } from './jobs.js';
-import { childrenRereadDue, cycleDaysCovered } from '../extractors/children-cycle.js';
+import { CATALOG, carriesChildren, childStreamsOf, findStream } from '../../catalog/index.js';
+import { qualifiedName, tableName, type StreamSpec } from '../../catalog/types.js';
+import type { SyncMode } from '../../extractors/stream-pass.js';
+import type { Warehouse } from '../../loaders/warehouse.js';
+import { stateDb, type StreamStateRow } from '../../state/tables.js';
+import { readsWhole, type JobSpec } from '../timing/jobs.js';
+import { childrenRereadDue, cycleDaysCovered } from '../../extractors/children-cycle.js';
 
 /** The command name a daemon run records in `_svcsync_runs` (its mode is read back from it). */
 export function daemonCommand(job: Pick<JobSpec, 'jobClass'>): string {

@@ -1,4 +1,4 @@
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 import type { JobOutcome } from './job-run.js';
 import type { JobSpec } from './jobs.js';
 

@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely';
-import { describeError } from '../core/errors.js';
-import type { Warehouse } from '../loaders/warehouse.js';
+import { describeError } from '../../core/errors.js';
+import type { Warehouse } from '../../loaders/warehouse.js';
 import type { WarehouseReach } from './health.js';
 
 /**

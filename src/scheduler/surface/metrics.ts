@@ -1,15 +1,15 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { RequestEvent } from '../api/client.js';
-import { svcsyncVersion } from '../api/user-agent.js';
-import type { LimiterRegistry, OrgLimiter } from '../api/limiter.js';
-import type { Clock } from '../core/clock.js';
-import type { RecordBudget } from '../extractors/record-budget.js';
-import type { Warehouse } from '../loaders/warehouse.js';
-import { listAuthorizations } from '../state/connection-auth.js';
-import { listDrift } from '../state/drift.js';
-import { listStreamStates } from '../state/stream-state.js';
-import type { JobOutcome } from './job-run.js';
-import type { JobSpec } from './jobs.js';
+import type { RequestEvent } from '../../api/client.js';
+import { svcsyncVersion } from '../../api/user-agent.js';
+import type { LimiterRegistry, OrgLimiter } from '../../api/limiter.js';
+import type { Clock } from '../../core/clock.js';
+import type { RecordBudget } from '../../extractors/record-budget.js';
+import type { Warehouse } from '../../loaders/warehouse.js';
+import { listAuthorizations } from '../../state/connection-auth.js';
+import { listDrift } from '../../state/drift.js';
+import { listStreamStates } from '../../state/stream-state.js';
+import type { JobOutcome } from '../timing/job-run.js';
+import type { JobSpec } from '../timing/jobs.js';
 import type { QueueDepth } from './queue-depth.js';
 
 export interface QuotaSource {

@@ -1,25 +1,25 @@
 import { CompiledQuery } from 'kysely';
-import { childrenCycleDays } from '../config/cycles.js';
-import { connectionLimits } from '../api/client.js';
-import { quotaDay, quotaDayAt, type QuotaDay } from '../api/quota-day.js';
-import { CATALOG, findStream, streamTables } from '../catalog/index.js';
-import { qualifiedName, tableName } from '../catalog/types.js';
-import type { Family } from '../catalog/families.js';
-import { dailyBudget } from '../config/plans.js';
-import { svcsyncVersion } from '../core/version.js';
-import type { Config } from '../config/schema.js';
-import { historyRecord, historyVersionCounts } from '../loaders/derived/ensure-history.js';
-import { migrateToLatest } from '../loaders/migrate.js';
-import type { Warehouse } from '../loaders/warehouse.js';
-import { listAuthorizations } from '../state/connection-auth.js';
-import { listDrift } from '../state/drift.js';
-import { stateDb, type StreamStateRow } from '../state/tables.js';
-import type { DayProjection } from './day-projection.js';
+import { childrenCycleDays } from '../../config/cycles.js';
+import { connectionLimits } from '../../api/client.js';
+import { quotaDay, quotaDayAt, type QuotaDay } from '../../api/quota-day.js';
+import { CATALOG, findStream, streamTables } from '../../catalog/index.js';
+import { qualifiedName, tableName } from '../../catalog/types.js';
+import type { Family } from '../../catalog/families.js';
+import { dailyBudget } from '../../config/plans.js';
+import { svcsyncVersion } from '../../core/version.js';
+import type { Config } from '../../config/schema.js';
+import { historyRecord, historyVersionCounts } from '../../loaders/derived/ensure-history.js';
+import { migrateToLatest } from '../../loaders/migrate.js';
+import type { Warehouse } from '../../loaders/warehouse.js';
+import { listAuthorizations } from '../../state/connection-auth.js';
+import { listDrift } from '../../state/drift.js';
+import { stateDb, type StreamStateRow } from '../../state/tables.js';
+import type { DayProjection } from '../planning/day-projection.js';
 import { organizationHealth, sortOrganizations, type ConnectionState, type Health } from './health.js';
-import { resolveJobs, type JobSpec, type KnownOrganization } from './jobs.js';
+import { resolveJobs, type JobSpec, type KnownOrganization } from '../timing/jobs.js';
 import { queueDepth, SYNC_QUEUE, type QueueDepth } from './queue-depth.js';
-import { refutedShortcuts, type RefutedShortcut } from './shortcut-cost.js';
-import { projectOrganization, runCommands, ScheduleMemo, snapshotOf, type PendingCounts } from './status-estimates.js';
+import { refutedShortcuts, type RefutedShortcut } from '../planning/shortcut-cost.js';
+import { projectOrganization, runCommands, ScheduleMemo, snapshotOf, type PendingCounts } from '../planning/status-estimates.js';
 
 /**
  * The status document: every configured connection, and every organization and stream, read

@@ -1,4 +1,4 @@
-import type { JobSpec } from './jobs.js';
+import type { JobSpec } from '../timing/jobs.js';
 
 /** What is left of one organization's day, as its limiter counts it. */
 export interface BudgetView {

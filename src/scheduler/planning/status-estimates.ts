@@ -1,10 +1,10 @@
-import { CATALOG } from '../catalog/index.js';
-import type { StreamSpec } from '../catalog/types.js';
-import type { Warehouse } from '../loaders/warehouse.js';
-import { stateDb, type StreamStateRow } from '../state/tables.js';
+import { CATALOG } from '../../catalog/index.js';
+import type { StreamSpec } from '../../catalog/types.js';
+import type { Warehouse } from '../../loaders/warehouse.js';
+import { stateDb, type StreamStateRow } from '../../state/tables.js';
 import { projectEndOfDay, type DayProjection } from './day-projection.js';
 import { estimateJob, modeOfCommand, type OrgSnapshot, type StreamSnapshot } from './estimate.js';
-import type { JobSpec } from './jobs.js';
+import type { JobSpec } from '../timing/jobs.js';
 
 /**
  * The end-of-day projection of every organization on the status page, from a few bulk reads

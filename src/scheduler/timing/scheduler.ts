@@ -1,5 +1,5 @@
-import type { Clock, Timer } from '../core/clock.js';
-import type { Logger } from '../core/logger.js';
+import type { Clock, Timer } from '../../core/clock.js';
+import type { Logger } from '../../core/logger.js';
 import { Holds } from './holds.js';
 import type { Admission, JobOutcome, JobRun } from './job-run.js';
 import { narrowJob, type JobSpec } from './jobs.js';

@@ -1,11 +1,11 @@
-import { childStreamsOf } from '../catalog/index.js';
-import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
-import { childrenCycleDays } from '../config/cycles.js';
-import type { Config } from '../config/schema.js';
-import { noteOf, type ShortcutId, type ShortcutNote } from '../extractors/shortcuts.js';
-import type { Warehouse } from '../loaders/warehouse.js';
-import { allVerdicts } from '../state/shortcut-verdicts.js';
-import type { ShortcutRow } from '../state/tables.js';
+import { childStreamsOf } from '../../catalog/index.js';
+import { qualifiedName, tableName, type StreamSpec } from '../../catalog/types.js';
+import { childrenCycleDays } from '../../config/cycles.js';
+import type { Config } from '../../config/schema.js';
+import { noteOf, type ShortcutId, type ShortcutNote } from '../../extractors/shortcuts.js';
+import type { Warehouse } from '../../loaders/warehouse.js';
+import { allVerdicts } from '../../state/shortcut-verdicts.js';
+import type { ShortcutRow } from '../../state/tables.js';
 import { CompiledQuery } from 'kysely';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { qualifiedName, type StreamSpec } from '../catalog/types.js';
-import type { Clock, Timer } from '../core/clock.js';
-import type { JobSpec, KnownOrganization } from './jobs.js';
+import { qualifiedName, type StreamSpec } from '../../catalog/types.js';
+import type { Clock, Timer } from '../../core/clock.js';
+import type { JobSpec, KnownOrganization } from '../timing/jobs.js';
 
 /**
  * Webhook-triggered syncs (docs/daemon.md, "Webhooks"): the decisions are pure functions and

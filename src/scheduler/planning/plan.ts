@@ -1,20 +1,20 @@
-import { connectionLimits } from '../api/client.js';
-import { quotaDayAt, type QuotaDay } from '../api/quota-day.js';
-import { CATALOG } from '../catalog/index.js';
-import { qualifiedName, type StreamSpec } from '../catalog/types.js';
-import { type Family } from '../catalog/families.js';
-import { dailyBudget, unlimitedDaily } from '../config/plans.js';
-import { childrenCycleDays, wholeReadCycleDays } from '../config/cycles.js';
-import type { Config } from '../config/schema.js';
-import type { Logger } from '../core/logger.js';
+import { connectionLimits } from '../../api/client.js';
+import { quotaDayAt, type QuotaDay } from '../../api/quota-day.js';
+import { CATALOG } from '../../catalog/index.js';
+import { qualifiedName, type StreamSpec } from '../../catalog/types.js';
+import { type Family } from '../../catalog/families.js';
+import { dailyBudget, unlimitedDaily } from '../../config/plans.js';
+import { childrenCycleDays, wholeReadCycleDays } from '../../config/cycles.js';
+import type { Config } from '../../config/schema.js';
+import type { Logger } from '../../core/logger.js';
 import { refutedShortcuts, type RefutedShortcut } from './shortcut-cost.js';
-import { selectStreams } from '../extractors/organization-sync.js';
-import { detailIsEnabled } from '../extractors/stream-pass.js';
-import type { Warehouse } from '../loaders/warehouse.js';
-import { stateDb } from '../state/tables.js';
+import { selectStreams } from '../../extractors/organization-sync.js';
+import { detailIsEnabled } from '../../extractors/stream-pass.js';
+import type { Warehouse } from '../../loaders/warehouse.js';
+import { stateDb } from '../../state/tables.js';
 import { liveRowCounts, modeOfCommand, REFERENCE_RECORDS, treeCost, type StreamSnapshot, type TreeCost } from './estimate.js';
-import { countFires, type Cron } from './cron.js';
-import { descendants, resolveJobs, type JobClass, type JobSpec, type KnownOrganization } from './jobs.js';
+import { countFires, type Cron } from '../timing/cron.js';
+import { descendants, resolveJobs, type JobClass, type JobSpec, type KnownOrganization } from '../timing/jobs.js';
 
 export interface PlannedJob {
   id: string;

@@ -1,7 +1,7 @@
-import type { Config } from '../config/schema.js';
-import { unlimitedDaily, type Plan } from '../config/plans.js';
-import { childrenCycleDays } from '../config/cycles.js';
-import { countFires } from './cron.js';
+import type { Config } from '../../config/schema.js';
+import { unlimitedDaily, type Plan } from '../../config/plans.js';
+import { childrenCycleDays } from '../../config/cycles.js';
+import { countFires } from '../timing/cron.js';
 import type { TreeCost } from './estimate.js';
 import { quotaDaysAhead, reconcileEstimate, REFERENCE_ORGANIZATION, type PlanOrganization } from './plan.js';
 

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 import {
   AddressRateLimit,
   parseHookUrl,

@@ -1,10 +1,10 @@
-import { CATALOG, childStreamsOf } from '../catalog/index.js';
-import { qualifiedName, type StreamSpec } from '../catalog/types.js';
-import type { Family } from '../catalog/families.js';
-import type { Plan } from '../config/plans.js';
-import type { Config, ConnectionConfig } from '../config/schema.js';
-import { selectStreams } from '../extractors/organization-sync.js';
-import type { SyncMode } from '../extractors/stream-pass.js';
+import { CATALOG, childStreamsOf } from '../../catalog/index.js';
+import { qualifiedName, type StreamSpec } from '../../catalog/types.js';
+import type { Family } from '../../catalog/families.js';
+import type { Plan } from '../../config/plans.js';
+import type { Config, ConnectionConfig } from '../../config/schema.js';
+import { selectStreams } from '../../extractors/organization-sync.js';
+import type { SyncMode } from '../../extractors/stream-pass.js';
 import { Cron } from './cron.js';
 
 /**

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import { PLAIN_SCHEMA_NAME } from '../config/schema.js';
-import type { AnyDb } from '../loaders/db.js';
+import { PLAIN_SCHEMA_NAME } from '../../config/schema.js';
+import type { AnyDb } from '../../loaders/db.js';
 
 /** One job per (connection, organization, job class) that is due. */
 export const SYNC_QUEUE = 'svcsync-sync';

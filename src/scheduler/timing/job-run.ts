@@ -1,4 +1,4 @@
-import type { SyncSummary } from '../extractors/sync-run.js';
+import type { SyncSummary } from '../../extractors/sync-run.js';
 import type { JobSpec } from './jobs.js';
 
 /**
