@@ -123,6 +123,8 @@ export function refutationMessage(note: ShortcutNote): string {
 export class OrgShortcuts {
   private readonly claimed = new Map<string, number>();
   private readonly dirty = new Set<string>();
+  /** Writes of the verdicts, one after another: checks judged at once must land in the order they were counted. */
+  private writes: Promise<void> = Promise.resolve();
   /** Refuted in this run: the run's summary tells each once. */
   readonly refutedNow: ShortcutNote[] = [];
 
@@ -224,18 +226,19 @@ export class OrgShortcuts {
   async healed(id: ShortcutId, stream: string): Promise<void> {
     const key = keyOf(id, stream);
     const at = new Date(this.now()).toISOString();
-    const row = { ...this.row(id, stream), healed_at: at, updated_at: at };
-    this.rows.set(key, row);
-    await saveVerdict(this.db, row);
+    this.rows.set(key, { ...this.row(id, stream), healed_at: at, updated_at: at });
+    await this.persist(key);
   }
 
   /** Writes the uses counted since the last write (`since_check`). */
   async flush(): Promise<void> {
-    for (const key of this.dirty) {
-      const row = this.rows.get(key);
-      if (row) await saveVerdict(this.db, { ...row, updated_at: new Date(this.now()).toISOString() });
-    }
+    const keys = [...this.dirty];
     this.dirty.clear();
+    for (const key of keys) {
+      const row = this.rows.get(key);
+      if (row) this.rows.set(key, { ...row, updated_at: new Date(this.now()).toISOString() });
+      await this.persist(key);
+    }
   }
 
   private async record(id: ShortcutId, stream: string, evidence: string | null): Promise<ShortcutRow> {
@@ -245,8 +248,22 @@ export class OrgShortcuts {
     const row = afterCheck(this.row(id, stream), new Date(this.now()).toISOString(), evidence, this.policy);
     this.rows.set(key, row);
     this.dirty.delete(key);
-    await saveVerdict(this.db, row);
+    await this.persist(key);
     return row;
+  }
+
+  /**
+   * Saves the verdict as it stands when its turn comes. Checks of one stream are judged side by
+   * side, and their saves on a pool's separate connections could commit out of order: the last
+   * to land, an older count, would win.
+   */
+  private persist(key: string): Promise<void> {
+    const write = this.writes.then(async () => {
+      const row = this.rows.get(key);
+      if (row) await saveVerdict(this.db, row);
+    });
+    this.writes = write.catch(() => undefined);
+    return write;
   }
 
   private row(id: ShortcutId, stream: string): ShortcutRow {

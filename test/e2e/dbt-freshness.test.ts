@@ -94,7 +94,13 @@ describe.each(DIALECTS)('dbt freshness from svcsync schema --dbt on %s', (dialec
   afterAll(async () => e?.close());
 
   it('a table whose records did not change is fresh, though its _synced_at is three days old', async () => {
-    for (const table of ['inventory_currencies', 'inventory_contacts', 'billing_recurring_expenses', 'books_vendor_credits__line_items']) {
+    // Not the books vendor credits' lines: a new connection's shortcut check (A48) re-reads a few of those credits.
+    for (const table of [
+      'inventory_currencies',
+      'inventory_contacts',
+      'billing_recurring_expenses',
+      'inventory_vendor_credits__line_items',
+    ]) {
       expect(verdict(await syncedAtAge(table)), `${table} by _synced_at`).toBe('error');
       expect(verdict(await age(table)), table).toBe('pass');
       expect(verdict(await age(`${table}_live`)), `${table}_live`).toBe('pass');

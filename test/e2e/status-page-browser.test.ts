@@ -32,8 +32,8 @@ const GREEN = [0x2f, 0x9e, 0x55];
 
 const silent = (secrets: SecretRegistry) => createLogger({ level: 'silent', secrets });
 
-/** `svcsync status` (or `--json`) run through the command line against the test's warehouse: stdout. */
-async function statusCommand(config: Config, json: boolean): Promise<string> {
+/** `svcsync status` (or `--json`) run through the command line against the test's warehouse: stdout, once it exits with `exit`. */
+async function statusCommand(config: Config, json: boolean, exit: number): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'svcsync-status-'));
   const path = join(dir, 'svcsync.yaml');
   const connections = config.connections.map((c) =>
@@ -53,7 +53,7 @@ async function statusCommand(config: Config, json: boolean): Promise<string> {
   });
   try {
     const code = await main(['node', 'svcsync', 'status', ...(json ? ['--json'] : []), '--config', path, '--log-level', 'silent']);
-    expect(code).toBe(0);
+    expect(code).toBe(exit);
   } finally {
     spy.mockRestore();
   }
@@ -214,11 +214,11 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
       ]);
       expect(doc.organizations.map((o) => o.organizationId).sort()).toEqual([failing, ...healthy].sort());
 
-      // svcsync status, another process's view: read from the warehouse.
-      const text = await statusCommand(config, false);
+      // svcsync status, another process's view: read from the warehouse. It exits 3: a connection cannot log in.
+      const text = await statusCommand(config, false, 3);
       expect(text.split('\n')[0]).toMatch(/^connection broken: FAILING — cannot authorize/);
       expect(text).toMatch(/\n {2}→ \S/);
-      const json = JSON.parse(await statusCommand(config, true)) as StatusDocument;
+      const json = JSON.parse(await statusCommand(config, true, 3)) as StatusDocument;
       expect(json.connections[0]).toMatchObject({ connection: 'broken', state: 'failing', authorization: { result: 'refused' } });
       await page.close();
     }, 60_000);
