@@ -70,6 +70,11 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: globals.node },
   },
+  {
+    // The status page's script runs in the reader's browser, inlined into the page as a classic script.
+    files: ['src/**/*.js'],
+    languageOptions: { sourceType: 'script', globals: globals.browser },
+  },
   // The layers of src/, lowest first: core; catalog; config; api and normalize; loaders; state;
   // extractors; scheduler; cli. An import runs down the list, never up (docs/design.md, "Layout").
   // No folder of src/ reaches into the sandbox but the two commands that start it.

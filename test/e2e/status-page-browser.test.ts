@@ -26,7 +26,7 @@ import { startE2E, type E2E } from '../helpers/e2e.js';
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const OUTPUT = resolve('test-results');
 const SECRET = 'status-page-webhook-secret-0123456789';
-/** The heat map's colours (status-page-assets.ts), as canvas pixels. */
+/** The heat map's colours (status-page/status-page.js), as canvas pixels. */
 const RED = [0xc9, 0x2a, 0x2a];
 const GREEN = [0x2f, 0x9e, 0x55];
 

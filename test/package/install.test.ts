@@ -57,6 +57,9 @@ describe('the npm package', () => {
     for (const f of [
       'bin/svcsync.js',
       'dist/src/cli/main.js',
+      // Not compiled but copied by the build: the status page inlines them.
+      'dist/src/scheduler/surface/status-page/status-page.js',
+      'dist/src/scheduler/surface/status-page/status-page.css',
       'dist/sandbox/index.js',
       'dist/migrations/index.js',
       'config/svcsync.example.yaml',

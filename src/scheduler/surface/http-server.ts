@@ -107,108 +107,150 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
   });
 }
 
+/** What answering a hook needs: the target's hooks (present) and the per-address rate limit. */
+interface HookDesk {
+  hooks: NonNullable<HttpTarget['hooks']>;
+  metrics: DaemonMetrics;
+  rate: AddressRateLimit;
+}
+
+/**
+ * A hook, checked cheapest first: the caller's rate, the body's size, the secret (constant time;
+ * the same 401 whether the connection exists or not), and only then whether the organization is
+ * known (404). The body is never used.
+ */
+async function onHook(desk: HookDesk, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const { hooks, rate } = desk;
+  const rejected = (reason: string): void => desk.metrics.hooksRejected.inc({ reason });
+  if (!rate.allow(req.socket.remoteAddress ?? 'unknown')) {
+    rejected('rate_limited');
+    text(res, 429, 'too many hooks from this address; try again in a minute\n', { 'retry-after': '60' });
+    return;
+  }
+  const max = hooks.settings.max_body_bytes;
+  const declared = Number(req.headers['content-length'] ?? 0);
+  const body = declared > max ? null : await readBody(req, max);
+  if (body === null) {
+    rejected('too_large');
+    res.setHeader('connection', 'close');
+    text(res, 413, `hook body over ${max} bytes\n`);
+    return;
+  }
+  const hook = parseHookUrl(url);
+  if (!hook || !secretMatches(presentedSecret(req.headers, url), hook ? hooks.secretFor(hook.connection) : undefined)) {
+    rejected('unauthorized');
+    text(res, 401, 'unauthorized\n');
+    return;
+  }
+  answerHook(res, await hooks.receive(hook), rejected);
+}
+
+function answerHook(res: ServerResponse, result: HookResult, rejected: (reason: string) => void): void {
+  if (result.kind === 'unknown') {
+    rejected('unknown_organization');
+    text(res, 404, `${result.message}\n`);
+  } else if (result.kind === 'invalid') {
+    rejected('bad_request');
+    text(res, 400, `${result.message}\n`);
+  } else if (result.kind === 'fallback') {
+    json(res, 202, { accepted: true, run: 'at the next scheduled fire', reason: result.reason });
+  } else {
+    json(res, 202, { accepted: true, run: new Date(result.runAt).toISOString(), coalesced: result.coalesced });
+  }
+}
+
+/** `/status.json`, or one organization's with `?connection=&organization=`. */
+async function sendStatus(target: HttpTarget, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const connection = url.searchParams.get('connection');
+  const organizationId = url.searchParams.get('organization');
+  const only = connection !== null && organizationId !== null ? { connection, organizationId } : undefined;
+  const doc = await target.status!(only);
+  await sendLarge(
+    req,
+    res,
+    { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+    `${JSON.stringify(doc, null, 2)}\n`,
+  );
+}
+
+async function sendPage(target: HttpTarget, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const html = await target.page!(url.searchParams.get('q') ?? '');
+  await sendLarge(
+    req,
+    res,
+    {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+      // Everything is inline and nothing is fetched from elsewhere; the script reads /status.json.
+      'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'",
+    },
+    html,
+  );
+}
+
+/** The requests a process answers without the basic auth: liveness, readiness, the fleet's health. */
+async function answerOpen(target: HttpTarget, res: ServerResponse, path: string): Promise<boolean> {
+  // Liveness: the process answers. Readiness: it can do its work. The fleet's health: what every process reads alike
+  // from the warehouse, for alerting (docs/daemon.md, "Health").
+  if (path === '/livez') {
+    text(res, 200, 'ok\n');
+    return true;
+  }
+  if (path === '/healthz' || path === '/healthz/fleet') {
+    const h = await (path === '/healthz' ? target.health() : target.fleetHealth());
+    json(res, h.healthy ? 200 : 503, h.body);
+    return true;
+  }
+  return false;
+}
+
+/** One request: a hook, an open health check, or (behind the basic auth) the metrics, the status document or the page. */
+async function handle(
+  target: HttpTarget,
+  desk: HookDesk | null,
+  auth: HttpServerOptions['auth'],
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://svcsync.invalid');
+  const path = url.pathname;
+  if (path.startsWith('/hooks/') && desk) {
+    // A webhook's method is the user's choice among POST, PUT and DELETE (spec 2.10); every one means "something changed".
+    if (!HOOK_METHODS.includes(req.method ?? ''))
+      return text(res, 405, 'hooks take POST, PUT or DELETE\n', { allow: HOOK_METHODS.join(', ') });
+    return onHook(desk, req, res, url);
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'method not allowed\n', { allow: 'GET' });
+  if (await answerOpen(target, res, path)) return;
+  const known = path === '/metrics' || ((path === '/' || path === '/status.json') && target.status !== undefined);
+  if (!known)
+    return text(res, 404, `not found: try ${target.status ? '/, /status.json, ' : ''}/metrics, /healthz, /healthz/fleet or /livez\n`);
+  if (!authorized(req, auth)) {
+    return text(res, 401, 'authentication required\n', { 'www-authenticate': 'Basic realm="svcsync", charset="UTF-8"' });
+  }
+  if (path === '/metrics') {
+    const body = await target.metrics.registry.metrics();
+    res.writeHead(200, { 'content-type': target.metrics.registry.contentType }).end(body);
+    return;
+  }
+  if (path === '/status.json') return sendStatus(target, req, res, url);
+  return sendPage(target, req, res, url);
+}
+
 /**
  * The daemon's one HTTP port: `/` (status page), `/status.json`, `POST /hooks/...`, `/healthz`,
- * `/healthz/fleet`, `/livez` and `/metrics`. Hooks are checked cheapest first: the caller's rate, the body's size, the
- * secret (constant time; the same 401 whether the connection exists or not), and only then
- * whether the organization is known (404). The body is never used.
+ * `/healthz/fleet`, `/livez` and `/metrics`.
  */
 export async function serveHttp(target: HttpTarget, options: HttpServerOptions): Promise<HttpServer> {
-  const rate = target.hooks ? new AddressRateLimit(options.clock, target.hooks.settings.per_address_per_minute) : null;
-
-  const onHook = async (req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> => {
-    const hooks = target.hooks!;
-    const rejected = (reason: string): void => target.metrics.hooksRejected.inc({ reason });
-    if (!rate!.allow(req.socket.remoteAddress ?? 'unknown')) {
-      rejected('rate_limited');
-      text(res, 429, 'too many hooks from this address; try again in a minute\n', { 'retry-after': '60' });
-      return;
-    }
-    const max = hooks.settings.max_body_bytes;
-    const declared = Number(req.headers['content-length'] ?? 0);
-    const body = declared > max ? null : await readBody(req, max);
-    if (body === null) {
-      rejected('too_large');
-      res.setHeader('connection', 'close');
-      text(res, 413, `hook body over ${max} bytes\n`);
-      return;
-    }
-    const hook = parseHookUrl(url);
-    if (!hook || !secretMatches(presentedSecret(req.headers, url), hook ? hooks.secretFor(hook.connection) : undefined)) {
-      rejected('unauthorized');
-      text(res, 401, 'unauthorized\n');
-      return;
-    }
-    const result = await hooks.receive(hook);
-    if (result.kind === 'unknown') {
-      rejected('unknown_organization');
-      text(res, 404, `${result.message}\n`);
-    } else if (result.kind === 'invalid') {
-      rejected('bad_request');
-      text(res, 400, `${result.message}\n`);
-    } else if (result.kind === 'fallback') {
-      json(res, 202, { accepted: true, run: 'at the next scheduled fire', reason: result.reason });
-    } else {
-      json(res, 202, { accepted: true, run: new Date(result.runAt).toISOString(), coalesced: result.coalesced });
-    }
-  };
-
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://svcsync.invalid');
-    const path = url.pathname;
-    if (path.startsWith('/hooks/') && target.hooks) {
-      // A webhook's method is the user's choice among POST, PUT and DELETE (spec 2.10); every one means "something changed".
-      if (!HOOK_METHODS.includes(req.method ?? ''))
-        return text(res, 405, 'hooks take POST, PUT or DELETE\n', { allow: HOOK_METHODS.join(', ') });
-      return onHook(req, res, url);
-    }
-    if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'method not allowed\n', { allow: 'GET' });
-    // Liveness: the process answers. Readiness: it can do its work. The fleet's health: what every process reads alike
-    // from the warehouse, for alerting (docs/daemon.md, "Health").
-    if (path === '/livez') return text(res, 200, 'ok\n');
-    if (path === '/healthz' || path === '/healthz/fleet') {
-      const h = await (path === '/healthz' ? target.health() : target.fleetHealth());
-      return json(res, h.healthy ? 200 : 503, h.body);
-    }
-    const known = path === '/metrics' || ((path === '/' || path === '/status.json') && target.status !== undefined);
-    if (!known)
-      return text(res, 404, `not found: try ${target.status ? '/, /status.json, ' : ''}/metrics, /healthz, /healthz/fleet or /livez\n`);
-    if (!authorized(req, options.auth)) {
-      return text(res, 401, 'authentication required\n', { 'www-authenticate': 'Basic realm="svcsync", charset="UTF-8"' });
-    }
-    if (path === '/metrics') {
-      const body = await target.metrics.registry.metrics();
-      res.writeHead(200, { 'content-type': target.metrics.registry.contentType }).end(body);
-      return;
-    }
-    if (path === '/status.json') {
-      const connection = url.searchParams.get('connection');
-      const organizationId = url.searchParams.get('organization');
-      const only = connection !== null && organizationId !== null ? { connection, organizationId } : undefined;
-      const doc = await target.status!(only);
-      return sendLarge(
-        req,
-        res,
-        { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
-        `${JSON.stringify(doc, null, 2)}\n`,
-      );
-    }
-    const html = await target.page!(url.searchParams.get('q') ?? '');
-    await sendLarge(
-      req,
-      res,
-      {
-        'content-type': 'text/html; charset=utf-8',
-        'cache-control': 'no-store',
-        // Everything is inline and nothing is fetched from elsewhere; the script reads /status.json.
-        'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'",
-      },
-      html,
-    );
-  };
-
+  const desk = target.hooks
+    ? {
+        hooks: target.hooks,
+        metrics: target.metrics,
+        rate: new AddressRateLimit(options.clock, target.hooks.settings.per_address_per_minute),
+      }
+    : null;
   const server: Server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
+    handle(target, desk, options.auth, req, res).catch((err: unknown) => {
       if (!res.headersSent) text(res, 500, `failed: ${err instanceof Error ? err.message : String(err)}\n`);
       else res.end();
     });

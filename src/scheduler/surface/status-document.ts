@@ -1,9 +1,8 @@
-import { CompiledQuery } from 'kysely';
 import { childrenCycleDays } from '../../config/cycles.js';
 import { connectionLimits } from '../../api/client.js';
 import { quotaDay, quotaDayAt, type QuotaDay } from '../../api/quota-day.js';
-import { CATALOG, findStream, streamTables } from '../../catalog/index.js';
-import { qualifiedName, tableName } from '../../catalog/types.js';
+import { CATALOG, findStream } from '../../catalog/index.js';
+import { tableName } from '../../catalog/types.js';
 import type { Family } from '../../catalog/families.js';
 import { dailyBudget } from '../../config/plans.js';
 import { svcsyncVersion } from '../../core/version.js';
@@ -14,6 +13,7 @@ import type { Warehouse } from '../../loaders/warehouse.js';
 import { listAuthorizations } from '../../state/connection-auth.js';
 import { listDrift } from '../../state/drift.js';
 import { stateDb, type StreamStateRow } from '../../state/tables.js';
+import { cachedRowCounts, type RowCount } from './row-counts.js';
 import type { DayProjection } from '../planning/day-projection.js';
 import { organizationHealth, sortOrganizations, type ConnectionState, type Health } from './health.js';
 import { resolveJobs, type JobSpec, type KnownOrganization } from '../timing/jobs.js';
@@ -124,8 +124,6 @@ function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, 
   return out;
 }
 
-type RowCount = { rows: number; deleted: number };
-
 /** The stream-state columns the document and the estimates read. */
 const STATE_COLUMNS = [
   'connection',
@@ -156,50 +154,6 @@ function jobsOf(config: Config, known: KnownOrganization[]): JobSpec[] {
   const jobs = resolveJobs(config, known, { backfill: config.daemon.backfill });
   jobCache.set(config, { key, jobs });
   return jobs;
-}
-
-const rowCountCache = new WeakMap<Warehouse, { at: number; counts: Map<string, RowCount> }>();
-async function cachedRowCounts(
-  warehouse: Warehouse,
-  now: number,
-  organizationId: string | undefined,
-  maxAgeMs: number,
-): Promise<Map<string, RowCount>> {
-  if (organizationId !== undefined || maxAgeMs <= 0) return rowCounts(warehouse, organizationId);
-  const hit = rowCountCache.get(warehouse);
-  if (hit && now >= hit.at && now - hit.at < maxAgeMs) return hit.counts;
-  const counts = await rowCounts(warehouse, undefined);
-  rowCountCache.set(warehouse, { at: now, counts });
-  return counts;
-}
-
-async function rowCounts(warehouse: Warehouse, organizationId: string | undefined): Promise<Map<string, RowCount>> {
-  const out = new Map<string, RowCount>();
-  const where = organizationId === undefined ? '' : ` WHERE "organization_id" = ${warehouse.sql.param(1)}`;
-  for (const stream of CATALOG) {
-    // The stream's own table gives its rows; deleted rows are counted in its child tables too (a deleted order's lines).
-    for (const [i, { name: table }] of streamTables(stream).entries()) {
-      try {
-        const result = await warehouse.db.executeQuery<{ organization_id: string; live: number | string; gone: number | string }>(
-          CompiledQuery.raw(
-            'SELECT "organization_id", SUM(CASE WHEN "_deleted_at" IS NULL THEN 1 ELSE 0 END) AS live, ' +
-              `SUM(CASE WHEN "_deleted_at" IS NULL THEN 0 ELSE 1 END) AS gone FROM "${table}"${where} GROUP BY "organization_id"`,
-            organizationId === undefined ? [] : [organizationId],
-          ),
-        );
-        for (const r of result.rows) {
-          const key = `${r.organization_id}|${qualifiedName(stream)}`;
-          const c = out.get(key) ?? { rows: 0, deleted: 0 };
-          if (i === 0) c.rows = Number(r.live);
-          c.deleted += Number(r.gone);
-          out.set(key, c);
-        }
-      } catch {
-        // A table the warehouse does not have yet has no rows to count.
-      }
-    }
-  }
-  return out;
 }
 
 /** Every connection of the configuration, failing first, with its last authorization result. */
@@ -235,18 +189,20 @@ export async function collectStatus(
   return (await collect(config, warehouse, now, options)).organizations;
 }
 
-async function collect(
-  config: Config,
-  warehouse: Warehouse,
-  now: number,
-  options: CollectOptions,
-): Promise<{ organizations: StatusOrganization[]; connections: StatusConnection[] }> {
-  await migrateToLatest(warehouse);
+/** The warehouse's rows the document is made of, read once and shared by the steps of `collect`. */
+interface StatusRows {
+  organizations: Array<{ connection: string; organization_id: string; name: string | null; family: string }>;
+  states: StreamStateRow[];
+  pending: PendingCounts[];
+  counts: Map<string, RowCount>;
+}
+
+async function readRows(warehouse: Warehouse, now: number, options: CollectOptions): Promise<StatusRows> {
   const db = stateDb(warehouse.db);
   const only = options.only;
   let orgQuery = db.selectFrom('_svcsync_organizations').selectAll().orderBy('connection').orderBy('organization_id');
   if (only) orgQuery = orgQuery.where('connection', '=', only.connection).where('organization_id', '=', only.organizationId);
-  const orgRows = await orgQuery.execute();
+  const organizations = await orgQuery.execute();
   let stateQuery = db
     .selectFrom('_svcsync_streams')
     .select(STATE_COLUMNS)
@@ -263,49 +219,51 @@ async function collect(
     .groupBy(['connection', 'organization_id', 'stream', 'kind', 'reason']);
   if (only) pendingQuery = pendingQuery.where('connection', '=', only.connection).where('organization_id', '=', only.organizationId);
   const pending: PendingCounts[] = (await pendingQuery.execute()).map((p) => ({ ...p, n: Number(p.n) }));
+  const counts = options.light
+    ? new Map<string, RowCount>()
+    : await cachedRowCounts(warehouse, now, only?.organizationId, options.rowCountsMaxAgeMs ?? 0);
+  return { organizations, states, pending, counts };
+}
+
+/** Each organization's requests today, and its quota day (when today began and when it resets). */
+interface QuotaDays {
+  usage: Map<string, { count: number | string; blocked_until: string | null }>;
+  dayOf(organizationId: string, connection: string): QuotaDay;
+}
+
+async function readQuotaDays(warehouse: Warehouse, config: Config, now: number): Promise<QuotaDays> {
   // Today's row of each organization only: the table keeps a row per organization and day. A day
   // whose end the server told is keyed by the zone's date of its middle, within a day of the
   // zone's date now: the rows of those three dates say which is today (quotaDayAt).
   const zones = new Map(config.connections.map((c) => [c.name, c.quota_reset_time_zone]));
   const dates = [...new Set(zones.values())].flatMap((z) => [-1, 0, 1].map((d) => quotaDay(now + d * 86_400_000, z)));
   const usageRows = dates.length
-    ? await db
+    ? await stateDb(warehouse.db)
         .selectFrom('_svcsync_usage')
         .selectAll()
         .where('day', 'in', [...new Set(dates)])
         .orderBy('day', 'desc')
         .execute()
     : [];
-  const usage = new Map(usageRows.map((u) => [`${u.organization_id}|${u.day}`, u]));
   const quotaDays = new Map<string, QuotaDay>();
-  const quotaDayOf = (organizationId: string, zone: string): QuotaDay => {
-    let day = quotaDays.get(organizationId);
-    if (!day) {
-      const latest = usageRows.find((u) => u.organization_id === organizationId);
-      const told = latest?.resets_at ? Date.parse(latest.resets_at) : null;
-      quotaDays.set(organizationId, (day = quotaDayAt(now, zone, told)));
-    }
-    return day;
+  return {
+    usage: new Map(usageRows.map((u) => [`${u.organization_id}|${u.day}`, u])),
+    dayOf: (organizationId, connection) => {
+      let day = quotaDays.get(organizationId);
+      if (!day) {
+        const latest = usageRows.find((u) => u.organization_id === organizationId);
+        const told = latest?.resets_at ? Date.parse(latest.resets_at) : null;
+        quotaDays.set(organizationId, (day = quotaDayAt(now, zones.get(connection) ?? 'UTC', told)));
+      }
+      return day;
+    },
   };
-  const counts = options.light
-    ? new Map<string, RowCount>()
-    : await cachedRowCounts(warehouse, now, only?.organizationId, options.rowCountsMaxAgeMs ?? 0);
-  const drift = new Map<string, string[]>();
-  for (const d of options.light ? [] : await listDrift(warehouse.db)) {
-    const key = `${d.connection}|${d.organization_id}|${d.stream}`;
-    drift.set(key, [...(drift.get(key) ?? []), d.field]);
-  }
-  // Only tables svcsync recorded as keeping history have a history table to count.
-  const kept = options.light ? [] : await historyRecord(warehouse.db);
-  const historyOn = new Map(kept.map((r) => [`${r.connection}|${r.table_name}`, r.disabled_at === null]));
-  const versions = await historyVersionCounts(warehouse, new Set(kept.map((r) => r.table_name)), only?.organizationId);
-  const pendingBy = new Map<string, number>();
-  for (const p of pending) {
-    const key = `${p.connection}|${p.organization_id}|${p.stream}`;
-    pendingBy.set(key, (pendingBy.get(key) ?? 0) + p.n);
-  }
+}
+
+/** One entry per organization (a row per family it has), with its requests and budget today; no streams yet. */
+function organizationEntries(config: Config, rows: StatusRows, days: QuotaDays, now: number): Map<string, StatusOrganization> {
   const orgs = new Map<string, StatusOrganization>();
-  for (const o of orgRows) {
+  for (const o of rows.organizations) {
     const key = `${o.connection}|${o.organization_id}`;
     const connection = config.connections.find((c) => c.name === o.connection);
     const limits = connection ? connectionLimits(connection) : null;
@@ -313,8 +271,7 @@ async function collect(
     if (!entry) {
       // Today is the quota day as the limiter counts it: midnight in the reset zone, or the
       // server's reset kept with the latest day.
-      const day = quotaDayOf(o.organization_id, connection?.quota_reset_time_zone ?? 'UTC').key;
-      const u = usage.get(`${o.organization_id}|${day}`);
+      const u = days.usage.get(`${o.organization_id}|${days.dayOf(o.organization_id, o.connection).key}`);
       const blocked = u?.blocked_until && Date.parse(u.blocked_until) > now ? u.blocked_until : null;
       entry = {
         connection: o.connection,
@@ -337,10 +294,34 @@ async function collect(
     }
     entry.families.push(o.family);
   }
-  for (const s of states) {
+  return orgs;
+}
+
+/** Each organization's streams: state, rows, pending, drift and history. */
+async function addStreams(
+  orgs: Map<string, StatusOrganization>,
+  warehouse: Warehouse,
+  rows: StatusRows,
+  options: CollectOptions,
+): Promise<void> {
+  const drift = new Map<string, string[]>();
+  for (const d of options.light ? [] : await listDrift(warehouse.db)) {
+    const key = `${d.connection}|${d.organization_id}|${d.stream}`;
+    drift.set(key, [...(drift.get(key) ?? []), d.field]);
+  }
+  // Only tables svcsync recorded as keeping history have a history table to count.
+  const kept = options.light ? [] : await historyRecord(warehouse.db);
+  const historyOn = new Map(kept.map((r) => [`${r.connection}|${r.table_name}`, r.disabled_at === null]));
+  const versions = await historyVersionCounts(warehouse, new Set(kept.map((r) => r.table_name)), options.only?.organizationId);
+  const pendingBy = new Map<string, number>();
+  for (const p of rows.pending) {
+    const key = `${p.connection}|${p.organization_id}|${p.stream}`;
+    pendingBy.set(key, (pendingBy.get(key) ?? 0) + p.n);
+  }
+  for (const s of rows.states) {
     const entry = orgs.get(`${s.connection}|${s.organization_id}`);
     if (!entry) continue;
-    const c = counts.get(`${s.organization_id}|${s.stream}`) ?? { rows: 0, deleted: 0 };
+    const c = rows.counts.get(`${s.organization_id}|${s.stream}`) ?? { rows: 0, deleted: 0 };
     entry.streams.push({
       stream: s.stream,
       cursor: s.cursor,
@@ -360,17 +341,27 @@ async function collect(
     if (spec && on !== undefined)
       entry.streams.at(-1)!.history = { on, versions: versions.get(`${s.organization_id}|${tableName(spec)}`) ?? 0 };
   }
-  if (!options.light)
-    for (const r of await refutedShortcuts(config, warehouse, CATALOG)) orgs.get(`${r.connection}|${r.organizationId}`)?.shortcuts?.push(r);
-  // The daemon's schedule, from the configuration alone (the same jobs `svcsync daemon` runs).
+}
+
+/** The jobs of the daemon's schedule, and the cron walks already made for them. */
+interface Schedule {
+  jobs: JobSpec[];
+  memo: ScheduleMemo;
+}
+
+/**
+ * The daemon's schedule, from the configuration alone (the same jobs `svcsync daemon` runs): each
+ * organization's next runs, each stream's period.
+ */
+function scheduleRuns(config: Config, orgs: Map<string, StatusOrganization>, options: CollectOptions, now: number): Schedule {
   const known: KnownOrganization[] = [...orgs.values()].map((o) => ({
     connection: o.connection,
     organizationId: o.organizationId,
     families: o.families as Family[],
   }));
-  const memo = new ScheduleMemo(now);
   // One organization's jobs are quick to resolve; the fleet's are kept while it does not change.
-  const jobs = only ? resolveJobs(config, known, { backfill: config.daemon.backfill }) : jobsOf(config, known);
+  const jobs = options.only ? resolveJobs(config, known, { backfill: config.daemon.backfill }) : jobsOf(config, known);
+  const memo = new ScheduleMemo(now);
   for (const job of jobs) {
     if (job.organizationId === null) continue;
     const entry = orgs.get(`${job.connection}|${job.organizationId}`);
@@ -383,29 +374,56 @@ async function collect(
     if (job.jobClass === 'incremental' || job.jobClass === 'settings')
       for (const st of entry.streams) if (job.streams.includes(st.stream)) st.expectedEverySeconds = every;
   }
-  if (!options.light) {
-    const commands = await runCommands(
-      warehouse,
-      states.flatMap((s) => (s.last_run_id ? [s.last_run_id] : [])),
+  return { jobs, memo };
+}
+
+/** Each organization's requests by the end of its quota day, if the runs still scheduled run at their estimates. */
+async function projectDays(
+  config: Config,
+  warehouse: Warehouse,
+  orgs: Map<string, StatusOrganization>,
+  at: { rows: StatusRows; days: QuotaDays; schedule: Schedule; now: number },
+): Promise<void> {
+  const { rows, days, now } = at;
+  const { jobs, memo } = at.schedule;
+  const commands = await runCommands(
+    warehouse,
+    rows.states.flatMap((s) => (s.last_run_id ? [s.last_run_id] : [])),
+  );
+  const jobsOf = groupBy(jobs, (j) => `${j.connection}|${j.organizationId}`);
+  const statesOf = groupBy(rows.states, (s) => `${s.connection}|${s.organization_id}`);
+  const pendingOf = groupBy(rows.pending, (p) => `${p.connection}|${p.organization_id}`);
+  for (const [key, o] of orgs) {
+    const counted = (stream: string): number | null => rows.counts.get(`${o.organizationId}|${stream}`)?.rows ?? null;
+    const snap = snapshotOf(statesOf.get(key) ?? [], pendingOf.get(key) ?? [], counted, commands);
+    const reset = days.dayOf(o.organizationId, o.connection).resetsAt;
+    o.projectedToday = projectOrganization(
+      jobsOf.get(key) ?? [],
+      snap,
+      { usedToday: o.requestsToday, budget: o.budget, blocked: o.blockedUntil !== null },
+      (j) => memo.firesUntil(j, reset),
+      config.sync.per_page,
+      undefined,
+      { everyDays: childrenCycleDays(config, config.connections.find((c) => c.name === o.connection)?.plan ?? 'free'), now },
     );
-    const jobsOf = groupBy(jobs, (j) => `${j.connection}|${j.organizationId}`);
-    const statesOf = groupBy(states, (s) => `${s.connection}|${s.organization_id}`);
-    const pendingOf = groupBy(pending, (p) => `${p.connection}|${p.organization_id}`);
-    for (const [key, o] of orgs) {
-      const rows = (stream: string): number | null => counts.get(`${o.organizationId}|${stream}`)?.rows ?? null;
-      const snap = snapshotOf(statesOf.get(key) ?? [], pendingOf.get(key) ?? [], rows, commands);
-      const reset = quotaDayOf(o.organizationId, zones.get(o.connection) ?? 'UTC').resetsAt;
-      o.projectedToday = projectOrganization(
-        jobsOf.get(key) ?? [],
-        snap,
-        { usedToday: o.requestsToday, budget: o.budget, blocked: o.blockedUntil !== null },
-        (j) => memo.firesUntil(j, reset),
-        config.sync.per_page,
-        undefined,
-        { everyDays: childrenCycleDays(config, config.connections.find((c) => c.name === o.connection)?.plan ?? 'free'), now },
-      );
-    }
   }
+}
+
+async function collect(
+  config: Config,
+  warehouse: Warehouse,
+  now: number,
+  options: CollectOptions,
+): Promise<{ organizations: StatusOrganization[]; connections: StatusConnection[] }> {
+  await migrateToLatest(warehouse);
+  const rows = await readRows(warehouse, now, options);
+  const days = await readQuotaDays(warehouse, config, now);
+  const orgs = organizationEntries(config, rows, days, now);
+  await addStreams(orgs, warehouse, rows, options);
+  if (!options.light)
+    for (const r of await refutedShortcuts(config, warehouse, CATALOG)) orgs.get(`${r.connection}|${r.organizationId}`)?.shortcuts?.push(r);
+  const schedule = scheduleRuns(config, orgs, options, now);
+  if (!options.light) await projectDays(config, warehouse, orgs, { rows, days, schedule, now });
   const organizations = [...orgs.values()];
   const connections = await collectConnections(config, warehouse, organizations);
   const failing = new Set(connections.filter((c) => c.state === 'failing').map((c) => c.connection));

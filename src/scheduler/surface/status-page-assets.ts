@@ -1,266 +1,30 @@
+import { readFileSync } from 'node:fs';
+
 /**
- * The status page's inline style and script (status-page.ts renders the rest). No framework: the
- * script filters the list, draws the fleet's heat map and budget bars on one canvas (17,000
- * cells at 1,000 organizations cost a few milliseconds there, and no DOM), loads an
- * organization's streams from `/status.json` when it is opened, shows local times on hover, and
- * reloads every minute keeping the filter, the open organizations and the scroll position.
+ * The status page's style and script (status-page.ts renders the rest), kept as real files in
+ * status-page/ beside this module and inlined into the page, so that it needs nothing from
+ * elsewhere. No framework: the script filters the list, draws the fleet's heat map and budget bars
+ * on one canvas (17,000 cells at 1,000 organizations cost a few milliseconds there, and no DOM),
+ * loads an organization's streams from `/status.json` when it is opened, shows local times on
+ * hover, and reloads every minute keeping the filter, the open organizations and the scroll
+ * position. The build copies the folder into dist/ (scripts/copy-assets.mjs).
  */
-
-export const PAGE_STYLE = `
-body{font:14px/1.4 system-ui,sans-serif;margin:1rem 2rem;color:#222}
-h1{font-size:1.3rem;margin:0 0 .2rem}h2{font-size:1.05rem;margin:1rem 0 .3rem}
-.meta,.sub,small{color:#666}.sub{font-size:12px}
-ul#connections{list-style:none;padding:0;margin:0}
-li.conn{padding:.3rem .5rem;border-left:4px solid #1b7f3b;margin:.2rem 0;background:#f8f8f8}
-li.conn[data-state=failing]{border-color:#b00020;background:#fff3f3}li.conn[data-state=unknown]{border-color:#999}
-.failing{color:#b00020}.stale{color:#b35c00}.waiting,.unknown{color:#666}.ok{color:#1b7f3b}
-.err{color:#b00020;white-space:pre-wrap;font-size:12px}.hint{font-size:12px}
-.chip{font:inherit;border:1px solid #ccc;background:#fff;border-radius:1rem;padding:0 .6rem;cursor:pointer}
-.chip[aria-pressed=true]{background:#222;color:#fff;border-color:#222}
-figure{margin:.6rem 0;position:relative}figcaption{font-size:12px;color:#555;max-width:60rem}
-canvas{display:block;cursor:pointer}
-#tip{position:absolute;background:#222;color:#fff;font-size:12px;padding:.2rem .4rem;border-radius:3px}
-#tip{pointer-events:none;white-space:nowrap;z-index:1}
-i.k{display:inline-block;width:.7rem;height:.7rem;vertical-align:middle}
-.k.F{background:#2f9e55}.k.L{background:#e0a100}.k.S{background:#e8590c}
-.k.X{background:#c92a2a}.k.N{background:#adb5bd}.k.U{background:#d0d7de}
-.k.P{background:#222;height:.2rem}
-input{font:inherit;padding:.3rem .5rem;width:32rem;max-width:100%;box-sizing:border-box;margin:.4rem 0}
-@media (max-width:40rem){body{margin:1rem}}
-details.org{border-bottom:1px solid #eee}details.org[data-state=failing]{background:#fff8f8}
-summary{padding:.25rem .3rem;cursor:pointer}summary .why{font-size:12px;color:#555}
-summary .right{float:right;font-size:12px;color:#444}
-.bar{display:inline-block;width:6rem;height:.6rem;background:#eee;border-radius:3px;vertical-align:middle;overflow:hidden}
-.bar span{display:block;height:100%;background:#4c7bd9}.bar span.high{background:#d97706}.bar span.full{background:#b00020}
-.over{color:#b00020;font-weight:600}
-.detail{padding:.2rem 1.2rem .6rem}
-table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.2rem .5rem;border-bottom:1px solid #eee;vertical-align:top}
-.num{text-align:right;font-variant-numeric:tabular-nums}
-.f-F{color:#1b7f3b}.f-L{color:#b35c00}.f-S,.f-X{color:#b00020}.f-N,.f-U{color:#777}
-`;
-
-export const PAGE_SCRIPT = `
-(() => {
-performance.mark('svcsync-script');
-const $ = (s) => document.querySelector(s), $$ = (s) => [...document.querySelectorAll(s)];
-const orgs = $$('details.org'), box = $('#filter'), canvas = $('#map'), tip = $('#tip');
-const streams = canvas.dataset.streams ? canvas.dataset.streams.split(',') : [];
-const NAMES = { F: 'fresh', L: 'late', S: 'stale', X: 'failed', N: 'never synced', U: 'not scheduled', '.': 'not synced here' };
-const COLORS = { F: '#2f9e55', L: '#e0a100', S: '#e8590c', X: '#c92a2a', N: '#adb5bd', U: '#d0d7de', '.': '#ffffff' };
-let state = new URLSearchParams(location.search).get('state') || '';
-// Counts in the reader's locale: the server grouped them the English way ("12,345"), not knowing it.
-// Only those that change are written: 3,000 text nodes replaced cost a quarter of a second at 1,000 organizations.
-const num = new Intl.NumberFormat().format;
-for (const d of $$('data[value]')) {
-  const t = num(Number(d.value));
-  if (d.textContent !== t) d.textContent = t;
+export interface PageAssets {
+  style: string;
+  script: string;
 }
 
-// The local time on hover, worked out when first hovered (thousands of times on a fleet's page).
-document.addEventListener('mouseover', (ev) => {
-  const t = ev.target.closest && ev.target.closest('time[datetime]');
-  if (t && !t.title) t.title = new Date(t.getAttribute('datetime')).toLocaleString();
-});
-function rel(ms) {
-  const s = Math.max(0, Math.round(Math.abs(ms) / 1000));
-  let a = Math.round(s / 86400) + ' d';
-  if (s < 90) a = s + ' s';
-  else if (s < 5400) a = Math.round(s / 60) + ' min';
-  else if (s < 129600) a = Math.round(s / 3600) + ' h';
-  return ms < -1000 ? 'in ' + a : a + ' ago';
-}
-function el(tag, attrs, ...kids) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
-  for (const k of kids) if (k !== null && k !== undefined && k !== '') e.append(k);
-  return e;
-}
-const when = (iso, now) => el('time', { datetime: iso }, rel(now - Date.parse(iso)));
-const nameOf = (d) => d.querySelector('summary b:nth-of-type(2)').textContent;
+let loaded: PageAssets | undefined;
 
-function matches(d, q) {
-  if (state && d.dataset.state !== state) return false;
-  if (!q) return true;
-  const m = /^stream:(\\S+)$/.exec(q);
-  if (m) { const c = d.dataset.f[streams.indexOf(m[1])]; return c !== undefined && c !== 'F' && c !== '.'; }
-  return d.querySelector('summary').textContent.toLowerCase().includes(q);
-}
-function apply() {
-  const q = box.value.trim().toLowerCase();
-  let n = 0;
-  for (const d of orgs) { const show = matches(d, q); d.hidden = !show; if (show) n++; }
-  $('#shown').textContent = n === orgs.length ? '' : num(n) + ' of ' + num(orgs.length) + ' shown';
-  for (const b of $$('#states .chip')) b.setAttribute('aria-pressed', String((b.dataset.state || '') === state));
-  const u = new URLSearchParams();
-  if (box.value) u.set('q', box.value);
-  if (state) u.set('state', state);
-  history.replaceState(null, '', location.pathname + (u.toString() ? '?' + u : ''));
+/** Read on the first page rendered, not when the module loads: a CLI command that shows no page never needs them. */
+export function pageAssets(): PageAssets {
+  loaded ??= { style: inlinable('status-page.css', 'style'), script: inlinable('status-page.js', 'script') };
+  return loaded;
 }
 
-// An organization's streams, from /status.json, when it is opened. The columns are a list so that one more is one more entry.
-const COLUMNS = [
-  ['stream', (s) => s.stream],
-  ['last success', (s, c, now) => [
-    s.lastSuccessAt ? when(s.lastSuccessAt, now) : 'never',
-    c !== 'F' && c !== 'N' ? ' (' + NAMES[c] + ')' : '',
-  ]],
-  ['rows', (s) => num(s.rows), 'num'],
-  ['history', (s) => (s.history ? (s.history.on ? 'on' : 'off') + ' · ' + num(s.history.versions) + ' versions' : '—')],
-  ['last run', (s) => [
-    [
-      s.lastStatus || 'never run',
-      s.inProgress,
-      s.pending ? num(s.pending) + ' pending' : null,
-      s.deleted ? num(s.deleted) + ' deleted' : null,
-    ]
-      .filter(Boolean)
-      .join(' · '),
-    s.lastError && s.lastStatus !== 'ok' ? el('div', { class: 'err' }, s.lastError) : null,
-    s.drift.length
-      ? el('div', { class: 'sub' }, 'drift: ' + s.drift.length + ' field(s) the catalog does not know: ' + s.drift.slice(0, 3).join(', '))
-      : null,
-  ]],
-];
-function detail(doc, o, codes) {
-  const live = doc.daemon, now = Date.parse(doc.generatedAt);
-  const mine = (x) => x.connection === o.connection && x.organizationId === o.organizationId;
-  const conn = doc.connections.find((c) => c.connection === o.connection);
-  let hooks = conn && conn.webhooks ? 'on' : 'off';
-  const fell = conn && conn.webhooks && live ? live.hookFallbacks.find(mine) : null;
-  const due = conn && conn.webhooks && live ? live.hookRunsDue.find(mine) : null;
-  if (fell) hooks += ' — fell back to the schedule: ' + fell.reason; else if (due) hooks += ' — run due ' + due.at;
-  const short = (id) => id.split('/').slice(2).join('/');
-  const running = live ? live.running.filter(mine).map((r) => short(r.job)) : [];
-  const runs = live ? live.nextRuns.filter(mine).map((r) => ({ at: r.at, job: short(r.job) })) : o.nextRuns;
-  const next = runs.sort((a, b) => (a.at < b.at ? -1 : 1))[0];
-  const p = o.projectedToday;
-  const meta = el('p', { class: 'sub' },
-    o.families.join(', ') + ' · requests today ' + num(o.requestsToday) + ' of ' + num(o.budget) + ', ' +
-      num(o.budgetLeft) + ' left' +
-      (p ? ', about ' + num(p.requests) + ' by the end of the quota day' : '') +
-      (p && !p.fits ? ' (over the budget: runs will be skipped)' : '') +
-      (o.blockedUntil ? ' · quota spent until ' + o.blockedUntil : '') + ' · next run ',
-    next ? when(next.at, now) : '—', next ? ' (' + next.job + ')' : '',
-    ' · running ' + (running.join(', ') || 'nothing') + ' · webhooks ' + hooks);
-  const head = el('tr', {}, ...COLUMNS.map(([h, , cls]) => el('th', cls ? { class: cls } : {}, h)));
-  const rows = o.streams.map((s) => {
-    const c = codes[streams.indexOf(s.stream)] || '.';
-    return el('tr', { 'data-stream': s.stream, 'data-freshness': NAMES[c] },
-      ...COLUMNS.map(([, f, cls], i) => el('td', i === 1 ? { class: 'f-' + c } : cls ? { class: cls } : {}, ...[].concat(f(s, c, now)))));
-  });
-  return el('div', {}, meta, el('table', { class: 'streams' }, el('thead', {}, head), el('tbody', {}, ...rows)));
+/** A file's text, which must not close the element it is inlined into. */
+function inlinable(name: string, element: string): string {
+  const text = readFileSync(new URL(`./status-page/${name}`, import.meta.url), 'utf8');
+  if (text.toLowerCase().includes(`</${element}`)) throw new Error(`status-page/${name} contains </${element}, which would end it early`);
+  return text;
 }
-async function load(d) {
-  if (d.dataset.loaded) return;
-  d.dataset.loaded = 'loading';
-  let out = d.querySelector('.detail');
-  if (!out) d.append((out = el('div', { class: 'detail' }, 'Loading the streams…')));
-  try {
-    const q = new URLSearchParams({ connection: d.dataset.c, organization: d.dataset.id });
-    const r = await fetch('status.json?' + q);
-    if (!r.ok) throw new Error('HTTP ' + r.status);
-    const doc = await r.json();
-    const o = doc.organizations[0];
-    if (!o) throw new Error('the warehouse no longer lists it');
-    out.replaceChildren(detail(doc, o, d.dataset.f));
-    d.dataset.loaded = 'yes';
-  } catch (e) {
-    out.textContent = 'Could not load the streams: ' + e.message;
-    delete d.dataset.loaded;
-  }
-}
-
-// The heat map (organizations × streams) and the budget bars beneath it, one column per organization, in bands as wide as the page.
-const LABEL = 170, CELL = streams.length > 30 ? 7 : 12, BARS = 40, GAP = 16;
-let geo = null;
-function draw() {
-  const n = orgs.length, m = streams.length, W = Math.max(360, canvas.parentElement.clientWidth);
-  const cw = Math.max(2, Math.min(24, Math.floor((W - LABEL) / Math.max(1, n))));
-  const per = Math.max(1, Math.floor((W - LABEL) / cw)), bands = Math.max(1, Math.ceil(n / per));
-  const band = m * CELL + 6 + BARS + GAP, H = n ? bands * band : 0, dpr = window.devicePixelRatio || 1;
-  canvas.width = W * dpr; canvas.height = H * dpr; canvas.style.width = W + 'px'; canvas.style.height = H + 'px';
-  geo = { cw, per, bands, band, m, n };
-  Object.assign(canvas.dataset, { cw, per, bands, band, cell: CELL, label: LABEL, bars: BARS });
-  const g = canvas.getContext('2d');
-  g.setTransform(dpr, 0, 0, dpr, 0, 0);
-  g.font = '10px system-ui,sans-serif';
-  g.textBaseline = 'middle';
-  const scale = BARS / 1.25, w = cw > 3 ? cw - 1 : cw;
-  for (let b = 0; b < bands; b++) {
-    const y0 = b * band, yb = y0 + m * CELL + 6, last = Math.min(n, (b + 1) * per);
-    g.fillStyle = '#444';
-    for (let j = 0; j < m; j++) g.fillText(streams[j], 0, y0 + j * CELL + CELL / 2, LABEL - 6);
-    g.fillText('requests today', 0, yb + BARS / 2, LABEL - 6);
-    for (let i = b * per; i < last; i++) {
-      const d = orgs[i].dataset, x = LABEL + (i - b * per) * cw;
-      for (let j = 0; j < m; j++) { g.fillStyle = COLORS[d.f[j]] || '#fff'; g.fillRect(x, y0 + j * CELL, w, CELL - 1); }
-      const budget = +d.b, share = budget > 0 ? +d.u / budget : 0, h = Math.min(1.25, share) * scale;
-      g.fillStyle = 'blocked' in d || share >= 1 ? '#c92a2a' : share >= 0.8 ? '#e0a100' : '#4c7bd9';
-      g.fillRect(x, yb + BARS - h, w, h);
-      if (d.p !== undefined && budget > 0) {
-        g.fillStyle = +d.p > budget ? '#c92a2a' : '#222';
-        g.fillRect(x, yb + BARS - Math.min(1.25, +d.p / budget) * scale - 1, w, 2);
-      }
-    }
-    g.fillStyle = '#888';
-    g.fillRect(LABEL, yb + BARS - scale, (last - b * per) * cw, 1);
-  }
-  performance.mark('svcsync-map-drawn');
-}
-function hit(ev) {
-  if (!geo) return null;
-  const r = canvas.getBoundingClientRect(), x = ev.clientX - r.left, y = ev.clientY - r.top;
-  const b = Math.floor(y / geo.band), yIn = y - b * geo.band, j = Math.floor(yIn / CELL);
-  if (b < 0 || b >= geo.bands) return null;
-  if (x < LABEL) return j < geo.m ? { stream: j } : null;
-  const col = Math.floor((x - LABEL) / geo.cw), i = b * geo.per + col;
-  if (col >= geo.per || i >= geo.n) return null;
-  return { org: i, stream: j < geo.m ? j : null };
-}
-canvas.addEventListener('mousemove', (ev) => {
-  const h = hit(ev);
-  if (!h) { tip.hidden = true; return; }
-  if (h.org === undefined) tip.textContent = streams[h.stream] + ': click to show the organizations where it is not fresh';
-  else {
-    const d = orgs[h.org].dataset;
-    tip.textContent = nameOf(orgs[h.org]) + ' — ' + (h.stream !== null ? streams[h.stream] + ': ' + NAMES[d.f[h.stream]]
-      : num(+d.u) + ' of ' + num(+d.b) + ' requests today' + (d.p !== undefined ? ', about ' + num(+d.p) + ' by the end of the day' : ''));
-  }
-  const f = canvas.parentElement.getBoundingClientRect();
-  tip.style.left = ev.clientX - f.left + 12 + 'px';
-  tip.style.top = ev.clientY - f.top + 12 + 'px';
-  tip.hidden = false;
-});
-canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
-canvas.addEventListener('click', (ev) => {
-  const h = hit(ev);
-  if (!h) return;
-  state = '';
-  if (h.org === undefined) { box.value = 'stream:' + streams[h.stream]; apply(); return; }
-  const d = orgs[h.org];
-  box.value = d.dataset.id;
-  apply();
-  d.open = true;
-  d.scrollIntoView({ block: 'nearest' });
-});
-
-for (const b of $$('#states .chip')) b.addEventListener('click', () => { state = b.dataset.state || ''; apply(); });
-box.addEventListener('input', apply);
-$('#list').addEventListener('toggle', (ev) => { if (ev.target.open) load(ev.target); }, true);
-// After the page's own reload: the organizations that were open, and where the page was scrolled.
-const kept = JSON.parse(sessionStorage.getItem('svcsync-reload') || 'null');
-sessionStorage.removeItem('svcsync-reload');
-if (kept) for (const d of orgs) if (kept.open.includes(d.dataset.c + '/' + d.dataset.id)) d.open = true;
-apply();
-draw();
-if (kept) scrollTo(0, kept.y);
-performance.mark('svcsync-ready');
-let resized;
-addEventListener('resize', () => { clearTimeout(resized); resized = setTimeout(draw, 100); });
-setTimeout(() => {
-  const open = orgs.filter((d) => d.open).map((d) => d.dataset.c + '/' + d.dataset.id);
-  sessionStorage.setItem('svcsync-reload', JSON.stringify({ open, y: scrollY }));
-  location.reload();
-}, 60000);
-})();
-`;

@@ -1,5 +1,5 @@
 import { freshness, sortOrganizations, streamFailed, type Freshness, type Health } from './health.js';
-import { PAGE_SCRIPT, PAGE_STYLE } from './status-page-assets.js';
+import { pageAssets } from './status-page-assets.js';
 import type { StatusConnection, StatusDocument, StatusOrganization, StatusStream } from './status-document.js';
 
 /**
@@ -9,7 +9,7 @@ import type { StatusConnection, StatusDocument, StatusOrganization, StatusStream
  * by state; a freshness heat map of organizations × streams with the requests used today
  * against the budget beneath, one column per organization; click to filter), then one line per
  * organization, failing and stale first, whose streams load when it is opened. A little inline
- * script draws the map and filters; nothing comes from elsewhere, so it works offline.
+ * script (status-page/status-page.js) draws the map and filters; nothing comes from elsewhere, so it works offline.
  */
 
 const STATES: readonly Health[] = ['failing', 'stale', 'waiting', 'ok'];
@@ -160,9 +160,10 @@ export function renderStatusPage(doc: StatusDocument, query: string, now: number
   const queue = doc.queue ? ` · worker queue: ${count(doc.queue.waiting)} waiting, ${count(doc.queue.running)} running` : '';
   const up = live?.startedAt ? ` · daemon up since ${timeTag(live.startedAt, now)}` : '';
   const failing = doc.connections.some((c) => c.state === 'failing') || doc.organizations.some((o) => o.state === 'failing');
+  const { style, script } = pageAssets();
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>svcsync status</title>
-<meta name="viewport" content="width=device-width,initial-scale=1"><style>${PAGE_STYLE}</style></head>
+<meta name="viewport" content="width=device-width,initial-scale=1"><style>${style}</style></head>
 <body data-failing="${failing}"><h1>svcsync status</h1>
 <div class="meta">generated ${timeTag(doc.generatedAt, now)}${up}${queue} · <a href="status.json">status.json</a></div>
 <section aria-label="Connections"><h2>Connections</h2><ul id="connections">
@@ -184,7 +185,7 @@ title="An organization's name, id or connection, or stream:NAME for the organiza
 <div id="list">
 ${items.join('\n')}
 </div></section>
-<script>${PAGE_SCRIPT}</script>
+<script>${script}</script>
 </body></html>
 `;
 }
