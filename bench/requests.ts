@@ -56,13 +56,22 @@ function shrink(records: Readonly<Record<string, number>>, by: number): Record<s
 }
 
 function rate(r: ChangeRate, times: number, divide: number): ChangeRate {
-  return { orders: scaled(r.orders * times, divide), contacts: scaled(r.contacts * times, divide), events: scaled(r.events * times, divide) };
+  return {
+    orders: scaled(r.orders * times, divide),
+    contacts: scaled(r.contacts * times, divide),
+    events: scaled(r.events * times, divide),
+  };
 }
 
 /** The three organizations of the scenario, every count divided by `divide`. */
 export function benchOrganizations(divide: number): WeekOrganization[] {
   return [
-    { name: 'reference', records: shrink(REFERENCE, divide), scale: scaled(REFERENCE_SCALE, divide), changes: rate(DAILY_CHANGES, 1, divide) },
+    {
+      name: 'reference',
+      records: shrink(REFERENCE, divide),
+      scale: scaled(REFERENCE_SCALE, divide),
+      changes: rate(DAILY_CHANGES, 1, divide),
+    },
     {
       name: 'ten-times-faster',
       records: shrink(REFERENCE, divide),
@@ -129,7 +138,8 @@ const STALE_STREAMS = ['inventory.sales_orders', 'inventory.contacts', 'billing.
 
 function renderWeeks(all: WeekFigures[], lines: string[]): void {
   lines.push(
-    '| organization | records (orders, contacts, events) | changes a day (orders, contacts, events) | first sync | plan predicted | busiest day | mean day | budget | ' +
+    '| organization | records (orders, contacts, events) | changes a day (orders, contacts, events) | first sync | ' +
+      'plan predicted | busiest day | mean day | budget | ' +
       STALE_STREAMS.map((s) => `${s.split('.')[1]} p50 / p95 / max (min)`).join(' | ') +
       ' |',
   );

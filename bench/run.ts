@@ -137,6 +137,12 @@ interface Options {
 /** A wrong command line: printed as one line, without a stack. */
 class UsageError extends Error {}
 
+/** --json FILE writes there; --json alone prints on stdout ('-'). */
+function jsonTarget(flag: string | true | undefined): string | null {
+  if (flag === undefined) return null;
+  return flag === true ? '-' : flag;
+}
+
 function parseArgs(argv: string[]): Options | 'help' {
   if (argv.includes('--help') || argv.includes('-h')) return 'help';
   const env = process.env;
@@ -208,7 +214,7 @@ function parseArgs(argv: string[]): Options | 'help' {
     concurrency: num('concurrency', null, 10),
     timeoutS: num('timeout', null, 600),
     writeDocs: flags.has('write-docs'),
-    json: typeof flags.get('json') === 'string' ? (flags.get('json') as string) : flags.has('json') ? '-' : null,
+    json: jsonTarget(flags.get('json')),
     requestsOrgs: list('requests-orgs'),
     requestsDays: Math.max(1, num('requests-days', null, 7)),
     pgUrl:
@@ -1191,7 +1197,7 @@ async function main(): Promise<void> {
   const jsonOut = opts.json === '-' ? process.stdout.write.bind(process.stdout) : null;
   if (jsonOut) {
     console.log = (...args: unknown[]) => console.error(...args);
-    process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
+    process.stdout.write = process.stderr.write.bind(process.stderr);
   }
   const want = (name: string): boolean => (!opts.only || opts.only.includes(name)) && !opts.skip.includes(name);
   const listStreams = listOnlyStreams().map(qualifiedName);
@@ -1364,7 +1370,8 @@ async function main(): Promise<void> {
   const markdown = renderMarkdown(results, sandbox, opts, requests, httpClient);
   console.log('\n' + markdown);
   const figures = { machine: machine(), options: opts, results, sandbox, requests, httpClient };
-  if (jsonOut) jsonOut(JSON.stringify({ ...(requests ?? {}), machine: figures.machine, options: opts, results, sandbox, httpClient }) + '\n');
+  if (jsonOut)
+    jsonOut(JSON.stringify({ ...(requests ?? {}), machine: figures.machine, options: opts, results, sandbox, httpClient }) + '\n');
   else if (opts.json) writeFileSync(opts.json, JSON.stringify(figures, null, 2));
   if (opts.writeDocs && opts.experiments.length) console.log('\nnot writing docs/benchmarks.md: this run used --experiment');
   else if (opts.writeDocs) writeDocs(markdown);

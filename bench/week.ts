@@ -389,7 +389,8 @@ class WeekRun {
     if (e.type !== 'finished' || e.job.organizationId === null) return;
     const label = classLabel(e.job);
     const c = this.classes.get(label) ?? { jobClass: label, schedule: '', runs: 0, requests: 0 };
-    if (!c.schedule.split(', ').includes(e.job.cron.expression)) c.schedule = [c.schedule, e.job.cron.expression].filter(Boolean).join(', ');
+    if (!c.schedule.split(', ').includes(e.job.cron.expression))
+      c.schedule = [c.schedule, e.job.cron.expression].filter(Boolean).join(', ');
     c.runs++;
     c.requests += e.outcome.requests ?? 0;
     this.classes.set(label, c);
