@@ -149,7 +149,10 @@ function renderWeeks(all: WeekFigures[], lines: string[]): void {
     const ch = [f.changes.orders, f.changes.contacts, f.changes.events].map((n) => fmt(n)).join(', ');
     const stale = STALE_STREAMS.map((s) => {
       const x = f.steady.staleness[s];
-      return x ? `${mins(x.p50Minutes)} / ${mins(x.p95Minutes)} / ${mins(x.maxMinutes)}` : '–';
+      if (!x) return '–';
+      // Changes that never landed count with their lag so far: the figures they reach are lower bounds.
+      const atLeast = (share: number): string => (x.unlanded > share * x.changes ? '≥ ' : '');
+      return `${atLeast(0.5)}${mins(x.p50Minutes)} / ${atLeast(0.05)}${mins(x.p95Minutes)} / ${atLeast(0)}${mins(x.maxMinutes)}`;
     });
     lines.push(
       `| ${f.name} | ${recs} | ${ch} | ${fmt(f.firstSync.requests)} | ${fmt(f.steady.predictedDay)} | ` +
@@ -162,13 +165,15 @@ function renderChecks(all: WeekFigures[], lines: string[]): void {
   for (const f of all) {
     const s = f.steady;
     const within = s.busiestDay <= s.usable ? 'met' : '**NOT met**';
-    const landed = Object.entries(s.staleness).every(([, x]) => x.landed === x.changes);
+    const unlanded = Object.values(s.staleness).reduce((a, x) => a + x.unlanded, 0);
+    const changes = Object.values(s.staleness).reduce((a, x) => a + x.changes, 0);
     const skipped = Object.entries(s.skipped)
       .map(([k, n]) => `${n} ${k}`)
       .join(', ');
+    const landed = unlanded ? `**no**, ${fmt(unlanded)} of ${fmt(changes)} never did` : 'yes';
     lines.push(
       `- ${f.name}: busiest day ${fmt(s.busiestDay)} within the ${s.plan} plan's ${fmt(s.usable)} — ${within}; ` +
-        `days ${s.days.map((n) => fmt(n)).join(', ')}; every change landed: ${landed ? 'yes' : '**no**'}` +
+        `days ${s.days.map((n) => fmt(n)).join(', ')}; every change landed: ${landed}` +
         (skipped ? `; fires skipped: ${skipped}` : '') +
         `; warehouse live rows = sandbox: ${f.idsMatch ? 'yes' : 'NO: ' + f.mismatches.join('; ')}`,
     );
