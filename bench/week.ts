@@ -373,6 +373,8 @@ class WeekRun {
   readonly classes = new Map<string, JobClassWeek>();
   readonly skipped: Record<string, number> = {};
   readonly skipDetails: string[] = [];
+  /** Off once the week is over: the runs that land its last changes are not the week's. */
+  private counting = true;
   private lastHarvest: string;
 
   constructor(
@@ -387,6 +389,7 @@ class WeekRun {
   }
 
   onEvent(e: SchedulerEvent): void {
+    if (!this.counting) return;
     if (e.type === 'skipped') {
       this.skipped[e.reason] = (this.skipped[e.reason] ?? 0) + 1;
       const detail = `${e.job.jobClass}: ${e.detail}`;
@@ -439,6 +442,7 @@ class WeekRun {
       if (!(await this.fireNext(weekEnd, true))) break;
     }
     this.advanceTo(weekEnd);
+    this.counting = false;
     // Changes of the last hours land after the week: their lag counts, their requests are the next day's.
     for (let n = 0; n < 1_000 && this.ledger.waiting() > 0; n++) if (!(await this.fireNext(weekEnd + 2 * DAY, false))) break;
   }
