@@ -91,6 +91,11 @@ keeps each SQLite warehouse and Postgres database and prints where):
   --timeout S             bound on each scenario, seconds (default 600)
   --write-docs            write the figures into docs/benchmarks.md (between its markers)
   --json FILE             write every figure as JSON
+  --json                  (no file) print every figure as one JSON object on stdout, the requests
+                          scenario's at its top level, and the progress and tables on stderr
+  --requests-orgs a,b     the requests scenario's organizations (reference, ten-times-faster, small;
+                          default all)
+  --requests-days N       days of the requests scenario's simulated daemon (default 7)
   --help                  print this text
 `;
 
@@ -111,7 +116,10 @@ interface Options {
   concurrency: number;
   timeoutS: number;
   writeDocs: boolean;
+  /** --json FILE, or '-' for --json without a file: one JSON object on stdout. */
   json: string | null;
+  requestsOrgs: string[] | null;
+  requestsDays: number;
   pgUrl: string;
   perPage: number;
   repeat: number;
@@ -128,6 +136,12 @@ interface Options {
 
 /** A wrong command line: printed as one line, without a stack. */
 class UsageError extends Error {}
+
+/** --json FILE writes there; --json alone prints on stdout ('-'). */
+function jsonTarget(flag: string | true | undefined): string | null {
+  if (flag === undefined) return null;
+  return flag === true ? '-' : flag;
+}
 
 function parseArgs(argv: string[]): Options | 'help' {
   if (argv.includes('--help') || argv.includes('-h')) return 'help';
@@ -164,6 +178,8 @@ function parseArgs(argv: string[]): Options | 'help' {
     'profile-postgres',
     'http-requests',
     'per-page',
+    'requests-orgs',
+    'requests-days',
   ];
   for (const k of flags.keys()) {
     if (!known.includes(k)) throw new UsageError(`unknown option --${k} (node dist/bench/run.js --help lists them)`);
@@ -198,7 +214,9 @@ function parseArgs(argv: string[]): Options | 'help' {
     concurrency: num('concurrency', null, 10),
     timeoutS: num('timeout', null, 600),
     writeDocs: flags.has('write-docs'),
-    json: typeof flags.get('json') === 'string' ? (flags.get('json') as string) : null,
+    json: jsonTarget(flags.get('json')),
+    requestsOrgs: list('requests-orgs'),
+    requestsDays: Math.max(1, num('requests-days', null, 7)),
     pgUrl:
       typeof flags.get('pg') === 'string'
         ? (flags.get('pg') as string)
@@ -1175,6 +1193,12 @@ async function main(): Promise<void> {
     return;
   }
   const opts = parsed;
+  // One JSON object on stdout: everything else this process prints goes to stderr.
+  const jsonOut = opts.json === '-' ? process.stdout.write.bind(process.stdout) : null;
+  if (jsonOut) {
+    console.log = (...args: unknown[]) => console.error(...args);
+    process.stdout.write = process.stderr.write.bind(process.stderr);
+  }
   const want = (name: string): boolean => (!opts.only || opts.only.includes(name)) && !opts.skip.includes(name);
   const listStreams = listOnlyStreams().map(qualifiedName);
   const fullRefreshStreams = listOnlyStreams()
@@ -1293,11 +1317,19 @@ async function main(): Promise<void> {
   }
   let requests: RequestsFigures | null = null;
   if (want('requests')) {
-    process.stdout.write(`\n> requests: the reference organization's first sync and a steady day on the free plan ... `);
+    console.log(`\n> requests: each organization's first sync and a simulated week of the daemon on the free plan`);
     try {
-      requests = await runRequestsBench({ divide: opts.quick ? 10 : 1, perPage: opts.perPage, plan: 'free', days: 7 });
-      console.log(`first sync ${fmt(requests.firstSync.requests)} requests; steady ${fmt(requests.steady.perDay)} a day`);
-      if (!requests.idsMatch) failures++;
+      requests = await runRequestsBench(
+        {
+          divide: opts.quick ? 10 : 1,
+          perPage: opts.perPage,
+          plan: 'free',
+          days: opts.requestsDays,
+          ...(opts.requestsOrgs ? { organizations: opts.requestsOrgs } : {}),
+        },
+        (line) => console.log(`  ${line}`),
+      );
+      if (Object.values(requests.organizations).some((o) => !o.idsMatch)) failures++;
     } catch (error) {
       failures++;
       console.log(`FAILED: ${error instanceof Error ? error.message : String(error)}`);
@@ -1338,7 +1370,9 @@ async function main(): Promise<void> {
   const markdown = renderMarkdown(results, sandbox, opts, requests, httpClient);
   console.log('\n' + markdown);
   const figures = { machine: machine(), options: opts, results, sandbox, requests, httpClient };
-  if (opts.json) writeFileSync(opts.json, JSON.stringify(figures, null, 2));
+  if (jsonOut)
+    jsonOut(JSON.stringify({ ...(requests ?? {}), machine: figures.machine, options: opts, results, sandbox, httpClient }) + '\n');
+  else if (opts.json) writeFileSync(opts.json, JSON.stringify(figures, null, 2));
   if (opts.writeDocs && opts.experiments.length) console.log('\nnot writing docs/benchmarks.md: this run used --experiment');
   else if (opts.writeDocs) writeDocs(markdown);
   process.exitCode = failures ? 1 : 0;

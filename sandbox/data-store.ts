@@ -122,6 +122,8 @@ export class OrgData {
   private readonly states = new Map<string, StreamState>();
   /** Versions that closed before this instant were dropped (the ledger's bound); truth before it is unknown. */
   horizon = -Infinity;
+  /** Told of every change to a top-level record (the sandbox's change log). */
+  onChange: ((def: StreamDef, id: string, change: Change, at: number) => void) | null = null;
 
   /** Whether records pass through shapeRecord (some record-changing variant is on). */
   private readonly shaped: boolean;
@@ -682,6 +684,7 @@ export class OrgData {
     s.meta.set(slot, times);
     s.changed(slot);
     this.openVersion(def, slot, change, patch, now);
+    this.onChange?.(def, String(this.record(def, slot)[def.idField]), change, now);
   }
 
   private remove(def: StreamDef, slot: number, now: number): void {
@@ -692,6 +695,7 @@ export class OrgData {
     s.overlay.delete(slot);
     s.changed(slot);
     this.openVersion(def, slot, 'deleted', last, now);
+    this.onChange?.(def, String(this.generate(def, slot, undefined)[def.idField]), 'deleted', now);
   }
 
   /** A deleted record comes back as it was when deleted, changed now; its children come back with it. */

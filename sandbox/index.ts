@@ -11,7 +11,7 @@ import { FAMILIES, buildOrganizations, type Family } from './organizations.js';
 import { emptyLog, type RequestLog } from './request-log.js';
 import { SandboxClock, type SandboxTimer } from './sandbox-clock.js';
 import { SandboxServer, type Faults } from './server.js';
-import { VersionLedger, type HistoryStats, type Version } from './record-versions.js';
+import { VersionLedger, type Change, type HistoryStats, type Version } from './record-versions.js';
 import { STREAMS, findStream } from './stream-catalog.js';
 import { resolveVariants, type Preset, type Variants } from './variants.js';
 
@@ -53,6 +53,18 @@ export interface SandboxOptions {
    * are dropped, and `truthAt` before the instant they closed is refused.
    */
   maxVersions?: number;
+  /** Keep a log of every change to a top-level record (`changeLog`): a benchmark measures how long each took to reach the warehouse. */
+  recordChanges?: boolean;
+}
+
+/** One change to a top-level record, at a sandbox instant (ms). */
+export interface ChangeEntry {
+  organizationId: string;
+  /** `family.stream` */
+  stream: string;
+  id: string;
+  change: Change;
+  at: number;
 }
 
 export interface SandboxOrganization {
@@ -102,6 +114,9 @@ export interface Sandbox {
   setRequestVariants(v: Partial<Pick<Variants, 'changeWhilePagingEvery' | 'spurious401Rate'>>): void;
   requestLog(): RequestLog;
   resetRequestLog(): void;
+  /** The changes since the last reset, oldest first (empty unless started with `recordChanges`). */
+  changeLog(): ChangeEntry[];
+  resetChangeLog(): void;
   stop(): Promise<void>;
 }
 
@@ -187,6 +202,12 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   const orgs = buildOrganizations(seed, orgCount, variants);
   const ledger = new VersionLedger(maxVersions);
   const data = new Map(orgs.map((o) => [o.organization_id, new OrgData(seed, o, scale, startMs, variants, ledger, streamScale)]));
+  let changes: ChangeEntry[] = [];
+  if (options.recordChanges) {
+    for (const d of data.values())
+      d.onChange = (def, id, change, at) =>
+        changes.push({ organizationId: d.org.organization_id, stream: `${def.family}.${def.stream}`, id, change, at });
+  }
   const { scopes, ...given } = options.credentials ?? {};
   const credentials: Credentials = { ...DEFAULT_CREDENTIALS, ...given };
   let url = '';
@@ -342,6 +363,10 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     requestLog: () => structuredClone(server.log),
     resetRequestLog() {
       server.log = emptyLog();
+    },
+    changeLog: () => changes.slice(),
+    resetChangeLog() {
+      changes = [];
     },
     async stop() {
       clock.dispose();
