@@ -11,7 +11,7 @@ import { commitOrganizations } from '../state/unit-of-work.js';
 import type { Stamp } from './context.js';
 import { pages, type RawRecord } from './pager.js';
 import { endsTheRun, raiseIfStopped, type StopRequest } from './stop.js';
-import { normalizePage } from './stream-pass.js';
+import { normalizePage } from './page-records.js';
 import { DriftTally, WarningTally } from './stream-tally.js';
 
 /**

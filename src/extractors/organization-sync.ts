@@ -14,7 +14,9 @@ import { mergeTally, newTally, type StreamTally, type WarningCount } from './str
 import { type DriftCount } from '../state/drift.js';
 import type { SyncContext } from './context.js';
 import { endsTheRun, raiseIfStopped } from './stop.js';
-import { detailIsEnabled, runStreamPass, type SyncMode } from './stream-pass.js';
+import { detailIsEnabled } from './page-records.js';
+import type { SyncMode } from './pass-start.js';
+import { runStreamPass } from './stream-pass.js';
 import { countPending } from '../state/pending.js';
 import { healUnhealed, sampleChildChecks } from './child-checks.js';
 import { OrgShortcuts, type ShortcutNote } from './shortcuts.js';

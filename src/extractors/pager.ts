@@ -74,6 +74,11 @@ export interface PagerRequest {
   pagingRefused?: Set<string> | undefined;
   /** What each page answered when last read (src/extractors/page-memo.ts); absent: every page is parsed. */
   memo?: PageMemo | undefined;
+  /**
+   * Page N+1 is requested while the caller writes page N. Only for walks that read to the end:
+   * one that may stop early would spend a request on a page it never uses.
+   */
+  prefetch?: boolean | undefined;
 }
 
 /** What the client returns for an answer that hashed as its page's recalled one, instead of parsing it. */
@@ -181,11 +186,8 @@ export function refusesPaging(error: unknown): boolean {
  * and is asked so for the rest of the run (`pagingRefused`); it is then asked for page N only
  * when the previous answer said, or a full page suggested, there is more. A page identical to
  * the one before it, or more pages than maxPages, stops the walk instead of looping.
- *
- * With `prefetch`, page N+1 is requested while the caller writes page N. Only for walks that
- * read to the end: one that may stop early would spend a request on a page it never uses.
  */
-export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncGenerator<Page> {
+export async function* pages(req: PagerRequest): AsyncGenerator<Page> {
   let page = req.startPage;
   let previousFingerprint: string | null = null;
   let walked = 0;

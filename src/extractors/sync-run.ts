@@ -29,7 +29,7 @@ import type { RecordBudget } from './record-budget.js';
 import { clientFor, setUpRun } from './run-setup.js';
 import { runAll } from './settle.js';
 import { endsTheRun, neverStop, StopRequested, type StopRequest } from './stop.js';
-import type { SyncMode } from './stream-pass.js';
+import type { SyncMode } from './pass-start.js';
 
 export interface SyncRunOptions {
   config: Config;
