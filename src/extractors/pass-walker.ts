@@ -2,7 +2,7 @@ import { carriesChildren, streamTables } from '../catalog/index.js';
 import type { MemoPage } from '../loaders/table-writer.js';
 import type { DeletedRows } from '../state/deleted-rows.js';
 import { recencyOf, type PendingReason, type Recency } from '../state/pending.js';
-import { commitPage, type PassEnd } from '../state/unit-of-work.js';
+import { commitPage, type PageCommit, type PassEnd } from '../state/unit-of-work.js';
 import type { SyncContext } from './context.js';
 import { childrenSlice } from './children-cycle.js';
 import { IncrementalWindow } from './incremental-window.js';
@@ -86,12 +86,12 @@ export class PassWalker {
     // The parents whose day of the slow cycle this pass covers, besides the changed ones.
     const everyParent = pass.children || days === null ? pass.children : (childrenSlice(walk.rereadAt, pass.startedAt, days) ?? false);
     const detail = detailIsEnabled(ctx, stream);
-    // The record carries its child lists only while that reading holds for the organization (A48).
-    const detailCarriesChildren = carriesChildren(stream, ctx.catalog) && (ctx.shortcuts?.uses('embedded_children', key.stream) ?? true);
     const request = pageRequest(ctx, walk, window, tally);
     const memoKey = memoizes(ctx, stream, !window.mayStopEarly(), detail) ? memoQuery(stream, request.query, request.perPage) : null;
     // With no rows when the pass began, no page can stand as kept: nothing is recalled.
     if (memoKey !== null) request.memo = passMemo(ctx, key, stream, memoKey, stored.wasEmpty);
+    // The record carries its child lists only while that reading holds for the organization (A48).
+    const detailCarriesChildren = carriesChildren(stream, ctx.catalog) && (ctx.shortcuts?.uses('embedded_children', key.stream) ?? true);
     const plan: PassPlan = { kind: pass.kind, detail, everyParent, detailCarriesChildren, changeField: stream.cursor !== undefined };
     return new PassWalker(ctx, walk, tally, window, stored, request, memoKey, plan);
   }
@@ -104,23 +104,18 @@ export class PassWalker {
 
   /** Commits a page's work in one transaction, then counts and reports it. */
   async commit(work: PageWork): Promise<void> {
-    const { key, stream, pass } = this.walk;
-    const { deleted } = await commitPage(this.ctx, {
-      key,
-      stream,
-      syncedAt: work.syncedAt,
-      ...work.decided,
-      ...(work.listed.length ? { listed: { passStartedAt: pass.startedAt, page: work.page, ids: work.listed } } : {}),
-      memos: this.keep(work.kept, work.end !== undefined),
-      lastMemoPage: this.memoKey !== null && work.end ? memoAt(key, this.memoKey, work.page) : undefined,
-      checkDetails: this.plan.detailCarriesChildren && this.plan.detail,
-      ...(work.recency ? { recency: work.recency } : {}),
-      ...(work.end ? { end: work.end } : { position: pass }),
-    });
+    const page = this.pageCommit(work);
+    const { deleted } = await commitPage(this.ctx, page);
     this.stored.written(work.decided.rows);
     countPage(this.tally, { pages: 1, ...work.counts }, deleted);
-    const requestsLeftToday = this.ctx.limiters.peek(key.organizationId)?.remainingToday() ?? null;
-    this.ctx.progress.page({ ...key, page: work.page, records: this.tally.records, written: this.tally.written, requestsLeftToday });
+    const requestsLeftToday = this.ctx.limiters.peek(this.walk.key.organizationId)?.remainingToday() ?? null;
+    this.ctx.progress.page({
+      ...this.walk.key,
+      page: work.page,
+      records: this.tally.records,
+      written: this.tally.written,
+      requestsLeftToday,
+    });
   }
 
   /** Logs the pass's counts and, with its rows in, refreshes the planner statistics the next pass's lookups are planned on. */
@@ -163,15 +158,30 @@ export class PassWalker {
     const changed = normalizeListed(this.ctx, stream, fresh, syncedAt, this.tally);
     const plan = planPage({ ...this.plan, records: listed, changed, stored, hasMore: page.hasMore, reachedFloor: view.reachedFloor });
     const { listedUnchanged, finished, changed: written, ...decided } = plan;
+    const kept = this.memoKey === null ? null : pageToKeep(key, this.memoKey, page, listed, syncedAt);
+    const end = this.advance(page, page.records.length, finished);
+    const recency = (): Recency => {
+      const records = recencyRecords(listed, changed);
+      return recencyOf(stream, records);
+    };
+    const counts = { records: page.records.length, reads: page.records.length, written };
+    return { page: page.page, syncedAt, decided, listed: listedUnchanged, kept, recency, counts, end };
+  }
+
+  /** What `commitPage` writes of a page's work: with the pass's position, or its end on the last page. */
+  private pageCommit(work: PageWork): PageCommit {
+    const { key, stream, pass } = this.walk;
     return {
-      page: page.page,
-      syncedAt,
-      decided,
-      listed: listedUnchanged,
-      kept: this.memoKey === null ? null : pageToKeep(key, this.memoKey, page, listed, syncedAt),
-      recency: () => recencyOf(stream, recencyRecords(listed, changed)),
-      counts: { records: page.records.length, reads: page.records.length, written },
-      end: this.advance(page, page.records.length, finished),
+      key,
+      stream,
+      syncedAt: work.syncedAt,
+      ...work.decided,
+      ...(work.listed.length ? { listed: { passStartedAt: pass.startedAt, page: work.page, ids: work.listed } } : {}),
+      memos: this.keep(work.kept, work.end !== undefined),
+      lastMemoPage: this.memoKey !== null && work.end ? memoAt(key, this.memoKey, work.page) : undefined,
+      checkDetails: this.plan.detailCarriesChildren && this.plan.detail,
+      ...(work.recency ? { recency: work.recency } : {}),
+      ...(work.end ? { end: work.end } : { position: pass }),
     };
   }
 
