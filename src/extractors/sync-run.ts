@@ -24,7 +24,8 @@ import { closeAbandonedRuns, finishRun, startRun, type RunStatus } from '../stat
 import { silentProgress, type ProgressReporter, type SyncContext } from './context.js';
 import { discoverOrganizations, familySkipMessage, knownOrganization } from './discovery.js';
 import { busyOutcome, lostLease, withOrganizationLease } from './organization-lease.js';
-import { syncOrganization, type OrganizationOutcome } from './organization-sync.js';
+import { syncOrganization } from './organization-sync.js';
+import type { OrganizationOutcome } from './stream-outcome.js';
 import type { RecordBudget } from './record-budget.js';
 import { clientFor, setUpRun } from './run-setup.js';
 import { runAll } from './settle.js';

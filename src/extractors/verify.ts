@@ -11,7 +11,7 @@ import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { discoverOrganizations } from './discovery.js';
-import { selectStreams } from './organization-sync.js';
+import { selectStreams } from './stream-selection.js';
 import { clientFor, setUpRun } from './run-setup.js';
 import { runAll } from './settle.js';
 import { endsTheRun, neverStop, type StopRequest } from './stop.js';
