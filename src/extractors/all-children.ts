@@ -8,7 +8,7 @@ import { countPending, queuedItems } from '../state/pending.js';
 import type { StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';
-import { normalizePage } from './stream-pass.js';
+import { normalizePage } from './page-records.js';
 import { healShortcut } from './child-checks.js';
 import { differenceOf, idsOf, readChildList } from './child-list.js';
 import { sampleOf } from './shortcuts.js';

@@ -4,7 +4,7 @@ import type { SyncContext } from './context.js';
 import { fillPath, pages } from './pager.js';
 import { isGone } from './queue-drain.js';
 import type { Permit } from './record-budget.js';
-import { normalizePage } from './stream-pass.js';
+import { normalizePage } from './page-records.js';
 import type { StreamTally } from './stream-tally.js';
 
 const MAX_CHILD_PAGES = 1_000;

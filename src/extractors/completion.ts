@@ -16,7 +16,7 @@ import { drainQueue, isGone, type Drain } from './queue-drain.js';
 import { holding } from './record-budget.js';
 import { raiseIfStopped } from './stop.js';
 import { countDeleted, newTally, type StreamTally } from './stream-tally.js';
-import { detailIsEnabled } from './stream-pass.js';
+import { detailIsEnabled } from './page-records.js';
 import { recordRepairs, repairMessage } from './text-repairs.js';
 
 /**

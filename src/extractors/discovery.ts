@@ -11,7 +11,7 @@ import { commitOrganizations } from '../state/unit-of-work.js';
 import type { Stamp } from './context.js';
 import { pages, type RawRecord } from './pager.js';
 import { endsTheRun, raiseIfStopped, type StopRequest } from './stop.js';
-import { normalizePage } from './stream-pass.js';
+import { normalizePage } from './page-records.js';
 import { DriftTally, WarningTally } from './stream-tally.js';
 
 /**
@@ -252,35 +252,41 @@ export async function discoverOrganizations(ctx: DiscoveryContext, only: string 
       found.set(id, families);
     }
   }
-  const skippedInactive = [...inactive].filter((id) => !found.has(id));
-  if (skippedInactive.length > 0) {
-    ctx.logger.warn(
-      { organizations: skippedInactive },
-      `organization(s) ${skippedInactive.join(', ')} listed as inactive (is_org_active: false): only their organization ` +
-        "records are kept. To read one anyway, name it in this connection's organizations (docs/assumptions.md A22).",
-    );
-  }
+  warnInactive(ctx, inactive, found);
   // Only beside a family whose list answered: when every list is a 404, the API's address is
   // more likely wrong than every family without a list, and the connection fails naming the request.
   if (unlisted.length > 0 && errors.length < ctx.connection.families.length) {
     await reuseForUnlistedFamilies(ctx, { unlisted, listedRaw, found, wanted });
   }
   if (found.size === 0 && errors.length > 0 && errors.length === ctx.connection.families.length) throw errors[0];
-  if (wanted) {
-    const missing = wanted.filter((id) => !found.has(id));
-    if (missing.length) {
-      ctx.logger.warn(
-        { organizations: missing },
-        `organization(s) ${missing.join(', ')} not listed by any configured family for this connection`,
-      );
-      if (found.size === 0) {
-        throw new ConfigError(`Organization ${missing.join(', ')} is not reachable through connection ${ctx.connection.name}.`, [], {
-          hint: "Check the organization id (svcsync check lists the reachable ones) and the connection's region.",
-        });
-      }
-    }
-  }
+  if (wanted) checkWanted(ctx, wanted, found);
   return { organizations: found, skipped };
+}
+
+/** Organizations listed as inactive and not named: only their organization records are kept. */
+function warnInactive(ctx: DiscoveryContext, inactive: ReadonlySet<string>, found: ReadonlyMap<string, Family[]>): void {
+  const skippedInactive = [...inactive].filter((id) => !found.has(id));
+  if (skippedInactive.length === 0) return;
+  ctx.logger.warn(
+    { organizations: skippedInactive },
+    `organization(s) ${skippedInactive.join(', ')} listed as inactive (is_org_active: false): only their organization ` +
+      "records are kept. To read one anyway, name it in this connection's organizations (docs/assumptions.md A22).",
+  );
+}
+
+/** The organizations named (configured or --org) that no family listed: warned about, and an error when none was. */
+function checkWanted(ctx: DiscoveryContext, wanted: readonly string[], found: ReadonlyMap<string, Family[]>): void {
+  const missing = wanted.filter((id) => !found.has(id));
+  if (missing.length === 0) return;
+  ctx.logger.warn(
+    { organizations: missing },
+    `organization(s) ${missing.join(', ')} not listed by any configured family for this connection`,
+  );
+  if (found.size === 0) {
+    throw new ConfigError(`Organization ${missing.join(', ')} is not reachable through connection ${ctx.connection.name}.`, [], {
+      hint: "Check the organization id (svcsync check lists the reachable ones) and the connection's region.",
+    });
+  }
 }
 
 /** What a family skipped for want of a scope tells the user, in the summary and `_svcsync_runs`. */

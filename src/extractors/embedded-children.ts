@@ -8,7 +8,7 @@ import { healShortcut, judgeChildChanges } from './child-checks.js';
 import { differenceOf, idsOf, readChildList } from './child-list.js';
 import type { SyncContext } from './context.js';
 import type { RawRecord } from './pager.js';
-import { normalizePage } from './stream-pass.js';
+import { normalizePage } from './page-records.js';
 import { countDeleted, newTally, type StreamTally } from './stream-tally.js';
 
 /** A child stream whose entries a single record carries in full. */

@@ -9,7 +9,7 @@ import type { Fence, LeaseLost } from '../loaders/lease/fence.js';
 import { applyHandover, processOwner } from '../loaders/lease/lease.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import type { ProgressReporter } from './context.js';
-import type { OrganizationOutcome } from './organization-sync.js';
+import type { OrganizationOutcome } from './stream-outcome.js';
 import { raiseIfStopped, type StopRequest } from './stop.js';
 
 /**

@@ -74,6 +74,11 @@ export interface PagerRequest {
   pagingRefused?: Set<string> | undefined;
   /** What each page answered when last read (src/extractors/page-memo.ts); absent: every page is parsed. */
   memo?: PageMemo | undefined;
+  /**
+   * Page N+1 is requested while the caller writes page N. Only for walks that read to the end:
+   * one that may stop early would spend a request on a page it never uses.
+   */
+  prefetch?: boolean | undefined;
 }
 
 /** What the client returns for an answer that hashed as its page's recalled one, instead of parsing it. */
@@ -181,28 +186,163 @@ export function refusesPaging(error: unknown): boolean {
  * and is asked so for the rest of the run (`pagingRefused`); it is then asked for page N only
  * when the previous answer said, or a full page suggested, there is more. A page identical to
  * the one before it, or more pages than maxPages, stops the walk instead of looping.
- *
- * With `prefetch`, page N+1 is requested while the caller writes page N. Only for walks that
- * read to the end: one that may stop early would spend a request on a page it never uses.
  */
-export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncGenerator<Page> {
+export async function* pages(req: PagerRequest): AsyncGenerator<Page> {
+  const requests = new PageRequests(req);
   let page = req.startPage;
   let previousFingerprint: string | null = null;
   let walked = 0;
-  const undeclared = !req.stream.paginated;
-  const listName = `${req.stream.family}.${req.stream.name}`;
-  let bareFirst = undeclared && (req.pagingRefused?.has(listName) ?? false);
-  const sendsPaging = (n: number): boolean => n > 1 || !bareFirst;
-  const memo = req.memo;
-  const send = (n: number, recalled: MemoPage | null): Promise<Answer> => {
+  const run = { stop: req.stop ?? neverStop, signal: req.signal };
+  raiseIfStopped(run);
+  const budget = req.budget;
+  // `held` covers the page being read and written; `ahead` the prefetched one.
+  let held: Permit | null = null;
+  let ahead: Permit | null = null;
+  try {
+    if (budget) {
+      held = await budget.acquire(requests.fullPage(page), req.signal);
+      // A stop asked for while waiting for room: no request is sent.
+      raiseIfStopped(run);
+    }
+    let current = requests.first(page);
+    for (;;) {
+      const request = `GET ${req.stream.family}${req.path} page ${page}`;
+      const { body, unchanged, repaired, hash } = await requests.read(await current);
+      const records = unchanged ? [] : recordsOf(req.stream, body, request);
+      held?.resizeTo(records.length);
+      // The same bytes say what they said when kept. Taken as declared, an unchanged page that
+      // repeats the one before stops the walk with an error rather than ending a full read early.
+      const signal: PageSignal = unchanged
+        ? { kind: 'declared', hasMore: unchanged.hasMore }
+        : pageSignal(body, records.length, requests.fullPage(page));
+      const ids = unchanged ? unchanged.ids : records.map((r) => String(r[req.stream.primaryKey]));
+      const fingerprint = ids.length ? ids.join('\u0000') : null;
+      walked++;
+      const step = advance({ signal, fingerprint, previousFingerprint, walked, maxPages: req.maxPages });
+      previousFingerprint = fingerprint;
+      if (step.action === 'fail-repeated') throw repeatedPage(request, page);
+      if (step.action === 'stop-repeated') {
+        // The records were taken with the page before; an empty last page lets the caller finish the pass.
+        yield { page, records: [], hasMore: false };
+        return;
+      }
+      const more = step.action !== 'yield-and-stop';
+      // A prefetch only takes room that is free now: waiting for it while holding this page could
+      // deadlock the cap; without room the next page is asked for after this one is committed.
+      const prefetch = more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted && run.stop.reason() === null;
+      if (prefetch && budget) ahead = budget.tryAcquire(requests.fullPage(page + 1));
+      const next = prefetch && (!budget || ahead) ? requests.fetch(page + 1) : null;
+      yield { page, records, hasMore: more, sortedBy: unchanged ? undefined : sortEcho(body), repaired, bodyHash: hash, unchanged };
+      if (!more) return;
+      if (step.action === 'fail-max-pages') throw tooManyPages(request, walked);
+      page++;
+      // The caller asked for the next page, so it has committed this one.
+      held?.release();
+      held = null;
+      // A prefetched page was already asked for: it is read and committed before a stop is honoured.
+      if (next) {
+        req.signal.throwIfAborted();
+        [held, ahead] = [ahead, null];
+        current = next;
+      } else {
+        raiseIfStopped(run);
+        if (budget) {
+          held = await budget.acquire(requests.fullPage(page), req.signal);
+          raiseIfStopped(run);
+        }
+        current = requests.fetch(page);
+      }
+    }
+  } finally {
+    held?.release();
+    ahead?.release();
+  }
+}
+
+function repeatedPage(request: string, page: number): FatalError {
+  return new FatalError(
+    `${request}: the server answered with the same records as page ${page - 1}; it seems to ignore the page parameter.`,
+    {
+      hint:
+        'Nothing past the previous page was committed. ' +
+        'Report this; set the stream `paginated` setting in the catalog if the endpoint does not page.',
+      request,
+    },
+  );
+}
+
+function tooManyPages(request: string, walked: number): FatalError {
+  return new FatalError(`${request}: still more pages after ${walked} pages; stopping so the run cannot loop forever.`, {
+    hint: 'The pages read so far are committed and the next run resumes after them.',
+    request,
+  });
+}
+
+/**
+ * The requests of one walk: what each page's request sends (with or without the paging
+ * parameters), and its answer as the walk reads it (with a memo, a recalled page whose rows stand).
+ */
+class PageRequests {
+  private readonly undeclared: boolean;
+  private readonly listName: string;
+  /** Page 1 is asked without `page`/`per_page`: the list refused them (A11). */
+  private bareFirst: boolean;
+
+  constructor(private readonly req: PagerRequest) {
+    this.undeclared = !req.stream.paginated;
+    this.listName = `${req.stream.family}.${req.stream.name}`;
+    this.bareFirst = this.undeclared && (req.pagingRefused?.has(this.listName) ?? false);
+  }
+
+  /** A full page of request n: per_page when it is sent, the server's default page otherwise. */
+  fullPage(n: number): number {
+    return this.sendsPaging(n) ? this.req.perPage : DEFAULT_PER_PAGE;
+  }
+
+  /** The walk's first request: a list that does not declare paging and refuses the parameters is asked again without them. */
+  first(page: number): Promise<Answer> {
+    if (!(this.undeclared && page === 1 && !this.bareFirst)) return this.fetch(page);
+    return this.fetch(page).catch((error: unknown) => {
+      if (!refusesPaging(error)) throw error;
+      this.bareFirst = true;
+      this.req.pagingRefused?.add(this.listName);
+      return this.fetch(page);
+    });
+  }
+
+  fetch(n: number): Promise<Answer> {
+    // Nothing to recall (no memo, or no rows yet): the request goes out at once.
+    const recalling = this.req.memo?.recall(n) ?? null;
+    const pending = recalling === null ? this.send(n, null) : recalling.then((recalled) => this.send(n, recalled));
+    // A prefetch the caller never collects (it stopped on an error) must not be an unhandled rejection.
+    pending.catch(() => undefined);
+    return pending;
+  }
+
+  /** An answer as the walk reads it: a recalled page whose rows stand, or the parsed body. */
+  async read(answer: Answer): Promise<Answer & { unchanged?: MemoPage }> {
+    const same = answer.same;
+    if (same === undefined) return answer;
+    if (await this.req.memo!.untouched(same.recalled)) return { ...answer, unchanged: same.recalled };
+    // The text is the one a success answered before, so it parses and holds no error.
+    const repaired: string[] = [];
+    return { body: parseAnswer(same.bytes, repaired) as Record<string, unknown>, repaired, hash: answer.hash };
+  }
+
+  private sendsPaging(n: number): boolean {
+    return n > 1 || !this.bareFirst;
+  }
+
+  private send(n: number, recalled: MemoPage | null): Promise<Answer> {
+    const { req } = this;
     const query: Record<string, string | number> = { ...req.query };
-    if (sendsPaging(n)) {
+    if (this.sendsPaging(n)) {
       query['page'] = n;
       query['per_page'] = req.perPage;
     }
     const answer: Answer = { body: STAND_IN, repaired: [] };
     // The same answer as last time need not be parsed: whether its rows still stand is asked when its turn comes.
-    const beforeParse = memo
+    const beforeParse = req.memo
       ? (bytes: Uint8Array): Record<string, unknown> | undefined => {
           answer.hash = answerHash(bytes);
           if (recalled === null || answer.hash !== recalled.bodyHash) return undefined;
@@ -225,121 +365,6 @@ export async function* pages(req: PagerRequest & { prefetch?: boolean }): AsyncG
         answer.body = body;
         return answer;
       });
-  };
-  const fetchPage = (n: number): Promise<Answer> => {
-    // Nothing to recall (no memo, or no rows yet): the request goes out at once.
-    const recalling = memo?.recall(n) ?? null;
-    const pending = recalling === null ? send(n, null) : recalling.then((recalled) => send(n, recalled));
-    // A prefetch the caller never collects (it stopped on an error) must not be an unhandled rejection.
-    pending.catch(() => undefined);
-    return pending;
-  };
-  /** An answer as the walk reads it: a recalled page whose rows stand, or the parsed body. */
-  const readAnswer = async (answer: Answer): Promise<Answer & { unchanged?: MemoPage }> => {
-    const same = answer.same;
-    if (same === undefined) return answer;
-    if (await memo!.untouched(same.recalled)) return { ...answer, unchanged: same.recalled };
-    // The text is the one a success answered before, so it parses and holds no error.
-    const repaired: string[] = [];
-    return { body: parseAnswer(same.bytes, repaired) as Record<string, unknown>, repaired, hash: answer.hash };
-  };
-  const run = { stop: req.stop ?? neverStop, signal: req.signal };
-  raiseIfStopped(run);
-  const budget = req.budget;
-  // A full page of request n: per_page when it is sent, the server's default page otherwise.
-  const fullPage = (n: number): number => (sendsPaging(n) ? req.perPage : DEFAULT_PER_PAGE);
-  // `held` covers the page being read and written; `ahead` the prefetched one.
-  let held: Permit | null = null;
-  let ahead: Permit | null = null;
-  try {
-    if (budget) {
-      held = await budget.acquire(fullPage(page), req.signal);
-      // A stop asked for while waiting for room: no request is sent.
-      raiseIfStopped(run);
-    }
-    let current =
-      undeclared && page === 1 && !bareFirst
-        ? fetchPage(page).catch((error: unknown) => {
-            if (!refusesPaging(error)) throw error;
-            bareFirst = true;
-            req.pagingRefused?.add(listName);
-            return fetchPage(page);
-          })
-        : fetchPage(page);
-    for (;;) {
-      const request = `GET ${req.stream.family}${req.path} page ${page}`;
-      const { body, unchanged, repaired, hash } = await readAnswer(await current);
-      const records = unchanged ? [] : recordsOf(req.stream, body, request);
-      held?.resizeTo(records.length);
-      // The same bytes say what they said when kept. Taken as declared, an unchanged page that
-      // repeats the one before stops the walk with an error rather than ending a full read early.
-      const signal: PageSignal = unchanged
-        ? { kind: 'declared', hasMore: unchanged.hasMore }
-        : pageSignal(body, records.length, fullPage(page));
-      const ids = unchanged ? unchanged.ids : records.map((r) => String(r[req.stream.primaryKey]));
-      const fingerprint = ids.length ? ids.join('\u0000') : null;
-      walked++;
-      const step = advance({ signal, fingerprint, previousFingerprint, walked, maxPages: req.maxPages });
-      previousFingerprint = fingerprint;
-      if (step.action === 'fail-repeated') {
-        throw new FatalError(
-          `${request}: the server answered with the same records as page ${page - 1}; it seems to ignore the page parameter.`,
-          {
-            hint:
-              'Nothing past the previous page was committed. ' +
-              'Report this; set the stream `paginated` setting in the catalog if the endpoint does not page.',
-            request,
-          },
-        );
-      }
-      if (step.action === 'stop-repeated') {
-        // The records were taken with the page before; an empty last page lets the caller finish the pass.
-        yield { page, records: [], hasMore: false };
-        return;
-      }
-      const more = step.action !== 'yield-and-stop';
-      // A prefetch only takes room that is free now: waiting for it while holding this page could
-      // deadlock the cap; without room the next page is asked for after this one is committed.
-      const prefetch = more && step.action === 'yield-and-continue' && req.prefetch && !req.signal.aborted && run.stop.reason() === null;
-      if (prefetch && budget) ahead = budget.tryAcquire(fullPage(page + 1));
-      const next = prefetch && (!budget || ahead) ? fetchPage(page + 1) : null;
-      yield {
-        page,
-        records,
-        hasMore: more,
-        sortedBy: unchanged ? undefined : sortEcho(body),
-        repaired,
-        bodyHash: hash,
-        unchanged,
-      };
-      if (!more) return;
-      if (step.action === 'fail-max-pages') {
-        throw new FatalError(`${request}: still more pages after ${walked} pages; stopping so the run cannot loop forever.`, {
-          hint: 'The pages read so far are committed and the next run resumes after them.',
-          request,
-        });
-      }
-      page++;
-      // The caller asked for the next page, so it has committed this one.
-      held?.release();
-      held = null;
-      // A prefetched page was already asked for: it is read and committed before a stop is honoured.
-      if (next) {
-        req.signal.throwIfAborted();
-        [held, ahead] = [ahead, null];
-        current = next;
-      } else {
-        raiseIfStopped(run);
-        if (budget) {
-          held = await budget.acquire(fullPage(page), req.signal);
-          raiseIfStopped(run);
-        }
-        current = fetchPage(page);
-      }
-    }
-  } finally {
-    held?.release();
-    ahead?.release();
   }
 }
 

@@ -4,15 +4,15 @@ import type { LimiterRegistry } from '../api/limiter.js';
 import { BoundedApiClient, RequestBound, RequestBoundReached } from '../api/request-cap.js';
 import type { Family } from '../catalog/families.js';
 import { isOrganizationList, qualifiedName, type StreamSpec } from '../catalog/types.js';
-import type { Config } from '../config/schema.js';
+import type { Config, ConnectionConfig } from '../config/schema.js';
 import type { Clock } from '../core/clock.js';
 import { ConfigError, ExitCode, SvcsyncError, describeError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { SecretRegistry } from '../core/secrets.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 import { discoverOrganizations } from './discovery.js';
-import { selectStreams } from './organization-sync.js';
-import { clientFor, setUpRun } from './run-setup.js';
+import { selectStreams } from './stream-selection.js';
+import { clientFor, setUpRun, type RunSetup } from './run-setup.js';
 import { runAll } from './settle.js';
 import { endsTheRun, neverStop, type StopRequest } from './stop.js';
 import { compareIds } from './verify-compare.js';
@@ -200,7 +200,40 @@ export function verifyExitCode(
  * request count in `_svcsync_usage`.
  */
 export async function runVerify(options: VerifyOptions): Promise<VerifySummary> {
-  const { config, warehouse, clock, logger } = options;
+  checkVerifyOptions(options);
+  const setup = await setUpRun(options);
+  const { stamp, limiters, connections } = setup;
+  const startedAt = stamp.next();
+  const bound = new RequestBound(options.maxRequests ?? null);
+  const found: Found = { streams: [], skipped: new Map(), connectionFailures: [] };
+  try {
+    for (const connection of connections) {
+      const ctx = verifyContext(setup, options, connection, bound);
+      const organizations = await organizationsToVerify(ctx, options, connections.length, found.connectionFailures);
+      if (organizations === null) continue;
+      const limit = pLimit(options.config.sync.organization_concurrency);
+      const allow = options.streams ?? connection.streams;
+      await runAll(
+        limit,
+        [...organizations.entries()].map(([organizationId, families]) => async () => {
+          found.streams.push(...(await verifyOrganization(ctx, organizationId, families, allow, options, found.skipped)));
+        }),
+      );
+    }
+  } finally {
+    await limiters.flush();
+  }
+  return verifySummary(setup, startedAt, bound, found);
+}
+
+/** What a verify run found: each stream's verification, the streams it skipped, the connections that failed. */
+interface Found {
+  streams: StreamVerification[];
+  skipped: Map<string, SkippedStream>;
+  connectionFailures: VerifyConnectionFailure[];
+}
+
+function checkVerifyOptions(options: VerifyOptions): void {
   if (options.sample !== undefined && (!options.children || !Number.isInteger(options.sample) || options.sample < 1)) {
     throw new ConfigError(`--sample: "${options.sample}" needs --children and a positive whole number of parents`, [], {
       hint: 'For example --children --sample 20.',
@@ -211,89 +244,94 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       hint: 'For example --max-requests 500.',
     });
   }
-  const setup = await setUpRun(options);
-  const { runId, stamp, catalog, limiters, connections } = setup;
-  const startedAt = stamp.next();
-  const bound = new RequestBound(options.maxRequests ?? null);
-  const streams: StreamVerification[] = [];
-  const skipped = new Map<string, SkippedStream>();
-  const connectionFailures: VerifyConnectionFailure[] = [];
+}
 
+function verifyContext(setup: RunSetup, options: VerifyOptions, connection: ConnectionConfig, bound: RequestBound): VerifyContext {
+  const client = clientFor(setup, options, connection, (o) => new BoundedApiClient(o, bound));
+  return {
+    config: options.config,
+    connection,
+    warehouse: options.warehouse,
+    client,
+    catalog: setup.catalog,
+    logger: options.logger.child({ connection: connection.name, command: 'verify' }),
+    clock: options.clock,
+    stamp: setup.stamp,
+    signal: options.signal,
+    stop: options.stop ?? neverStop,
+    runId: setup.runId,
+  };
+}
+
+/**
+ * The connection's organizations, the families it could not list noted as failures; null when
+ * they could not be listed at all (noted too, or thrown when it is the only connection's configuration).
+ */
+async function organizationsToVerify(
+  ctx: VerifyContext,
+  options: VerifyOptions,
+  connections: number,
+  failures: VerifyConnectionFailure[],
+): Promise<Map<string, Family[]> | null> {
+  const connection = ctx.connection;
   try {
-    for (const connection of connections) {
-      const client = clientFor(setup, options, connection, (o) => new BoundedApiClient(o, bound));
-      const ctx: VerifyContext = {
-        config,
-        connection,
-        warehouse,
-        client,
-        catalog,
-        logger: logger.child({ connection: connection.name, command: 'verify' }),
-        clock,
-        stamp,
-        signal: options.signal,
-        stop: options.stop ?? neverStop,
-        runId,
-      };
-      let found: Map<string, Family[]>;
-      try {
-        // No record: verify writes no data rows.
-        const discovery = await discoverOrganizations({ ...ctx, perPage: config.sync.per_page }, options.organization);
-        found = discovery.organizations;
-        for (const { family, error } of discovery.skipped) {
-          connectionFailures.push({
-            connection: connection.name,
-            kind: 'authorization',
-            error: `${family} not checked: ${describeError(error)}`,
-          });
-        }
-      } catch (error) {
-        if (endsTheRun(error, options.signal)) throw error;
-        if (error instanceof ConfigError && connections.length === 1) throw error;
-        const incomplete = error instanceof RequestBoundReached;
-        ctx.logger.error({ err: error }, `connection ${connection.name}: ${describeError(error)}`);
-        connectionFailures.push({
-          connection: connection.name,
-          kind: incomplete ? 'incomplete' : kindOf(error),
-          error: incomplete
-            ? `organizations not listed: ${describeError(error)}; nothing of this connection was checked`
-            : describeError(error),
-        });
-        continue;
-      }
-      const limit = pLimit(config.sync.organization_concurrency);
-      const allow = options.streams ?? connection.streams;
-      await runAll(
-        limit,
-        [...found.entries()].map(([organizationId, families]) => async () => {
-          const { top, skipped: perParent } = verifiableStreams(catalog, families, allow);
-          const parentOf = (s: StreamSpec): StreamSpec | undefined =>
-            catalog.find((p) => p.family === s.family && p.name === s.parent?.stream && isTopLevelList(p));
-          const children = options.children ? perParent.filter((s) => parentOf(s) !== undefined) : [];
-          for (const s of perParent) {
-            const name = qualifiedName(s);
-            if (!children.includes(s) && !skipped.has(name))
-              skipped.set(name, {
-                stream: name,
-                reason: `read per ${s.parent?.stream ?? 'parent'} record (${s.path}); \`svcsync verify --children\` reads them`,
-              });
-          }
-          const block: OrganizationBlock = { quota: null, denied: new Set() };
-          // Two lists at a time per organization, as sync reads them; child lists after the top-level ones.
-          const perOrg = pLimit(2);
-          const results = await runAll(perOrg, [
-            ...top.map((stream) => () => verifyStream(ctx, organizationId, stream, block)),
-            ...children.map((child) => () => verifyChildren(ctx, organizationId, child, parentOf(child)!, block, options.sample ?? null)),
-          ]);
-          streams.push(...results);
-        }),
-      );
+    // No record: verify writes no data rows.
+    const discovery = await discoverOrganizations({ ...ctx, perPage: options.config.sync.per_page }, options.organization);
+    for (const { family, error } of discovery.skipped) {
+      failures.push({ connection: connection.name, kind: 'authorization', error: `${family} not checked: ${describeError(error)}` });
     }
-  } finally {
-    await limiters.flush();
+    return discovery.organizations;
+  } catch (error) {
+    if (endsTheRun(error, options.signal)) throw error;
+    if (error instanceof ConfigError && connections === 1) throw error;
+    const incomplete = error instanceof RequestBoundReached;
+    ctx.logger.error({ err: error }, `connection ${connection.name}: ${describeError(error)}`);
+    failures.push({
+      connection: connection.name,
+      kind: incomplete ? 'incomplete' : kindOf(error),
+      error: incomplete
+        ? `organizations not listed: ${describeError(error)}; nothing of this connection was checked`
+        : describeError(error),
+    });
+    return null;
   }
+}
 
-  const order = new Map(catalog.map((s, i) => [qualifiedName(s), i]));
+/** One organization's top-level lists, then (with --children) its child lists; the child streams not read are noted as skipped. */
+async function verifyOrganization(
+  ctx: VerifyContext,
+  organizationId: string,
+  families: Family[],
+  allow: readonly string[] | undefined,
+  options: VerifyOptions,
+  skipped: Map<string, SkippedStream>,
+): Promise<StreamVerification[]> {
+  const { catalog } = ctx;
+  const { top, skipped: perParent } = verifiableStreams(catalog, families, allow);
+  const parentOf = (s: StreamSpec): StreamSpec | undefined =>
+    catalog.find((p) => p.family === s.family && p.name === s.parent?.stream && isTopLevelList(p));
+  const children = options.children ? perParent.filter((s) => parentOf(s) !== undefined) : [];
+  for (const s of perParent) {
+    const name = qualifiedName(s);
+    if (!children.includes(s) && !skipped.has(name))
+      skipped.set(name, {
+        stream: name,
+        reason: `read per ${s.parent?.stream ?? 'parent'} record (${s.path}); \`svcsync verify --children\` reads them`,
+      });
+  }
+  const block: OrganizationBlock = { quota: null, denied: new Set() };
+  // Two lists at a time per organization, as sync reads them; child lists after the top-level ones.
+  const perOrg = pLimit(2);
+  return runAll(perOrg, [
+    ...top.map((stream) => () => verifyStream(ctx, organizationId, stream, block)),
+    ...children.map((child) => () => verifyChildren(ctx, organizationId, child, parentOf(child)!, block, options.sample ?? null)),
+  ]);
+}
+
+/** The run's summary: streams in the catalog's order within each connection and organization. */
+function verifySummary(setup: RunSetup, startedAt: string, bound: RequestBound, found: Found): VerifySummary {
+  const { streams, skipped, connectionFailures } = found;
+  const order = new Map(setup.catalog.map((s, i) => [qualifiedName(s), i]));
   streams.sort(
     (a, b) =>
       a.connection.localeCompare(b.connection) ||
@@ -301,9 +339,9 @@ export async function runVerify(options: VerifyOptions): Promise<VerifySummary> 
       (order.get(a.stream) ?? 0) - (order.get(b.stream) ?? 0),
   );
   return {
-    runId,
+    runId: setup.runId,
     startedAt,
-    finishedAt: stamp.next(),
+    finishedAt: setup.stamp.next(),
     streams,
     skipped: [...skipped.values()].sort((a, b) => (order.get(a.stream) ?? 0) - (order.get(b.stream) ?? 0)),
     connectionFailures,
