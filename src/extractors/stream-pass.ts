@@ -5,7 +5,7 @@ import { listIdentity, normalizeRecord, type ListIdentity, type NormalizedRecord
 import { commitPage, type PassEnd } from '../state/unit-of-work.js';
 import { recencyOf } from '../state/pending.js';
 import { loadStreamState, type PassKind, type PassState, type StreamKey } from '../state/stream-state.js';
-import type { MemoPage } from '../loaders/table-writer.js';
+import type { MemoPage } from '../state/page-memo-store.js';
 import type { SyncContext } from './context.js';
 import { pages, type RawRecord } from './pager.js';
 import { IncrementalWindow } from './incremental-window.js';
