@@ -2,9 +2,9 @@ import { hash as digest } from 'node:crypto';
 import { childStreamsOf } from '../catalog/index.js';
 import { isOrganizationList, tableName, type StreamSpec } from '../catalog/types.js';
 import { svcsyncVersion } from '../core/version.js';
-import type { MemoPage } from '../loaders/table-writer.js';
 import type { ListIdentity } from '../normalize/normalize.js';
 import { isoUtc } from '../normalize/values.js';
+import { PageMemoStore, type MemoPage, type MemoPageKey } from '../state/page-memo-store.js';
 import type { StreamKey } from '../state/stream-state.js';
 import type { SyncContext } from './context.js';
 
@@ -63,11 +63,7 @@ export function memoQuery(stream: StreamSpec, query: Readonly<Record<string, str
 }
 
 /** Where a page of a query is kept. */
-export function memoAt(
-  key: StreamKey,
-  query: string,
-  page: number,
-): Pick<MemoPage, 'connection' | 'organizationId' | 'stream' | 'query' | 'page'> {
+export function memoAt(key: StreamKey, query: string, page: number): MemoPageKey {
   return { connection: key.connection, organizationId: key.organizationId, stream: key.stream, query, page };
 }
 
@@ -79,8 +75,9 @@ export function passMemo(
   query: string,
   empty: boolean,
 ): PageMemo {
+  const pages = new PageMemoStore(ctx.warehouse.sql);
   return {
-    recall: (n) => (empty ? null : ctx.writer.recallPage(ctx.warehouse.db, memoAt(key, query, n))),
+    recall: (n) => (empty ? null : pages.recallPage(ctx.warehouse.db, memoAt(key, query, n))),
     untouched: (page) =>
       ctx.writer.rowsUntouchedSince(ctx.warehouse.db, tableName(stream), stream.primaryKey, key.organizationId, page.ids, page.syncedAt),
   };

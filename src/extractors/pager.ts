@@ -1,6 +1,6 @@
 import type { ApiClient, RequestMeter } from '../api/client.js';
 import { parseAnswer } from '../api/json-bytes.js';
-import type { MemoPage } from '../loaders/table-writer.js';
+import type { MemoPage } from '../state/page-memo-store.js';
 import type { StreamSpec } from '../catalog/types.js';
 import { FatalError } from '../core/errors.js';
 import { answerHash, type PageMemo } from './page-memo.js';

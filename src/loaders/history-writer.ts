@@ -1,6 +1,5 @@
-import { CompiledQuery } from 'kysely';
+import { CompiledQuery, createQueryId, PostgresQueryCompiler, sql, SqliteQueryCompiler, type QueryCompiler, type RawBuilder } from 'kysely';
 import { FatalError } from '../core/errors.js';
-import type { SqlValue } from '../normalize/normalize.js';
 import type { HistoryTable, StreamHistory } from './derived/history-tables.js';
 import { ident, type SqlDialect } from './sql-dialect.js';
 
@@ -11,6 +10,9 @@ import { ident, type SqlDialect } from './sql-dialect.js';
  * twice finds nothing to write. Timestamps are compared as instants: Postgres `timestamptz`, and
  * in SQLite svcsync's own ISO-8601 UTC text (fixed width, ending in Z), whose text order is the
  * instants' order; the one computed instant (a clamp of one millisecond) is written in that form.
+ *
+ * The statements are kysely `sql` templates: every value is a bound parameter, and every
+ * table or column name comes from the catalog through `name` (checked, then quoted by kysely).
  */
 
 /** Which records of one organization a set of statements covers. */
@@ -21,77 +23,124 @@ export type HistoryScope =
   /** Every record of the organization (turning history on). */
   | { kind: 'all'; organizationId: string };
 
-/** Bound parameters in text order (SQLite's `?` cannot be reused). */
-class Params {
-  readonly values: SqlValue[] = [];
-  constructor(private readonly sql: SqlDialect) {}
-  p(value: SqlValue): string {
-    this.values.push(value);
-    return this.sql.param(this.values.length);
-  }
-}
+type Sql = RawBuilder<unknown>;
 
 const IDS_PER_STATEMENT = 5_000;
 
-export class HistoryWriter {
-  private readonly pg: boolean;
-  constructor(readonly sql: SqlDialect) {
-    this.pg = sql.name === 'postgres';
-  }
-
-  private instant(b: Params, value: string): string {
-    return this.pg ? `CAST(${b.p(value)} AS timestamptz)` : b.p(value);
-  }
-
-  private text(b: Params, value: string | null): string {
-    return this.pg ? `CAST(${b.p(value)} AS text)` : b.p(value);
-  }
-
+/** What the history statements spell differently per warehouse. */
+interface HistoryDialect {
+  /** kysely's compiler of the dialect: one serves every writer, since a compilation runs start to end synchronously. */
+  compiler: QueryCompiler;
+  /** A bound instant, compared with the columns' instants. */
+  instant(value: string): Sql;
+  /** A bound text (a run id), typed where Postgres cannot infer it. */
+  text(value: string | null): Sql;
   /** One millisecond after an instant, in the column's own form. */
-  private plusOne(expr: string): string {
-    return this.pg ? `(${expr} + interval '1 millisecond')` : `strftime('%Y-%m-%dT%H:%M:%fZ', ${expr}, '+0.001 seconds')`;
+  plusOne(expr: Sql): Sql;
+  /** The null-safe comparisons: `a IS DISTINCT FROM b`, `a IS NOT DISTINCT FROM b`. */
+  distinct: Sql;
+  notDistinct: Sql;
+}
+
+const POSTGRES_HISTORY: HistoryDialect = {
+  compiler: new PostgresQueryCompiler(),
+  instant: (value) => sql`CAST(${value} AS timestamptz)`,
+  text: (value) => sql`CAST(${value} AS text)`,
+  plusOne: (expr) => sql`(${expr} + interval '1 millisecond')`,
+  distinct: sql`IS DISTINCT FROM`,
+  notDistinct: sql`IS NOT DISTINCT FROM`,
+};
+
+const SQLITE_HISTORY: HistoryDialect = {
+  compiler: new SqliteQueryCompiler(),
+  instant: (value) => sql`${value}`,
+  text: (value) => sql`${value}`,
+  plusOne: (expr) => sql`strftime('%Y-%m-%dT%H:%M:%fZ', ${expr}, '+0.001 seconds')`,
+  distinct: sql`IS NOT`,
+  notDistinct: sql`IS`,
+};
+
+/** A table or column name of the catalog, quoted; `ident` refuses anything else. */
+function name(catalogName: string): Sql {
+  ident(catalogName);
+  return sql.id(catalogName);
+}
+
+/** This file's own aliases: `t` a table's rows; `h`, `n`, `o`, `e` versions; `p` the record's version; `c` a child's. */
+type Alias = 't' | 'h' | 'n' | 'o' | 'e' | 'p' | 'c';
+
+/** A catalog column of an alias: `t."amount"`. */
+function col(a: Alias, column: string): Sql {
+  return sql`${sql.raw(a)}.${name(column)}`;
+}
+
+/** `a.k = b.k` for each key column, joined by AND. */
+function keyJoin(a: Alias, b: Alias, key: readonly string[]): Sql {
+  return sql.join(
+    key.map((k) => sql`${col(a, k)} = ${col(b, k)}`),
+    sql` AND `,
+  );
+}
+
+/** Pieces of one statement, one after the other (a long statement is written in lines). */
+function cat(...parts: Sql[]): Sql {
+  return sql.join(parts, sql``);
+}
+
+/** The columns a history table adds, after its table's. */
+const VERSION_COLUMNS = ['_valid_from', '_valid_to', '_change'];
+
+export class HistoryWriter {
+  private readonly d: HistoryDialect;
+  constructor(readonly sql: SqlDialect) {
+    this.d = sql.name === 'postgres' ? POSTGRES_HISTORY : SQLITE_HISTORY;
   }
 
-  private differs(a: string, b: string, columns: readonly string[]): string {
-    const op = this.pg ? 'IS DISTINCT FROM' : 'IS NOT';
-    return `(${columns.map((c) => `${a}.${ident(c)} ${op} ${b}.${ident(c)}`).join(' OR ')})`;
+  private compile(...parts: Sql[]): CompiledQuery {
+    return this.d.compiler.compileQuery(cat(...parts).toOperationNode(), createQueryId());
   }
 
-  private same(a: string, b: string, columns: readonly string[]): string {
-    const op = this.pg ? 'IS NOT DISTINCT FROM' : 'IS';
-    return columns.map((c) => `${a}.${ident(c)} ${op} ${b}.${ident(c)}`).join(' AND ');
+  private differs(a: Alias, b: Alias, columns: readonly string[]): Sql {
+    const each = columns.map((c) => sql`${col(a, c)} ${this.d.distinct} ${col(b, c)}`);
+    return sql`(${sql.join(each, sql` OR `)})`;
   }
 
-  /** `alias` belongs to the records in scope (an alias of any table holding the record's key). */
-  private scoped(b: Params, s: StreamHistory, alias: string, scope: HistoryScope): string {
+  private same(a: Alias, b: Alias, columns: readonly string[]): Sql {
+    return sql.join(
+      columns.map((c) => sql`${col(a, c)} ${this.d.notDistinct} ${col(b, c)}`),
+      sql` AND `,
+    );
+  }
+
+  /** `a` belongs to the records in scope (an alias of any table holding the record's key). */
+  private scoped(s: StreamHistory, a: Alias, scope: HistoryScope): Sql {
     const id = idColumn(s.top);
-    let text = `${alias}."organization_id" = ${b.p(scope.organizationId)}`;
-    if (scope.kind === 'ids') text += ` AND ${alias}.${ident(id)} IN (${scope.ids.map((v) => b.p(v)).join(', ')})`;
-    if (scope.kind === 'deletedAt')
-      text +=
-        ` AND ${alias}.${ident(id)} IN (SELECT ${ident(id)} FROM ${ident(s.top.table)} ` +
-        `WHERE "organization_id" = ${b.p(scope.organizationId)} AND "_deleted_at" = ${this.instant(b, scope.at)})`;
-    return text;
+    const organization = sql`${sql.raw(a)}."organization_id" = ${scope.organizationId}`;
+    if (scope.kind === 'ids') return sql`${organization} AND ${col(a, id)} IN (${sql.join(scope.ids)})`;
+    if (scope.kind === 'all') return organization;
+    return cat(
+      sql`${organization} AND ${col(a, id)} IN (SELECT ${name(id)} FROM ${name(s.top.table)} `,
+      sql`WHERE "organization_id" = ${scope.organizationId} AND "_deleted_at" = ${this.d.instant(scope.at)})`,
+    );
   }
 
-  private select(b: Params, t: HistoryTable, runId: string | null): string {
-    return t.columns.map((c) => (c === '_run_id' ? `COALESCE(${this.text(b, runId)}, t."_run_id")` : `t.${ident(c)}`)).join(', ');
+  /** A table's columns as its history takes them: the run writing now, else the row's own. */
+  private select(t: HistoryTable, runId: string | null): Sql {
+    return sql.join(t.columns.map((c) => (c === '_run_id' ? sql`COALESCE(${this.d.text(runId)}, t."_run_id")` : col('t', c))));
   }
 
-  private insertInto(t: HistoryTable): string {
-    return `INSERT INTO ${ident(t.history)} (${[...t.columns, '_valid_from', '_valid_to', '_change'].map(ident).join(', ')}) `;
+  private insertInto(t: HistoryTable): Sql {
+    return sql`INSERT INTO ${name(t.history)} (${sql.join([...t.columns, ...VERSION_COLUMNS].map(name))}) `;
   }
 
   /** Closes each open version that a later open version of the same key follows. */
-  private closeSuperseded(out: CompiledQuery[], s: StreamHistory, scope: HistoryScope): void {
-    const t = s.top;
-    const b = new Params(this.sql);
-    const same = t.key.map((k) => `n.${ident(k)} = h.${ident(k)}`).join(' AND ');
-    const later = `FROM ${ident(t.history)} AS n WHERE ${same} AND n."_valid_to" IS NULL AND n."_valid_from" > h."_valid_from"`;
-    const text =
-      `UPDATE ${ident(t.history)} AS h SET "_valid_to" = (SELECT MIN(n."_valid_from") ${later}) ` +
-      `WHERE h."_valid_to" IS NULL AND ${this.scoped(b, s, 'h', scope)} AND EXISTS (SELECT 1 ${later})`;
-    out.push(CompiledQuery.raw(text, b.values));
+  private closeSuperseded(s: StreamHistory, scope: HistoryScope): CompiledQuery {
+    const h = name(s.top.history);
+    const later = sql`FROM ${h} AS n WHERE ${keyJoin('n', 'h', s.top.key)} AND n."_valid_to" IS NULL AND n."_valid_from" > h."_valid_from"`;
+    return this.compile(
+      sql`UPDATE ${h} AS h SET "_valid_to" = (SELECT MIN(n."_valid_from") ${later}) `,
+      sql`WHERE h."_valid_to" IS NULL AND ${this.scoped(s, 'h', scope)} AND EXISTS (SELECT 1 ${later})`,
+    );
   }
 
   /**
@@ -99,49 +148,49 @@ export class HistoryWriter {
    * begins; versions that began with it and no longer match a row are taken back (the record was
    * completed in the same run, by its single-record read); current rows open where it begins.
    */
-  private childQueries(out: CompiledQuery[], s: StreamHistory, scope: HistoryScope, runId: string | null): void {
-    const top = s.top;
-    const id = idColumn(top);
-    const parentJoin = (alias: string): string =>
-      `p."organization_id" = ${alias}."organization_id" AND p.${ident(id)} = ${alias}.${ident(id)}`;
-    for (const c of s.children) {
-      let b = new Params(this.sql);
-      out.push(
-        CompiledQuery.raw(
-          `UPDATE ${ident(c.history)} AS c SET "_valid_to" = p."_valid_from" FROM ${ident(top.history)} AS p ` +
-            `WHERE ${this.scoped(b, s, 'p', scope)} AND p."_valid_to" IS NULL AND ${parentJoin('c')} ` +
-            `AND c."_valid_to" IS NULL AND c."_valid_from" < p."_valid_from"`,
-          b.values,
-        ),
-      );
-      b = new Params(this.sql);
-      const childKey = (x: string, y: string): string => c.key.map((k) => `${x}.${ident(k)} = ${y}.${ident(k)}`).join(' AND ');
-      out.push(
-        CompiledQuery.raw(
-          `DELETE FROM ${ident(c.history)} AS c WHERE c."_valid_to" IS NULL AND ${this.scoped(b, s, 'c', scope)} ` +
-            `AND EXISTS (SELECT 1 FROM ${ident(top.history)} AS p WHERE ${parentJoin('c')} ` +
-            `AND p."_valid_to" IS NULL AND p."_valid_from" = c."_valid_from") ` +
-            `AND NOT EXISTS (SELECT 1 FROM ${ident(c.table)} AS t WHERE ${childKey('t', 'c')} ` +
-            `AND t."_deleted_at" IS NULL AND ${this.same('t', 'c', c.compared)})`,
-          b.values,
-        ),
-      );
-      b = new Params(this.sql);
-      const select = this.select(b, c, runId);
-      out.push(
-        CompiledQuery.raw(
-          this.insertInto(c) +
-            `SELECT ${select}, p."_valid_from", NULL, ` +
-            `CASE WHEN EXISTS (SELECT 1 FROM ${ident(c.history)} AS e WHERE ${childKey('e', 't')}) THEN 'updated' ELSE 'created' END ` +
-            `FROM ${ident(c.table)} AS t JOIN ${ident(top.history)} AS p ON ${parentJoin('t')} ` +
-            `AND p."_valid_to" IS NULL AND p."_change" <> 'deleted' ` +
-            `WHERE ${this.scoped(b, s, 't', scope)} AND t."_deleted_at" IS NULL ` +
-            `AND NOT EXISTS (SELECT 1 FROM ${ident(c.history)} AS c WHERE ${childKey('c', 't')} ` +
-            `AND c."_valid_to" IS NULL AND c."_valid_from" = p."_valid_from")`,
-          b.values,
-        ),
-      );
-    }
+  private childQueries(s: StreamHistory, scope: HistoryScope, runId: string | null): CompiledQuery[] {
+    return s.children.flatMap((c) => [this.closeChild(s, c, scope), this.takeBackChild(s, c, scope), this.openChild(s, c, scope, runId)]);
+  }
+
+  /** `p`, the record's version, is the record of `a`'s row. */
+  private parentJoin(s: StreamHistory, a: Alias): Sql {
+    return sql`p."organization_id" = ${sql.raw(a)}."organization_id" AND ${col('p', idColumn(s.top))} = ${col(a, idColumn(s.top))}`;
+  }
+
+  /** Child versions older than the record's open version close where it begins. */
+  private closeChild(s: StreamHistory, c: HistoryTable, scope: HistoryScope): CompiledQuery {
+    return this.compile(
+      sql`UPDATE ${name(c.history)} AS c SET "_valid_to" = p."_valid_from" FROM ${name(s.top.history)} AS p `,
+      sql`WHERE ${this.scoped(s, 'p', scope)} AND p."_valid_to" IS NULL AND ${this.parentJoin(s, 'c')} `,
+      sql`AND c."_valid_to" IS NULL AND c."_valid_from" < p."_valid_from"`,
+    );
+  }
+
+  /** Child versions that began with the record's open version and match no current row are taken back. */
+  private takeBackChild(s: StreamHistory, c: HistoryTable, scope: HistoryScope): CompiledQuery {
+    return this.compile(
+      sql`DELETE FROM ${name(c.history)} AS c WHERE c."_valid_to" IS NULL AND ${this.scoped(s, 'c', scope)} `,
+      sql`AND EXISTS (SELECT 1 FROM ${name(s.top.history)} AS p WHERE ${this.parentJoin(s, 'c')} `,
+      sql`AND p."_valid_to" IS NULL AND p."_valid_from" = c."_valid_from") `,
+      sql`AND NOT EXISTS (SELECT 1 FROM ${name(c.table)} AS t WHERE ${keyJoin('t', 'c', c.key)} `,
+      sql`AND t."_deleted_at" IS NULL AND ${this.same('t', 'c', c.compared)})`,
+    );
+  }
+
+  /** Current child rows without a version beginning with the record's open one get one. */
+  private openChild(s: StreamHistory, c: HistoryTable, scope: HistoryScope, runId: string | null): CompiledQuery {
+    const top = name(s.top.history);
+    const history = name(c.history);
+    return this.compile(
+      this.insertInto(c),
+      sql`SELECT ${this.select(c, runId)}, p."_valid_from", NULL, `,
+      sql`CASE WHEN EXISTS (SELECT 1 FROM ${history} AS e WHERE ${keyJoin('e', 't', c.key)}) THEN 'updated' ELSE 'created' END `,
+      sql`FROM ${name(c.table)} AS t JOIN ${top} AS p ON ${this.parentJoin(s, 't')} `,
+      sql`AND p."_valid_to" IS NULL AND p."_change" <> 'deleted' `,
+      sql`WHERE ${this.scoped(s, 't', scope)} AND t."_deleted_at" IS NULL `,
+      sql`AND NOT EXISTS (SELECT 1 FROM ${history} AS c WHERE ${keyJoin('c', 't', c.key)} `,
+      sql`AND c."_valid_to" IS NULL AND c."_valid_from" = p."_valid_from")`,
+    );
   }
 
   /**
@@ -153,54 +202,54 @@ export class HistoryWriter {
    * run ended between the two).
    */
   recordQueries(s: StreamHistory, scope: HistoryScope, now: string, runId: string | null): CompiledQuery[] {
+    if (scope.kind !== 'ids') return this.recordChunk(s, scope, now, runId);
     const out: CompiledQuery[] = [];
-    if (scope.kind === 'ids') {
-      for (let i = 0; i < scope.ids.length; i += IDS_PER_STATEMENT)
-        this.recordChunk(out, s, { ...scope, ids: scope.ids.slice(i, i + IDS_PER_STATEMENT) }, now, runId);
-    } else this.recordChunk(out, s, scope, now, runId);
+    for (let i = 0; i < scope.ids.length; i += IDS_PER_STATEMENT)
+      out.push(...this.recordChunk(s, { ...scope, ids: scope.ids.slice(i, i + IDS_PER_STATEMENT) }, now, runId));
     return out;
   }
 
-  private recordChunk(out: CompiledQuery[], s: StreamHistory, scope: HistoryScope, now: string, runId: string | null): void {
-    if (scope.kind === 'ids' && scope.ids.length === 0) return;
+  private recordChunk(s: StreamHistory, scope: HistoryScope, now: string, runId: string | null): CompiledQuery[] {
+    if (scope.kind === 'ids' && scope.ids.length === 0) return [];
     const t = s.top;
-    const keyJoin = (a: string, b: string): string => t.key.map((k) => `${a}.${ident(k)} = ${b}.${ident(k)}`).join(' AND ');
-    if (runId !== null || t.changeColumn !== null) {
-      const b = new Params(this.sql);
-      const set = t.columns.filter((c) => !t.key.includes(c)).map((c) => `${ident(c)} = t.${ident(c)}`);
-      // The same version: written by this run, or (a run that ended before the record's
-      // single-record read) carrying the same change time.
-      const sameVersion = [
-        ...(runId !== null ? [`h."_run_id" = ${this.text(b, runId)}`] : []),
-        ...(t.changeColumn !== null ? [`t.${ident(t.changeColumn)} = h."_valid_from"`] : []),
-      ];
-      out.push(
-        CompiledQuery.raw(
-          `UPDATE ${ident(t.history)} AS h SET ${set.join(', ')} FROM ${ident(t.table)} AS t ` +
-            `WHERE ${keyJoin('h', 't')} AND h."_valid_to" IS NULL AND h."_change" <> 'deleted' AND (${sameVersion.join(' OR ')}) ` +
-            `AND ${this.scoped(b, s, 't', scope)} AND t."_deleted_at" IS NULL AND ${this.differs('h', 't', t.compared)}`,
-          b.values,
-        ),
-      );
-    }
-    const b = new Params(this.sql);
-    const select = this.select(b, t, runId);
-    const base = (): string => (t.changeColumn ? `COALESCE(t.${ident(t.changeColumn)}, ${this.instant(b, now)})` : this.instant(b, now));
-    const lastKey = ident(idColumn(t));
-    const from = `CASE WHEN o.${lastKey} IS NULL OR ${base()} > o."_valid_from" THEN ${base()} ELSE ${this.plusOne('o."_valid_from"')} END`;
-    const change = `CASE WHEN o.${lastKey} IS NULL THEN 'created' WHEN o."_change" = 'deleted' THEN 'restored' ELSE 'updated' END`;
-    out.push(
-      CompiledQuery.raw(
-        this.insertInto(t) +
-          `SELECT ${select}, ${from}, NULL, ${change} ` +
-          `FROM ${ident(t.table)} AS t LEFT JOIN ${ident(t.history)} AS o ON ${keyJoin('o', 't')} AND o."_valid_to" IS NULL ` +
-          `WHERE ${this.scoped(b, s, 't', scope)} AND t."_deleted_at" IS NULL ` +
-          `AND (o.${lastKey} IS NULL OR o."_change" = 'deleted' OR ${this.differs('o', 't', t.compared)})`,
-        b.values,
-      ),
+    const complete = runId !== null || t.changeColumn !== null ? [this.completeVersion(s, scope, runId)] : [];
+    return [...complete, this.newVersion(s, scope, now, runId), this.closeSuperseded(s, scope), ...this.childQueries(s, scope, runId)];
+  }
+
+  /**
+   * The open version is the same version, completed in place: written by this run, or (a run that
+   * ended before the record's single-record read) carrying the same change time.
+   */
+  private completeVersion(s: StreamHistory, scope: HistoryScope, runId: string | null): CompiledQuery {
+    const t = s.top;
+    const set = t.columns.filter((c) => !t.key.includes(c)).map((c) => sql`${name(c)} = ${col('t', c)}`);
+    const sameVersion = [
+      ...(runId !== null ? [sql`h."_run_id" = ${this.d.text(runId)}`] : []),
+      ...(t.changeColumn !== null ? [sql`${col('t', t.changeColumn)} = h."_valid_from"`] : []),
+    ];
+    return this.compile(
+      sql`UPDATE ${name(t.history)} AS h SET ${sql.join(set)} FROM ${name(t.table)} AS t `,
+      sql`WHERE ${keyJoin('h', 't', t.key)} AND h."_valid_to" IS NULL AND h."_change" <> 'deleted' `,
+      sql`AND (${sql.join(sameVersion, sql` OR `)}) `,
+      sql`AND ${this.scoped(s, 't', scope)} AND t."_deleted_at" IS NULL AND ${this.differs('h', 't', t.compared)}`,
     );
-    this.closeSuperseded(out, s, scope);
-    this.childQueries(out, s, scope, runId);
+  }
+
+  /** A new version of each record whose row differs from its open version, or that has none. */
+  private newVersion(s: StreamHistory, scope: HistoryScope, now: string, runId: string | null): CompiledQuery {
+    const t = s.top;
+    const base = (): Sql => (t.changeColumn ? sql`COALESCE(${col('t', t.changeColumn)}, ${this.d.instant(now)})` : this.d.instant(now));
+    const lastKey = col('o', idColumn(t));
+    const after = this.d.plusOne(sql`o."_valid_from"`);
+    const from = sql`CASE WHEN ${lastKey} IS NULL OR ${base()} > o."_valid_from" THEN ${base()} ELSE ${after} END`;
+    const change = sql`CASE WHEN ${lastKey} IS NULL THEN 'created' WHEN o."_change" = 'deleted' THEN 'restored' ELSE 'updated' END`;
+    return this.compile(
+      this.insertInto(t),
+      sql`SELECT ${this.select(t, runId)}, ${from}, NULL, ${change} `,
+      sql`FROM ${name(t.table)} AS t LEFT JOIN ${name(t.history)} AS o ON ${keyJoin('o', 't', t.key)} AND o."_valid_to" IS NULL `,
+      sql`WHERE ${this.scoped(s, 't', scope)} AND t."_deleted_at" IS NULL `,
+      sql`AND (${lastKey} IS NULL OR o."_change" = 'deleted' OR ${this.differs('o', 't', t.compared)})`,
+    );
   }
 
   /**
@@ -209,25 +258,17 @@ export class HistoryWriter {
    * version before it and its child rows' versions close there.
    */
   deletionQueries(s: StreamHistory, scope: Exclude<HistoryScope, { kind: 'ids' }>, runId: string | null): CompiledQuery[] {
-    const out: CompiledQuery[] = [];
     const t = s.top;
-    const b = new Params(this.sql);
-    const select = this.select(b, t, runId);
-    const keyJoin = t.key.map((k) => `o.${ident(k)} = t.${ident(k)}`).join(' AND ');
-    out.push(
-      CompiledQuery.raw(
-        this.insertInto(t) +
-          `SELECT ${select}, ` +
-          `CASE WHEN t."_deleted_at" > o."_valid_from" THEN t."_deleted_at" ELSE ${this.plusOne('o."_valid_from"')} END, NULL, 'deleted' ` +
-          `FROM ${ident(t.table)} AS t JOIN ${ident(t.history)} AS o ` +
-          `ON ${keyJoin} AND o."_valid_to" IS NULL AND o."_change" <> 'deleted' ` +
-          `WHERE ${this.scoped(b, s, 't', scope)} AND t."_deleted_at" IS NOT NULL`,
-        b.values,
-      ),
+    const after = this.d.plusOne(sql`o."_valid_from"`);
+    const deletion = this.compile(
+      this.insertInto(t),
+      sql`SELECT ${this.select(t, runId)}, `,
+      sql`CASE WHEN t."_deleted_at" > o."_valid_from" THEN t."_deleted_at" ELSE ${after} END, NULL, 'deleted' `,
+      sql`FROM ${name(t.table)} AS t JOIN ${name(t.history)} AS o `,
+      sql`ON ${keyJoin('o', 't', t.key)} AND o."_valid_to" IS NULL AND o."_change" <> 'deleted' `,
+      sql`WHERE ${this.scoped(s, 't', scope)} AND t."_deleted_at" IS NOT NULL`,
     );
-    this.closeSuperseded(out, s, scope);
-    this.childQueries(out, s, scope, runId);
-    return out;
+    return [deletion, this.closeSuperseded(s, scope), ...this.childQueries(s, scope, runId)];
   }
 }
 

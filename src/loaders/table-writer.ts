@@ -4,15 +4,10 @@ import type { ChildRows, NormalizedRecord, Row, SqlValue } from '../normalize/no
 import type { AnyDb } from './db.js';
 import { ident, type SqlDialect } from './sql-dialect.js';
 
-/** The name this module gave `AnyDb` before src/loaders/db.ts; test/loaders/table-writer.test.ts imports it. */
-
 /**
- * Writes normalized rows. Statement text is built once per (table, columns, row count) and
- * reused; every value is a bound parameter. What differs between SQLite and Postgres
- * (placeholders, booleans, upserts, parameter limits) comes from the `SqlDialect` it is given
- * (`warehouse.sql`); nothing here looks at the dialect's name.
+ * A pass of a full read, as `_svcsync_listed` keys what it listed (src/state/listed-ids.ts):
+ * `markVanished` spares the rows it names.
  */
-/** A pass of a full read, as `_svcsync_listed` keys what it listed. */
 export interface ListedPass {
   connection: string;
   organizationId: string;
@@ -22,25 +17,13 @@ export interface ListedPass {
   startedAt: string;
 }
 
-/** One page of a whole read as `_svcsync_pages` keeps it (src/extractors/page-memo.ts). */
-export interface MemoPage {
-  connection: string;
-  organizationId: string;
-  /** Qualified stream name, `family.name`. */
-  stream: string;
-  /** The request's query without its page number. */
-  query: string;
-  page: number;
-  /** SHA-1 (hex) of the answer's bytes. */
-  bodyHash: string;
-  /** The page's record ids, each once. */
-  ids: readonly string[];
-  hasMore: boolean;
-  maxChanged: string | null;
-  /** The `_synced_at` of the commit that read the page. */
-  syncedAt: string;
-}
-
+/**
+ * Writes normalized rows, reads what the passes ask of them, and marks them deleted. Statement
+ * text is built once per (table, columns, row count) and reused; every value is a bound parameter.
+ * What differs between SQLite and Postgres (placeholders, booleans, upserts, parameter limits)
+ * comes from the `SqlDialect` it is given (`warehouse.sql`); nothing here looks at the dialect's name.
+ * The bookkeeping of passes and pages is src/state's (`listed-ids.ts`, `page-memo-store.ts`).
+ */
 export class TableWriter {
   private readonly sqlCache = new Map<string, string>();
   /** The statements that mark rows deleted, by the table they mark: their counts are rows deleted. */
@@ -205,106 +188,6 @@ export class TableWriter {
   }
 
   /**
-   * Keeps the ids of the rows one page of a full read listed unchanged (one row of
-   * `_svcsync_listed`, the ids as a JSON array), so that at the pass's end `markVanished` can
-   * tell them from rows no longer listed. The rows themselves are not touched.
-   */
-  listedQuery(pass: ListedPass, page: number, ids: readonly string[]): CompiledQuery {
-    const ph = this.sql.param;
-    return CompiledQuery.raw(
-      `INSERT INTO "_svcsync_listed" ("connection", "organization_id", "stream", "pass_started_at", "page", "ids") ` +
-        `VALUES (${ph(1)}, ${ph(2)}, ${ph(3)}, ${ph(4)}, ${ph(5)}, ${ph(6)}) ` +
-        `ON CONFLICT ("connection", "organization_id", "stream", "pass_started_at", "page") DO UPDATE SET "ids" = excluded."ids"`,
-      [pass.connection, pass.organizationId, pass.stream, pass.startedAt, page, JSON.stringify(ids)],
-    );
-  }
-
-  /** Forgets what every pass of a stream listed (at a pass's end, once vanished rows are marked). */
-  async forgetListed(db: AnyDb, pass: Omit<ListedPass, 'startedAt'>): Promise<void> {
-    const ph = this.sql.param;
-    await db.executeQuery(
-      CompiledQuery.raw(
-        `DELETE FROM "_svcsync_listed" WHERE "connection" = ${ph(1)} AND "organization_id" = ${ph(2)} AND "stream" = ${ph(3)}`,
-        [pass.connection, pass.organizationId, pass.stream],
-      ),
-    );
-  }
-
-  /**
-   * Keeps what pages of a read answered (`_svcsync_pages`), in one statement: the hash of each
-   * answer, its ids, whether the walk went on, its newest change time, and the page's `_synced_at`.
-   * The pages are of one pass, so no key repeats.
-   */
-  pageMemoQuery(pages: readonly MemoPage[]): CompiledQuery {
-    const sql = this.sql;
-    const tuples = pages.map((_, i) => `(${sql.params(10, i * 10 + 1).join(', ')})`);
-    const params = pages.flatMap((p) => [
-      p.connection,
-      p.organizationId,
-      p.stream,
-      p.query,
-      p.page,
-      p.bodyHash,
-      JSON.stringify(p.ids),
-      p.hasMore ? 1 : 0,
-      p.maxChanged,
-      p.syncedAt,
-    ]);
-    return CompiledQuery.raw(
-      `INSERT INTO "_svcsync_pages" ("connection", "organization_id", "stream", "query", "page", "body_hash", "ids", ` +
-        `"has_more", "max_changed", "synced_at") VALUES ${tuples.join(', ')} ` +
-        `ON CONFLICT ("connection", "organization_id", "stream", "query", "page") DO UPDATE SET ` +
-        `"body_hash" = excluded."body_hash", "ids" = excluded."ids", "has_more" = excluded."has_more", ` +
-        `"max_changed" = excluded."max_changed", "synced_at" = excluded."synced_at"`,
-      params,
-    );
-  }
-
-  /**
-   * Forgets, at the end of a read, the stream's kept pages after its last page (the list got
-   * shorter) and those kept under another query (an earlier svcsync version or page size).
-   */
-  forgetPagesAfterQuery(at: Pick<MemoPage, 'connection' | 'organizationId' | 'stream' | 'query' | 'page'>): CompiledQuery {
-    const ph = this.sql.param;
-    return CompiledQuery.raw(
-      `DELETE FROM "_svcsync_pages" WHERE "connection" = ${ph(1)} AND "organization_id" = ${ph(2)} AND "stream" = ${ph(3)} ` +
-        `AND ("query" <> ${ph(4)} OR "page" > ${ph(5)})`,
-      [at.connection, at.organizationId, at.stream, at.query, at.page],
-    );
-  }
-
-  /** What `pageMemoQuery` kept of a page, or null. */
-  async recallPage(db: AnyDb, at: Pick<MemoPage, 'connection' | 'organizationId' | 'stream' | 'query' | 'page'>): Promise<MemoPage | null> {
-    const ph = this.sql.param;
-    const result = await db.executeQuery<{
-      body_hash: string;
-      ids: string;
-      has_more: number | string;
-      max_changed: string | null;
-      synced_at: unknown;
-    }>(
-      CompiledQuery.raw(
-        `SELECT "body_hash", "ids", "has_more", "max_changed", "synced_at" FROM "_svcsync_pages" ` +
-          `WHERE "connection" = ${ph(1)} AND "organization_id" = ${ph(2)} AND "stream" = ${ph(3)} ` +
-          `AND "query" = ${ph(4)} AND "page" = ${ph(5)}`,
-        [at.connection, at.organizationId, at.stream, at.query, at.page],
-      ),
-    );
-    const r = result.rows[0];
-    if (!r) return null;
-    const ids: unknown = JSON.parse(r.ids);
-    if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string')) return null;
-    return {
-      ...at,
-      bodyHash: r.body_hash,
-      ids,
-      hasMore: Number(r.has_more) === 1,
-      maxChanged: r.max_changed,
-      syncedAt: String(r.synced_at),
-    };
-  }
-
-  /**
    * Whether every id still has a row, not marked deleted, not written since `syncedAt` and with
    * its `_hash` (a migration clears it to have a record read again): the rows are as the page
    * that listed them left them. (`_synced_at` compared as elsewhere here.)
@@ -368,7 +251,7 @@ export class TableWriter {
    *
    * Marks rows not written since `before` as deleted: what a full read stopped returning.
    * `scope` narrows it to one parent's children (a child stream read for one parent);
-   * `listed` spares the rows the pass listed unchanged (`listedQuery`).
+   * `listed` spares the rows the pass listed unchanged (src/state/listed-ids.ts).
    * Returns how many rows it marked.
    */
   async markVanished(

@@ -146,8 +146,8 @@ export interface DriftRow {
 }
 
 /**
- * The ids one page of a full read listed unchanged, kept until its pass ends (src/loaders/table-writer.ts
- * `listedQuery`): then the rows neither written by the pass nor listed are marked deleted.
+ * The ids one page of a full read listed unchanged, kept until its pass ends (src/state/listed-ids.ts):
+ * then the rows neither written by the pass nor listed are marked deleted.
  */
 export interface ListedRow {
   connection: string;

@@ -7,10 +7,12 @@ import { completePending, enqueuePending, enqueuePendingQueries, recencyOf, type
 import { loadStreamState, passColumns, saveStreamState, saveStreamStateQuery, type PassState, type StreamKey } from './stream-state.js';
 import { stateDb } from './tables.js';
 import { addDeleted, mergeDeleted, type DeletedRows } from './deleted-rows.js';
+import { ListedIds, listedPass } from './listed-ids.js';
+import { PageMemoStore, type MemoPage, type MemoPageKey } from './page-memo-store.js';
 import { newUnitId } from '../loaders/applied-units.js';
 import type { AnyDb, AnyTransaction } from '../loaders/db.js';
 import type { Fence } from '../loaders/lease/fence.js';
-import type { ListedPass, MemoPage, TableWriter } from '../loaders/table-writer.js';
+import type { ListedPass, TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 
 /** What the unit of work writes through: the warehouse and the writer chosen for its dialect. */
@@ -41,7 +43,7 @@ export interface PageCommit {
    */
   memos?: readonly MemoPage[] | undefined;
   /** The last page of a read that keeps its pages: those kept past it, or under another query, are forgotten. */
-  lastMemoPage?: Pick<MemoPage, 'connection' | 'organizationId' | 'stream' | 'query' | 'page'> | undefined;
+  lastMemoPage?: MemoPageKey | undefined;
   /** Ids with no stored row (no older child rows to mark as gone). */
   fresh: ReadonlySet<string>;
   /** Parents whose child streams are queued, and why. */
@@ -103,10 +105,12 @@ function pageQueries(loader: Loader, page: PageCommit): CompiledQuery[] {
   const db = warehouse.db;
   const queries = writer.recordQueries(page.rows, page.syncedAt, (n) => page.fresh.has(n.id));
   if (page.listed?.ids.length) {
-    queries.push(writer.listedQuery(listedPass(page.key, page.listed.passStartedAt), page.listed.page, page.listed.ids));
+    const listed = new ListedIds(warehouse.sql);
+    queries.push(listed.listedQuery(listedPass(page.key, page.listed.passStartedAt), page.listed.page, page.listed.ids));
   }
-  if (page.memos?.length) queries.push(writer.pageMemoQuery(page.memos));
-  if (page.lastMemoPage) queries.push(writer.forgetPagesAfterQuery(page.lastMemoPage));
+  const pages = new PageMemoStore(warehouse.sql);
+  if (page.memos?.length) queries.push(pages.pageMemoQuery(page.memos));
+  if (page.lastMemoPage) queries.push(pages.forgetPagesAfterQuery(page.lastMemoPage));
   queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt));
   const childStreams = childStreamsOf(page.stream);
   const queues = (childStreams.length && (page.parents.length || page.checked?.length)) || page.details.length;
@@ -139,7 +143,7 @@ async function endPass(loader: Loader, trx: AnyTransaction, page: PageCommit, en
     // A full read's vanishing instant is its start, which also keys the ids its pages listed.
     const pass = listedPass(page.key, end.vanishedBefore);
     deleted = await markVanishedWithChildren(loader, trx, page.stream, page.key.organizationId, end.vanishedBefore, page.syncedAt, pass);
-    await loader.writer.forgetListed(trx, pass);
+    await new ListedIds(loader.warehouse.sql).forgetListed(trx, pass);
   }
   const reread = end.childrenRereadAt ? { children_reread_at: end.childrenRereadAt } : {};
   await saveStreamState(trx, page.key, { cursor: end.cursor, ...passColumns(null), ...reread }, page.syncedAt);
@@ -150,11 +154,6 @@ async function endPass(loader: Loader, trx: AnyTransaction, page: PageCommit, en
 async function passIsOpen(trx: AnyTransaction, key: StreamKey, startedAt: string, firstPage: boolean): Promise<boolean> {
   const open = (await loadStreamState(trx, key)).pass?.startedAt ?? null;
   return open === startedAt || (open === null && firstPage);
-}
-
-/** The pass of a full read that started at `startedAt`, as `_svcsync_listed` keys it. */
-function listedPass(key: StreamKey, startedAt: string): ListedPass {
-  return { connection: key.connection, organizationId: key.organizationId, stream: key.stream, startedAt };
 }
 
 /** One fetched detail record (or the news that it is gone), and its removal from the queue. */

@@ -6,7 +6,7 @@ import { FatalError } from '../../src/core/errors.js';
 import { advance, fillPath, pageSignal, pages, recordsOf, type Page } from '../../src/extractors/pager.js';
 import { answerHash, type PageMemo } from '../../src/extractors/page-memo.js';
 import { RecordBudget } from '../../src/extractors/record-budget.js';
-import type { MemoPage } from '../../src/loaders/table-writer.js';
+import type { MemoPage } from '../../src/state/page-memo-store.js';
 import { StopFlag, StopRequested } from '../../src/extractors/stop.js';
 
 const stream = findStream('billing.plans') as StreamSpec;

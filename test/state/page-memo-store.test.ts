@@ -1,7 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
-import type { MemoPage } from '../../src/loaders/table-writer.js';
-import { TableWriter } from '../../src/loaders/table-writer.js';
+import { PageMemoStore, type MemoPage } from '../../src/state/page-memo-store.js';
 import { DIALECTS, migratedWarehouses } from '../helpers/dialects.js';
 
 const at = { connection: 'c', organizationId: '700', stream: 'billing.plans' };
@@ -22,7 +21,7 @@ for (const dialect of DIALECTS) {
 
     it('keeps pages in one statement and recalls each as kept, ids and all', async () => {
       const w = await open();
-      const writer = new TableWriter(w.sql);
+      const writer = new PageMemoStore(w.sql);
       await w.db.executeQuery(writer.pageMemoQuery([kept('q', 1), kept('q', 2), kept('q', 3)]));
       expect(await writer.recallPage(w.db, { ...at, query: 'q', page: 1 })).toEqual(kept('q', 1));
       expect(await writer.recallPage(w.db, { ...at, query: 'q', page: 3 })).toEqual(kept('q', 3));
@@ -34,7 +33,7 @@ for (const dialect of DIALECTS) {
 
     it("forgets at a read's end the pages after its last one and those kept under another query", async () => {
       const w = await open();
-      const writer = new TableWriter(w.sql);
+      const writer = new PageMemoStore(w.sql);
       await w.db.executeQuery(writer.pageMemoQuery([kept('old', 1), kept('old', 2)]));
       await w.db.executeQuery(writer.pageMemoQuery([kept('q', 1), kept('q', 2), kept('q', 3)]));
       await w.db.executeQuery(writer.pageMemoQuery([{ ...kept('q', 1), stream: 'billing.events' }]));
