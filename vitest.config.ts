@@ -1,19 +1,51 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { configDefaults, defineConfig } from 'vitest/config';
+
+const ROOTS = ['test', 'sandbox/test'];
+
+/** Every test file under the roots, as a path from the repository's root. */
+function testFiles(): string[] {
+  return ROOTS.flatMap((root) =>
+    readdirSync(root, { recursive: true, encoding: 'utf8' })
+      .filter((name) => name.endsWith('.test.ts'))
+      .map((name) => join(root, name)),
+  );
+}
+
+/**
+ * What makes a test file an integration test: it opens a warehouse (SQLite file or Postgres), starts
+ * a process (the CLI from dist/, a Postgres server, a browser), or reads the build. The rest (pure
+ * functions, the in-process sandbox, nock) form the unit project: no database, no build, no global
+ * setup, so `npm run test:unit` runs it alone in a fraction of the suite's time.
+ */
+const INTEGRATION =
+  /helpers\/(dialects|e2e|cli-process|legacy-warehouse|private-postgres|process-config|commit-cutting-proxy|minimum)\.js|node:child_process|openWarehouse|dist\/|playwright|better-sqlite3|from 'pg'/;
+
+const files = testFiles();
+const integration = files.filter((file) => INTEGRATION.test(readFileSync(file, 'utf8')));
+const unit = files.filter((file) => !integration.includes(file));
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'sandbox/test/**/*.test.ts'],
     // The four-process fleet test (issue 12, about a minute) runs on the machine's Node in CI; the
     // Node 22/24 lines skip it (.ci/node-lines sets SVCSYNC_SKIP_FLEET): it tests processes
     // coordinating through Postgres, not the Node line, and CI must stay under 30 minutes.
     exclude: [...configDefaults.exclude, ...(process.env['SVCSYNC_SKIP_FLEET'] ? ['test/e2e/worker-fleet.test.ts'] : [])],
-    globalSetup: ['test/global-setup.ts'],
     environment: 'node',
-    // End-to-end suites share one Postgres database; files run one at a time there.
     fileParallelism: true,
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
+    // `npm test` runs both projects; `npm run test:unit` (vitest run --project unit) the first alone.
+    projects: [
+      { extends: true, test: { name: 'unit', include: unit } },
+      {
+        extends: true,
+        // The run's database, and the warehouses migrated once that tests copy (test/helpers/templates.ts).
+        test: { name: 'integration', include: integration, globalSetup: ['test/global-setup.ts'] },
+      },
+    ],
   },
 });

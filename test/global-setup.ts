@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { dropTemplates, makeTemplates, runDatabasePrefix } from './helpers/templates.js';
 
 const BASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -12,11 +13,18 @@ const BASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
  * the migration ("schema … does not exist"). Two runs at once (a developer's and CI's, or
  * the Node lines) can no longer see each other's schemas. With SVCSYNC_TEST_PG set, the run uses
  * that database as it is and drops only its own schemas.
+ *
+ * The run also migrates one warehouse of each dialect, which tests copy (test/helpers/templates.ts);
+ * the Postgres template and its copies are databases of the run's own, so only a run that made its
+ * database (it may create databases) has one.
  */
 export async function setup(): Promise<void> {
   const run = (process.env['SVCSYNC_TEST_RUN'] ??= randomBytes(4).toString('hex'));
-  if (process.env['SVCSYNC_TEST_PG']) return;
-  const database = `svcsync_test_${run}`;
+  if (process.env['SVCSYNC_TEST_PG']) {
+    await makeTemplates(run, undefined);
+    return;
+  }
+  const database = runDatabasePrefix(run);
   const admin = new pg.Client({ connectionString: BASE_URL });
   try {
     await admin.connect();
@@ -31,12 +39,18 @@ export async function setup(): Promise<void> {
   } finally {
     await admin.end().catch(() => undefined);
   }
+  await makeTemplates(run, process.env['SVCSYNC_TEST_OWN_DATABASE'] ? BASE_URL : undefined);
 }
 
 export async function teardown(): Promise<void> {
   const run = process.env['SVCSYNC_TEST_RUN'];
   const own = process.env['SVCSYNC_TEST_OWN_DATABASE'];
   if (!run) return;
+  try {
+    await dropTemplates(run, BASE_URL);
+  } catch (error) {
+    console.warn(`could not drop this run's templates: ${(error as Error).message}`);
+  }
   const client = new pg.Client({ connectionString: own ? BASE_URL : (process.env['SVCSYNC_TEST_PG'] ?? BASE_URL) });
   try {
     await client.connect();

@@ -7,7 +7,7 @@ import { OrgLimiter } from '../../src/api/limiter.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { WarehouseUsageStore } from '../../src/state/usage-store.js';
-import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
 const NOW = Date.UTC(2026, 10, 22, 10);
 const DAY = '2026-11-22';
@@ -31,7 +31,7 @@ describe.each(DIALECTS)('the daily budget shared by processes on one warehouse, 
 
   /** Two handles on one fresh warehouse: each stands for a process (own connections, own pool). */
   async function twoProcesses(): Promise<[WarehouseUsageStore, WarehouseUsageStore]> {
-    tw = await freshWarehouse(dialect);
+    tw = await migratedWarehouse(dialect);
     const a = await tw.open();
     open.push(a);
     await migrateToLatest(a);

@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { stateDb } from '../../src/state/tables.js';
-import { DIALECTS, freshWarehouse, PG_BASE_URL } from '../helpers/dialects.js';
+import { DIALECTS, freshWarehouse, migratedWarehouse, PG_BASE_URL } from '../helpers/dialects.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svcsync-plan-'));
 
@@ -104,7 +104,7 @@ describe('svcsync plan reads the warehouse and changes nothing in it', () => {
 
   describe.each(DIALECTS)('on %s', (dialect) => {
     it('a synced warehouse is read: its organizations are planned, not a reference one', async () => {
-      const tw = await freshWarehouse(dialect);
+      const tw = await migratedWarehouse(dialect);
       const w = await tw.open();
       try {
         await migrateToLatest(w);
@@ -130,7 +130,7 @@ describe('svcsync plan reads the warehouse and changes nothing in it', () => {
     });
 
     it('a warehouse an older svcsync wrote is not migrated: exit 2, saying to run svcsync migrate', async () => {
-      const tw = await freshWarehouse(dialect);
+      const tw = await migratedWarehouse(dialect);
       const w = await tw.open();
       let last: string;
       try {

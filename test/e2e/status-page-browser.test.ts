@@ -19,7 +19,7 @@ import type { HttpServer } from '../../src/scheduler/surface/http-server.js';
 import { JobRunner } from '../../src/scheduler/job-runner.js';
 import type { StatusDocument } from '../../src/scheduler/surface/status-document.js';
 import { Worker } from '../../src/scheduler/worker.js';
-import { freshWarehouse } from '../helpers/dialects.js';
+import { migratedWarehouse } from '../helpers/dialects.js';
 import { startE2E, type E2E } from '../helpers/e2e.js';
 
 /** Debian's chromium (`apt-get install chromium`; .ci/run installs it when missing), or CHROMIUM_PATH. */
@@ -395,7 +395,7 @@ describe('the status page in a real browser (chromium via playwright-core)', () 
   }, 120_000);
 
   it('1,000 organizations: a summary first, one collapsed line each, the heat map in bands, filtering by click', async () => {
-    const tw = await freshWarehouse('sqlite');
+    const tw = await migratedWarehouse('sqlite');
     const warehouse = await tw.open();
     const config = fleetConfig(tw.url);
     const now = Date.parse('2026-11-23T12:00:00Z');

@@ -17,7 +17,7 @@ import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { TableWriter } from '../../src/loaders/table-writer.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { enqueuePending } from '../../src/state/pending.js';
-import { freshWarehouse } from '../helpers/dialects.js';
+import { migratedWarehouse } from '../helpers/dialects.js';
 
 const stream = findStream('inventory.sales_orders') as StreamSpec;
 const ORG = '700';
@@ -56,7 +56,7 @@ describe('detail completion (rule: every fetched item commits)', () => {
   });
 
   async function context(client: ApiClient, clock: FakeClock): Promise<SyncContext> {
-    const tw = await freshWarehouse('sqlite');
+    const tw = await migratedWarehouse('sqlite');
     warehouse = await tw.open();
     await migrateToLatest(warehouse);
     const secrets = new SecretRegistry();

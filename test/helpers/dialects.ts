@@ -7,6 +7,7 @@ import { afterEach } from 'vitest';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { type Dialect } from '../../src/loaders/sql-dialect.js';
+import { copyPostgresTemplate, copySqliteTemplate } from './templates.js';
 
 export const PG_BASE_URL = process.env['SVCSYNC_TEST_PG'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -55,6 +56,28 @@ export async function freshWarehouse(dialect: Dialect): Promise<TestWarehouse> {
 }
 
 /**
+ * A fresh warehouse already migrated to the latest migration, as `freshWarehouse` then
+ * `migrateToLatest` leave it: a copy of the run's migrated template (test/helpers/templates.ts),
+ * or that migration itself where the run has no template.
+ */
+export async function migratedWarehouse(dialect: Dialect): Promise<TestWarehouse> {
+  const url = dialect === 'sqlite' ? copySqliteTemplate() : await copyPostgresTemplate(PG_BASE_URL);
+  if (url !== undefined) {
+    const options = dialect === 'sqlite' ? {} : { poolSize: 4 };
+    // Inside a vitest run the global teardown drops the copies with the run.
+    return { url, open: () => openWarehouse(url, options), drop: () => Promise.resolve() };
+  }
+  const tw = await freshWarehouse(dialect);
+  const warehouse = await tw.open();
+  try {
+    await migrateToLatest(warehouse);
+  } finally {
+    await warehouse.close();
+  }
+  return tw;
+}
+
+/**
  * A fresh Postgres warehouse whose tables and views have schemas of their own
  * (`warehouse.schema`, `warehouse.views_schema`), named for this run so that its teardown drops them.
  */
@@ -87,8 +110,7 @@ export function migratedWarehouses(dialect: Dialect): () => Promise<Warehouse> {
     warehouse = undefined;
   });
   return async () => {
-    warehouse = await (await freshWarehouse(dialect)).open();
-    await migrateToLatest(warehouse);
+    warehouse = await (await migratedWarehouse(dialect)).open();
     return warehouse;
   };
 }

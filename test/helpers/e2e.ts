@@ -12,7 +12,7 @@ import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import type { Dialect } from '../../src/loaders/sql-dialect.js';
 import { startSandbox, type Sandbox, type SandboxOptions } from '../../sandbox/index.js';
 import { renderSummary } from '../../src/cli/summary.js';
-import { freshWarehouse, type TestWarehouse } from './dialects.js';
+import { migratedWarehouse, type TestWarehouse } from './dialects.js';
 import { ID_FIELDS, type Family } from './stream-ids.js';
 
 export { ID_FIELDS, type Family };
@@ -60,7 +60,7 @@ export async function startE2E(
   // svcsync runs on the sandbox's clock, so its request timeout is in sandbox time too: give
   // it 30 real seconds, or a loaded machine turns slow answers into timeouts.
   const requestTimeout = Math.round(30_000 * (sandboxSettings.timeScale ?? 1));
-  const tw: TestWarehouse = options.target ?? (await freshWarehouse(dialect));
+  const tw: TestWarehouse = options.target ?? (await migratedWarehouse(dialect));
   const url = options.through ? options.through(tw.url) : tw.url;
   const warehouse = options.through ? await openWarehouse(url, { poolSize: 4 }) : await tw.open();
   const secrets = new SecretRegistry();

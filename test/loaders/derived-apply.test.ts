@@ -14,7 +14,7 @@ import { DERIVED_REVISION, derivedObjectsOf, deriveObjects } from '../../src/loa
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { runCli } from '../helpers/cli-process.js';
-import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, freshWarehouse, migratedWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
 /** CATALOG with inventory.contacts' columns changed. */
 function withContacts(change: (columns: StreamSpec['columns']) => StreamSpec['columns']): StreamSpec[] {
@@ -248,7 +248,7 @@ describe('a view of the user’s own that reads one of svcsync’s views', () =>
   });
 
   it('Postgres: the rebuild stops, naming the view and what to do; nothing changes', async () => {
-    tw = await freshWarehouse('postgres');
+    tw = await migratedWarehouse('postgres');
     wh = await tw.open();
     await migrateToLatest(wh);
     const [before] = await recorded(wh);
@@ -267,7 +267,7 @@ describe('a view of the user’s own that reads one of svcsync’s views', () =>
   });
 
   it('SQLite: the rebuild goes through and the view still reads', async () => {
-    tw = await freshWarehouse('sqlite');
+    tw = await migratedWarehouse('sqlite');
     wh = await tw.open();
     await migrateToLatest(wh);
     await wh.db.executeQuery(CompiledQuery.raw('CREATE VIEW my_contacts AS SELECT contact_id FROM inventory_contacts_live'));

@@ -4,7 +4,7 @@ import { CATALOG, tableDefinitions, type StreamSpec, type TableDef } from '../..
 import { freezeTables, missingTables, renderTablesMigration, tablesFrozenIn } from '../../src/loaders/frozen-schema.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
-import { freshWarehouse } from '../helpers/dialects.js';
+import { migratedWarehouse } from '../helpers/dialects.js';
 
 /** A stream the catalog does not have, with one child array: two new tables. */
 const GHOSTS: StreamSpec = {
@@ -75,7 +75,7 @@ describe('tablesFrozenIn: the tables migrations create, from their TABLES lists'
     });
 
     it('names exactly the data tables migrating creates (hand-written migrations create only _svcsync_ tables)', async () => {
-      wh = await (await freshWarehouse('sqlite')).open();
+      wh = await (await migratedWarehouse('sqlite')).open();
       await migrateToLatest(wh);
       const data = (await wh.db.introspection.getTables())
         .filter((t) => !t.isView)

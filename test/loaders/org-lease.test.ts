@@ -14,7 +14,7 @@ import { commitDetail, commitPage, type Loader } from '../../src/state/unit-of-w
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { normalizeRecord } from '../../src/normalize/normalize.js';
 import type { DeletedRows } from '../../src/state/deleted-rows.js';
-import { DIALECTS, freshWarehouse, PG_BASE_URL } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouse, PG_BASE_URL } from '../helpers/dialects.js';
 import { CONTACT } from '../normalize/fixtures.js';
 
 const contacts = findStream('inventory.contacts') as StreamSpec;
@@ -61,7 +61,7 @@ for (const dialect of DIALECTS) {
     });
 
     async function two(timings: { a?: Partial<LeaseTimings>; b?: Partial<LeaseTimings> } = {}): Promise<[Warehouse, Warehouse]> {
-      const tw = await freshWarehouse(dialect);
+      const tw = await migratedWarehouse(dialect);
       const a = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: { ...FAST, ...timings.a } });
       open.push(a);
       await migrateToLatest(a);
@@ -172,7 +172,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('after a takeover (generation + 1) the old owner’s page and detail commits are refused and write nothing', async () => {
-      const tw = await freshWarehouse(dialect);
+      const tw = await migratedWarehouse(dialect);
       // `a` never beats on its own (a paused process); `b` sees time 1 s ahead.
       const a = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: PAUSED() });
       open.push(a);
@@ -214,7 +214,7 @@ for (const dialect of DIALECTS) {
     });
 
     async function pair(bNow?: () => number): Promise<[Warehouse, Warehouse]> {
-      const tw = await freshWarehouse(dialect);
+      const tw = await migratedWarehouse(dialect);
       const a = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: PAUSED() });
       open.push(a);
       await migrateToLatest(a);
@@ -280,7 +280,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('gives its lease up before sending or writing (a process paused past its lease), with a message that says so', async () => {
-      const tw = await freshWarehouse(dialect);
+      const tw = await migratedWarehouse(dialect);
       let now = 1_000_000;
       // Never beats (60 s) within the test; lease time-to-live 3 s, so it counts as held for 2 s.
       const a = await openWarehouse(tw.url, {
@@ -302,7 +302,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('a holder whose keepalive answers stays confirmed well past its time-to-live', async () => {
-      const tw = await freshWarehouse(dialect);
+      const tw = await migratedWarehouse(dialect);
       const a = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: { ttlMs: 1_500, heartbeatMs: 100, pollMs: 25 } });
       open.push(a);
       await migrateToLatest(a);
@@ -339,7 +339,7 @@ describe('a SQLite lease whose owner process is gone', () => {
     const child = spawn(process.execPath, ['-e', '0']);
     const pid = child.pid!;
     await new Promise((resolve) => child.on('exit', resolve));
-    const tw = await freshWarehouse('sqlite');
+    const tw = await migratedWarehouse('sqlite');
     const w = await openWarehouse(tw.url, { leaseTimings: FAST });
     try {
       await migrateToLatest(w);

@@ -11,7 +11,7 @@ import { CATALOG } from '../../src/catalog/index.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { quoteIdent, readonlyRoleStatements, validateRoleName } from '../../src/loaders/readonly-role.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
-import { freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { migratedWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
 describe('readonlyRoleStatements', () => {
   it.each([
@@ -133,7 +133,7 @@ describe('the read-only role on Postgres', () => {
   let schema: string;
 
   beforeAll(async () => {
-    tw = await freshWarehouse('postgres');
+    tw = await migratedWarehouse('postgres');
     wh = await tw.open();
     await migrateToLatest(wh);
     schema = decodeURIComponent(tw.url).replace(/^.*search_path=/, '');

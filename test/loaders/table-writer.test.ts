@@ -8,7 +8,7 @@ import { TableWriter } from '../../src/loaders/table-writer.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { normalizeRecord, type NormalizedRecord } from '../../src/normalize/normalize.js';
 import { SALES_ORDER_LIST_ITEM, WEBHOOK } from '../normalize/fixtures.js';
-import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
 const ORG = '10234695';
 const WEBHOOKS = findStream('books.webhooks') as StreamSpec;
@@ -33,7 +33,7 @@ describe.each(DIALECTS)('TableWriter on %s', (dialect) => {
   });
 
   async function open(): Promise<{ writer: TableWriter; statements: string[]; db: Db }> {
-    tw = await freshWarehouse(dialect);
+    tw = await migratedWarehouse(dialect);
     wh = await tw.open();
     await migrateToLatest(wh);
     const statements: string[] = [];

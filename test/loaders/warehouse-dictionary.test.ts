@@ -5,7 +5,7 @@ import { viewDefinitions } from '../../src/catalog/views.js';
 import { columnComment, literal } from '../../src/loaders/derived/derived-objects.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
-import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
 const defs = tableDefinitions(CATALOG);
 const rels = relationships(CATALOG);
@@ -75,7 +75,7 @@ describe.each(DIALECTS)('the dictionary after migrateToLatest on %s', (dialect) 
   }
 
   it('_svcsync_tables and _svcsync_columns describe every catalog table and column, with its references', async () => {
-    tw = await freshWarehouse(dialect);
+    tw = await migratedWarehouse(dialect);
     wh = await tw.open();
     await migrateToLatest(wh);
 
@@ -141,7 +141,7 @@ describe('the Postgres constraints and comments after migrateToLatest', () => {
   }
 
   it('Postgres has a foreign key from every child table to its parent, with ON DELETE CASCADE', async () => {
-    tw = await freshWarehouse(dialect);
+    tw = await migratedWarehouse(dialect);
     wh = await tw.open();
     await migrateToLatest(wh);
     const found = await rows<{ name: string; from_table: string; from_columns: string; to_table: string; to_columns: string; del: string }>(
@@ -182,7 +182,7 @@ describe('the Postgres constraints and comments after migrateToLatest', () => {
   });
 
   it('Postgres carries every description as a table or column comment', async () => {
-    tw = await freshWarehouse(dialect);
+    tw = await migratedWarehouse(dialect);
     wh = await tw.open();
     await migrateToLatest(wh);
     const tableComments = await rows<{ name: string; comment: string | null }>(
@@ -266,7 +266,7 @@ describe.each(DIALECTS)('what a BI user sees on %s is described, views included'
   }
 
   it('every view is in _svcsync_tables (kind view) and _svcsync_columns, column for column, and described', async () => {
-    tw = await freshWarehouse(dialect);
+    tw = await migratedWarehouse(dialect);
     wh = await tw.open();
     await migrateToLatest(wh);
     const listed = await rows<{ table_name: string; description: string; stream: string }>(
@@ -316,7 +316,7 @@ describe.each(DIALECTS)('what a BI user sees on %s is described, views included'
   });
 
   it('at least 90 % of the data columns of the tables and views have a description that says more than the field name', async () => {
-    tw = await freshWarehouse(dialect);
+    tw = await migratedWarehouse(dialect);
     wh = await tw.open();
     await migrateToLatest(wh);
     const columns = (await rows<ColumnRow>('SELECT * FROM _svcsync_columns')).filter((c) => isData(c.column_name));
@@ -339,7 +339,7 @@ describe('on Postgres, a BI tool reading comments sees the same descriptions', (
   });
 
   it('every view carries a comment, and 90 % of the data columns of tables and views one that says more than the field name', async () => {
-    tw = await freshWarehouse('postgres');
+    tw = await migratedWarehouse('postgres');
     wh = await tw.open();
     await migrateToLatest(wh);
     const run = async <T>(text: string): Promise<T[]> => (await wh.db.executeQuery<T>(CompiledQuery.raw(text))).rows;

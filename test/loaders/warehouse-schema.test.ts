@@ -6,7 +6,7 @@ import { CATALOG, renderWarehouseMarkdown, sqlType, tableDefinitions } from '../
 import { viewDefinitions } from '../../src/catalog/views.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
-import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
 const defs = tableDefinitions(CATALOG);
 
@@ -19,7 +19,7 @@ describe.each(DIALECTS)('migrated schema on %s', (dialect) => {
   });
 
   it('has exactly the catalog tables and columns, with the catalog types (a catalog change needs a migration)', async () => {
-    tw = await freshWarehouse(dialect);
+    tw = await migratedWarehouse(dialect);
     wh = await tw.open();
     await migrateToLatest(wh);
     // Views (the `_live` and `report_` views) are checked in test/loaders/derived-fixtures.test.ts and test/e2e/views.test.ts.

@@ -9,7 +9,7 @@ import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { DaemonMetrics } from '../../src/scheduler/surface/metrics.js';
 import { listDrift, recordDrift } from '../../src/state/drift.js';
 import { WarehouseUsageStore } from '../../src/state/usage-store.js';
-import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
 /** A process that knows no organization yet. */
 const NO_ORGANIZATIONS = { organizations: () => [], limiter: () => Promise.resolve(null), jobs: () => [] };
@@ -26,7 +26,7 @@ describe.each(DIALECTS)('_svcsync_drift and its metric, on %s', (dialect) => {
   });
 
   async function open(): Promise<Warehouse> {
-    tw = await freshWarehouse(dialect);
+    tw = await migratedWarehouse(dialect);
     w = await tw.open();
     await migrateToLatest(w);
     return w;

@@ -10,7 +10,7 @@ import { DEFAULT_HOOK_SETTINGS } from '../../src/scheduler/surface/hooks.js';
 import { serveHttp, type HttpServer, type HttpTarget } from '../../src/scheduler/surface/http-server.js';
 import type { DaemonMetrics } from '../../src/scheduler/surface/metrics.js';
 import { recordAuthorization } from '../../src/state/connection-auth.js';
-import { DIALECTS, freshWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouse } from '../helpers/dialects.js';
 
 /** Just the parts of the daemon's metrics the server touches. */
 function metrics(): DaemonMetrics {
@@ -172,7 +172,7 @@ describe.each(DIALECTS)('readiness per process, the fleet apart (serveSyncHttp, 
 
   /** A process on a warehouse where another process's run found connection `broken` refused. */
   async function syncProcess(jobs: () => JobLoopState) {
-    const tw = await freshWarehouse(dialect);
+    const tw = await migratedWarehouse(dialect);
     const warehouse = await tw.open();
     warehouses.push(warehouse);
     await migrateToLatest(warehouse);

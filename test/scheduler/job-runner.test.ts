@@ -12,7 +12,7 @@ import { Holds } from '../../src/scheduler/timing/holds.js';
 import { JobRunner } from '../../src/scheduler/job-runner.js';
 import type { JobSpec } from '../../src/scheduler/timing/jobs.js';
 import { stateDb } from '../../src/state/tables.js';
-import { DIALECTS, freshWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouse, type TestWarehouse } from '../helpers/dialects.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -94,7 +94,7 @@ describe.each(DIALECTS)('the job runner decides (%s)', (dialect) => {
 
   /** A started runner on a fresh warehouse that knows one inventory organization, `o1`, at noon UTC. */
   async function started(): Promise<{ runner: JobRunner; safety: number; jobsChanged: () => number }> {
-    tw = await freshWarehouse(dialect);
+    tw = await migratedWarehouse(dialect);
     warehouse = await tw.open();
     const config = parseConfig(
       {

@@ -14,8 +14,16 @@ import { queueDepth, queueLine } from '../../src/scheduler/surface/queue-depth.j
 import { collectStatusDocument } from '../../src/scheduler/surface/status-document.js';
 import { SYNC_QUEUE, Worker, type WorkerContext } from '../../src/scheduler/worker.js';
 import { CommitCuttingProxy } from '../helpers/commit-cutting-proxy.js';
-import { PG_BASE_URL } from '../helpers/dialects.js';
+import { freshWarehouse, PG_BASE_URL } from '../helpers/dialects.js';
 import { expectEqualsTruth, instant, startE2E, type E2E } from '../helpers/e2e.js';
+
+/**
+ * The warehouse in the run's database, where the pg-boss schemas and the queries below look (a copy
+ * of the migrated template is a database of its own): svcsync migrates it on the first sync.
+ */
+const inRunDatabase = async (): Promise<{ target: Awaited<ReturnType<typeof freshWarehouse>> }> => ({
+  target: await freshWarehouse('postgres'),
+});
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -87,7 +95,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
   }
 
   it('two workers: the tick queues each due job once, both take jobs, every organization equals the truth', async () => {
-    const e: E2E = await startE2E('postgres', { scale: 12, organizations: 6, timeScale: 60 });
+    const e: E2E = await startE2E('postgres', { scale: 12, organizations: 6, timeScale: 60 }, {}, await inRunDatabase());
     cleanups.push(() => e.close());
     const schema = bossSchema();
     // Ten sandbox minutes (10 s) a slice. Under CI load, slices of 3 were once cut again and again
@@ -177,7 +185,12 @@ describe('svcsync worker on pg-boss (postgres)', () => {
   it('a tick whose COMMIT reply is lost has queued each due job once; the next tick finds the span claimed', async () => {
     const proxy = await CommitCuttingProxy.start({ host: new URL(PG_BASE_URL).hostname, port: Number(new URL(PG_BASE_URL).port || 5432) });
     cleanups.push(() => proxy.close());
-    const e: E2E = await startE2E('postgres', { scale: 3, organizations: 1, timeScale: 60 }, {}, { through: (url) => proxy.through(url) });
+    const e: E2E = await startE2E(
+      'postgres',
+      { scale: 3, organizations: 1, timeScale: 60 },
+      {},
+      { through: (url) => proxy.through(url), ...(await inRunDatabase()) },
+    );
     cleanups.push(() => e.close());
     const schema = bossSchema();
     const config: Config = {
@@ -217,7 +230,12 @@ describe('svcsync worker on pg-boss (postgres)', () => {
   }, 120_000);
 
   it('stop drains within the bound: running jobs stop after their page and are queued again for a peer', async () => {
-    const e: E2E = await startE2E('postgres', { scale: 12, organizations: 2, timeScale: 1, faults: { latencyMs: 200 } });
+    const e: E2E = await startE2E(
+      'postgres',
+      { scale: 12, organizations: 2, timeScale: 1, faults: { latencyMs: 200 } },
+      {},
+      await inRunDatabase(),
+    );
     cleanups.push(() => e.close());
     const schema = bossSchema();
     const config: Config = { ...e.config, worker: { schema, concurrency: 2, slice_minutes: 10 } };
@@ -266,7 +284,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
   }, 60_000);
 
   it("a failed job's backoff is shared: its retry waits in the queue, and the tick cannot queue it sooner", async () => {
-    const e: E2E = await startE2E('postgres', { scale: 1, organizations: 1, timeScale: 1 });
+    const e: E2E = await startE2E('postgres', { scale: 1, organizations: 1, timeScale: 1 }, {}, await inRunDatabase());
     cleanups.push(() => e.close());
     const schema = bossSchema();
     // A refresh token the service refuses: discovery fails for the whole connection.
@@ -303,6 +321,7 @@ describe('svcsync worker on pg-boss (postgres)', () => {
       'postgres',
       { scale: 12, organizations: 2, timeScale: 1 },
       { connection: { webhook_secret: 'worker-hook-secret-0123456789', families: ['inventory'], streams: ['inventory.sales_orders'] } },
+      await inRunDatabase(),
     );
     cleanups.push(() => e.close());
     expect((await e.sync()).exitCode).toBe(0);

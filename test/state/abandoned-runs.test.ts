@@ -4,7 +4,7 @@ import { processOwner } from '../../src/loaders/lease/lease.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { closeAbandonedRuns, finishRun, startRun } from '../../src/state/runs.js';
 import { stateDb } from '../../src/state/tables.js';
-import { DIALECTS, freshWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouse } from '../helpers/dialects.js';
 
 describe.each(DIALECTS)('runs that never recorded their end, on %s', (dialect) => {
   let w: Warehouse | undefined;
@@ -14,7 +14,7 @@ describe.each(DIALECTS)('runs that never recorded their end, on %s', (dialect) =
   });
 
   it('are closed as abandoned when their process is gone or no longer runs them; runs in flight and finished runs are kept', async () => {
-    w = await (await freshWarehouse(dialect)).open();
+    w = await (await migratedWarehouse(dialect)).open();
     await migrateToLatest(w);
     const db = stateDb(w.db);
     const [host] = processOwner().split('/');

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { listAuthorizations, recordAuthorization, type AuthorizationSeen } from '../../src/state/connection-auth.js';
-import { DIALECTS, freshWarehouse } from '../helpers/dialects.js';
+import { DIALECTS, migratedWarehouse } from '../helpers/dialects.js';
 
 const T0 = Date.parse('2026-11-25T10:00:00Z');
 const at = (minutes: number): number => T0 + minutes * 60_000;
@@ -28,7 +28,7 @@ describe.each(DIALECTS)('_svcsync_connections, on %s', (dialect) => {
   }
 
   it('keeps the newest result per connection, when refusals began and when it last worked', async () => {
-    w = await (await freshWarehouse(dialect)).open();
+    w = await (await migratedWarehouse(dialect)).open();
     await migrateToLatest(w);
     await recordAuthorization(w.db, ok(0));
     await recordAuthorization(w.db, refused(5));
