@@ -1,5 +1,5 @@
 import { carriesChildren, streamTables } from '../catalog/index.js';
-import type { MemoPage } from '../loaders/table-writer.js';
+import type { MemoPage } from '../state/page-memo-store.js';
 import type { DeletedRows } from '../state/deleted-rows.js';
 import { recencyOf, type PendingReason, type Recency } from '../state/pending.js';
 import { commitPage, type PageCommit, type PassEnd } from '../state/unit-of-work.js';
