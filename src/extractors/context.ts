@@ -8,7 +8,7 @@ import type { Logger } from '../core/logger.js';
 import type { Fence } from '../loaders/lease/fence.js';
 import type { TableWriter } from '../loaders/table-writer.js';
 import type { Warehouse } from '../loaders/warehouse.js';
-import type { HistorySink } from '../state/history.js';
+import type { HistorySink } from '../loaders/history-sink.js';
 import type { RecordBudget } from './record-budget.js';
 import type { StopRequest } from './stop.js';
 import type { OrgShortcuts } from './shortcuts.js';
@@ -92,7 +92,7 @@ export interface SyncContext {
    * set by runSync for the organization it holds. Absent (no check) where no lease applies.
    */
   fence?: Fence;
-  /** The streams of this connection that keep history, and the writer of versions (src/state/history.ts). */
+  /** The streams of this connection that keep history, and the writer of versions (src/loaders/history-sink.ts). */
   history?: HistorySink;
   /**
    * The process's cap on records in flight (`sync.max_records_in_flight`), shared by every

@@ -1,6 +1,6 @@
 import { carriesChildren, streamTables } from '../catalog/index.js';
 import type { MemoPage } from '../state/page-memo-store.js';
-import type { DeletedRows } from '../state/deleted-rows.js';
+import type { DeletedRows } from '../loaders/deleted-rows.js';
 import { recencyOf, type PendingReason, type Recency } from '../state/pending.js';
 import { commitPage, type PageCommit, type PassEnd } from '../state/unit-of-work.js';
 import type { SyncContext } from './context.js';

@@ -15,7 +15,7 @@ import { HistoryWriter } from '../loaders/history-writer.js';
 import { migrateToLatest } from '../loaders/migrate.js';
 import { KEEP_CLAIMS_MS, pruneClaims } from '../loaders/applied-units.js';
 import type { Warehouse } from '../loaders/warehouse.js';
-import type { HistorySink } from '../state/history.js';
+import type { HistorySink } from '../loaders/history-sink.js';
 import { WarehouseUsageStore } from '../state/usage-store.js';
 import { Stamp } from './context.js';
 import { RecordBudget } from './record-budget.js';

@@ -2,7 +2,7 @@ import type { RequestMeter } from '../api/client.js';
 import type { Logger } from '../core/logger.js';
 import type { NormalizeWarning, UnknownField, WarningKind } from '../normalize/normalize.js';
 import type { DriftCount } from '../state/drift.js';
-import { mergeDeleted, totalDeleted, type DeletedRows } from '../state/deleted-rows.js';
+import { mergeDeleted, totalDeleted, type DeletedRows } from '../loaders/deleted-rows.js';
 
 /** One kind of data-shape surprise in one field of one table, counted over a run. */
 export interface WarningCount {

@@ -2,6 +2,7 @@ import { CompiledQuery } from 'kysely';
 import { changedRows } from './applied-units.js';
 import type { ChildRows, NormalizedRecord, Row, SqlValue } from '../normalize/normalize.js';
 import type { AnyDb } from './db.js';
+import { addDeleted, type DeletedRows } from './deleted-rows.js';
 import { ident, type SqlDialect } from './sql-dialect.js';
 
 /**
@@ -81,12 +82,12 @@ export class TableWriter {
     records: readonly NormalizedRecord[],
     syncedAt: string,
     isNew?: (record: NormalizedRecord) => boolean,
-  ): Promise<Record<string, number>> {
-    const deleted: Record<string, number> = {};
+  ): Promise<DeletedRows> {
+    const deleted: DeletedRows = {};
     for (const q of this.recordQueries(records, syncedAt, isNew)) {
-      const n = changedRows(await db.executeQuery(q));
       const table = this.deletions.get(q);
-      if (table !== undefined && n > 0) deleted[table] = (deleted[table] ?? 0) + n;
+      const n = changedRows(await db.executeQuery(q));
+      if (table !== undefined) addDeleted(deleted, table, n);
     }
     return deleted;
   }

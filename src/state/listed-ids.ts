@@ -1,5 +1,4 @@
 import { CompiledQuery } from 'kysely';
-import type { AnyDb } from '../loaders/db.js';
 import type { SqlDialect } from '../loaders/sql-dialect.js';
 import type { ListedPass } from '../loaders/table-writer.js';
 import type { StreamKey } from './stream-state.js';
@@ -26,13 +25,11 @@ export class ListedIds {
   }
 
   /** Forgets what every pass of a stream listed (at a pass's end, once vanished rows are marked). */
-  async forgetListed(db: AnyDb, pass: Omit<ListedPass, 'startedAt'>): Promise<void> {
+  forgetListedQuery(pass: Omit<ListedPass, 'startedAt'>): CompiledQuery {
     const ph = this.sql.param;
-    await db.executeQuery(
-      CompiledQuery.raw(
-        `DELETE FROM "_svcsync_listed" WHERE "connection" = ${ph(1)} AND "organization_id" = ${ph(2)} AND "stream" = ${ph(3)}`,
-        [pass.connection, pass.organizationId, pass.stream],
-      ),
+    return CompiledQuery.raw(
+      `DELETE FROM "_svcsync_listed" WHERE "connection" = ${ph(1)} AND "organization_id" = ${ph(2)} AND "stream" = ${ph(3)}`,
+      [pass.connection, pass.organizationId, pass.stream],
     );
   }
 }

@@ -2,23 +2,22 @@ import type { CompiledQuery } from 'kysely';
 import { childStreamsOf } from '../catalog/index.js';
 import { qualifiedName, tableName, type StreamSpec } from '../catalog/types.js';
 import type { NormalizedRecord } from '../normalize/normalize.js';
-import { historyQueries, recordDeletions, type HistoryLoader } from './history.js';
 import { completePending, enqueuePending, enqueuePendingQueries, recencyOf, type PendingReason, type Recency } from './pending.js';
-import { loadStreamState, passColumns, saveStreamState, saveStreamStateQuery, type PassState, type StreamKey } from './stream-state.js';
+import { loadStreamState, passColumns, saveStreamStateQuery, type PassState, type StreamKey } from './stream-state.js';
 import { stateDb } from './tables.js';
-import { addDeleted, mergeDeleted, type DeletedRows } from './deleted-rows.js';
 import { ListedIds, listedPass } from './listed-ids.js';
 import { PageMemoStore, type MemoPage, type MemoPageKey } from './page-memo-store.js';
 import { newUnitId } from '../loaders/applied-units.js';
-import type { AnyDb, AnyTransaction } from '../loaders/db.js';
+import type { AnyTransaction } from '../loaders/db.js';
 import type { Fence } from '../loaders/lease/fence.js';
-import type { ListedPass, TableWriter } from '../loaders/table-writer.js';
+import { addDeleted, mergeDeleted, type DeletedRows } from '../loaders/deleted-rows.js';
+import { historyQueries } from '../loaders/history-sink.js';
+import { dependantsDeleted, markDeletedWithChildren, markVanishedWithChildren, type RowDeleter } from '../loaders/row-deletions.js';
 import type { Warehouse } from '../loaders/warehouse.js';
 
 /** What the unit of work writes through: the warehouse and the writer chosen for its dialect. */
-export interface Loader extends HistoryLoader {
+export interface Loader extends RowDeleter {
   warehouse: Warehouse;
-  writer: TableWriter;
   /**
    * The organization's lease check (src/loaders/lease/), run first in every transaction
    * of synced data here; absent where no lease applies (verify, tests).
@@ -87,10 +86,13 @@ export interface PassEnd {
  */
 export async function commitPage(loader: Loader, page: PageCommit): Promise<{ deleted: DeletedRows }> {
   const { warehouse, writer } = loader;
-  const queries = pageQueries(loader, page);
   const end = page.end;
-  if (!end && page.position) queries.push(saveStreamStateQuery(warehouse.db, page.key, passColumns(page.position), page.syncedAt));
-  const outcome = await warehouse.batch(queries, end ? (trx) => endPass(loader, trx, page, end) : undefined, loader.fence, newUnitId());
+  const bookkeeping = passQueries(loader, page);
+  const closing = end ? (trx: AnyTransaction) => endPass(loader, trx, page, end) : undefined;
+  // The page's rows first, then the versions history keeps of them, then the pass's bookkeeping.
+  const queries = writer.recordQueries(page.rows, page.syncedAt, (n) => page.fresh.has(n.id));
+  queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt), ...bookkeeping);
+  const outcome = await warehouse.batch(queries, closing, loader.fence, newUnitId());
   const deleted: DeletedRows = {};
   outcome.affected.forEach((n, i) => {
     const table = queries[i] && writer.deletesIn(queries[i]);
@@ -99,11 +101,11 @@ export async function commitPage(loader: Loader, page: PageCommit): Promise<{ de
   return { deleted: mergeDeleted(deleted, outcome.result ?? {}) };
 }
 
-/** A page's statements but its position: rows, listed ids, kept pages, history, queued work. */
-function pageQueries(loader: Loader, page: PageCommit): CompiledQuery[] {
-  const { warehouse, writer } = loader;
+/** A page's statements of the pass's own: listed ids, kept pages, queued work, and its position unless it is the last. */
+function passQueries(loader: Loader, page: PageCommit): CompiledQuery[] {
+  const { warehouse } = loader;
   const db = warehouse.db;
-  const queries = writer.recordQueries(page.rows, page.syncedAt, (n) => page.fresh.has(n.id));
+  const queries: CompiledQuery[] = [];
   if (page.listed?.ids.length) {
     const listed = new ListedIds(warehouse.sql);
     queries.push(listed.listedQuery(listedPass(page.key, page.listed.passStartedAt), page.listed.page, page.listed.ids));
@@ -111,7 +113,6 @@ function pageQueries(loader: Loader, page: PageCommit): CompiledQuery[] {
   const pages = new PageMemoStore(warehouse.sql);
   if (page.memos?.length) queries.push(pages.pageMemoQuery(page.memos));
   if (page.lastMemoPage) queries.push(pages.forgetPagesAfterQuery(page.lastMemoPage));
-  queries.push(...historyQueries(loader, page.stream, page.key.organizationId, page.rows, page.syncedAt));
   const childStreams = childStreamsOf(page.stream);
   const queues = (childStreams.length && (page.parents.length || page.checked?.length)) || page.details.length;
   const recency = queues ? page.recency?.() : undefined;
@@ -127,6 +128,7 @@ function pageQueries(loader: Loader, page: PageCommit): CompiledQuery[] {
   if (page.checkDetails && checked.length) {
     queries.push(...enqueuePendingQueries(db, page.key, 'detail', checked, 'check', page.syncedAt, recency));
   }
+  if (!page.end && page.position) queries.push(saveStreamStateQuery(db, page.key, passColumns(page.position), page.syncedAt));
   return queries;
 }
 
@@ -138,15 +140,19 @@ function pageQueries(loader: Loader, page: PageCommit): CompiledQuery[] {
  * its listed ids, and marking then would take every unchanged row for gone.
  */
 async function endPass(loader: Loader, trx: AnyTransaction, page: PageCommit, end: PassEnd): Promise<DeletedRows> {
-  let deleted: DeletedRows = {};
-  if (end.vanishedBefore !== null && (await passIsOpen(trx, page.key, end.vanishedBefore, end.firstPage))) {
-    // A full read's vanishing instant is its start, which also keys the ids its pages listed.
-    const pass = listedPass(page.key, end.vanishedBefore);
-    deleted = await markVanishedWithChildren(loader, trx, page.stream, page.key.organizationId, end.vanishedBefore, page.syncedAt, pass);
-    await new ListedIds(loader.warehouse.sql).forgetListed(trx, pass);
-  }
+  const { key, stream, syncedAt } = page;
+  const before = end.vanishedBefore;
+  const marks = before !== null && (await passIsOpen(trx, key, before, end.firstPage));
+  // A full read's vanishing instant is its start, which also keys the ids its pages listed.
+  const pass = marks ? listedPass(key, before) : undefined;
   const reread = end.childrenRereadAt ? { children_reread_at: end.childrenRereadAt } : {};
-  await saveStreamState(trx, page.key, { cursor: end.cursor, ...passColumns(null), ...reread }, page.syncedAt);
+  const closing = [
+    ...(pass ? [new ListedIds(loader.warehouse.sql).forgetListedQuery(pass)] : []),
+    saveStreamStateQuery(trx, key, { cursor: end.cursor, ...passColumns(null), ...reread }, syncedAt),
+  ];
+  const deleted = pass ? await markVanishedWithChildren(loader, trx, stream, key.organizationId, pass.startedAt, syncedAt, pass) : {};
+  // Only once the vanished rows are marked: the marking spares the ids still listed.
+  for (const q of closing) await trx.executeQuery(q);
   return deleted;
 }
 
@@ -176,10 +182,7 @@ export async function commitDetail(loader: Loader, item: DetailCommit): Promise<
         marked = await loader.writer.writeRecords(trx, [item.record], syncedAt);
         for (const q of historyQueries(loader, stream, key.organizationId, [item.record], syncedAt)) await trx.executeQuery(q);
       } else {
-        const table = tableName(stream);
-        addDeleted(marked, table, await loader.writer.markDeleted(trx, table, stream.primaryKey, key.organizationId, item.id, syncedAt));
-        mergeDeleted(marked, await cascade(loader, trx, stream, key.organizationId, syncedAt));
-        await recordDeletions(loader, trx, stream, key.organizationId, syncedAt);
+        marked = await markDeletedWithChildren(loader, trx, stream, key.organizationId, item.id, syncedAt);
       }
       await completePending(trx, key, 'detail', [item.id]);
       return marked;
@@ -234,13 +237,9 @@ async function writeChildren(loader: Loader, trx: AnyTransaction, item: Children
   });
   addDeleted(deleted, tableName(child), removed);
   if (item.parentGone) {
-    const table = tableName(parent);
-    addDeleted(deleted, table, await loader.writer.markDeleted(trx, table, parent.primaryKey, organizationId, parentId, syncedAt));
-    mergeDeleted(deleted, await cascade(loader, trx, parent, organizationId, syncedAt));
-    await recordDeletions(loader, trx, parent, organizationId, syncedAt);
+    mergeDeleted(deleted, await markDeletedWithChildren(loader, trx, parent, organizationId, parentId, syncedAt));
   } else if (removed > 0) {
-    mergeDeleted(deleted, await cascade(loader, trx, child, organizationId, syncedAt));
-    await recordDeletions(loader, trx, child, organizationId, syncedAt);
+    mergeDeleted(deleted, await dependantsDeleted(loader, trx, child, organizationId, syncedAt));
   }
   for (const g of childStreamsOf(child)) {
     const ids = item.records.map((r) => r.id);
@@ -304,61 +303,4 @@ export async function commitOrganizations(loader: Loader, list: OrganizationsCom
         .execute();
     }
   });
-}
-
-/**
- * After a full read: rows of this organization not written since the pass began are gone.
- * Their child-table rows and the rows of child streams under them go with them. Returns the
- * rows marked, by table.
- */
-export async function markVanishedWithChildren(
-  loader: Loader,
-  db: AnyDb,
-  stream: StreamSpec,
-  organizationId: string,
-  passStartedAt: string,
-  now: string,
-  listed?: ListedPass,
-): Promise<DeletedRows> {
-  const spare = listed ? { pass: listed, idColumn: stream.primaryKey } : undefined;
-  const table = tableName(stream);
-  const deleted: DeletedRows = {};
-  addDeleted(deleted, table, await loader.writer.markVanished(db, table, organizationId, passStartedAt, now, undefined, spare));
-  if (deleted[table]) {
-    mergeDeleted(deleted, await cascade(loader, db, stream, organizationId, now));
-    await recordDeletions(loader, db, stream, organizationId, now);
-  }
-  return deleted;
-}
-
-/** Marks the dependants of rows of `stream` that were marked deleted at `deletedAt`; returns the rows marked, by table. */
-export async function cascade(
-  loader: Loader,
-  db: AnyDb,
-  stream: StreamSpec,
-  organizationId: string,
-  deletedAt: string,
-): Promise<DeletedRows> {
-  const table = tableName(stream);
-  const deleted: DeletedRows = {};
-  for (const childTable of childTableNames(table, stream.children)) {
-    const n = await loader.writer.cascadeDeleted(db, childTable, table, stream.primaryKey, stream.primaryKey, organizationId, deletedAt);
-    addDeleted(deleted, childTable, n);
-  }
-  for (const child of childStreamsOf(stream)) {
-    const childTable = tableName(child);
-    const n = await loader.writer.cascadeDeleted(db, childTable, table, child.parent!.key, stream.primaryKey, organizationId, deletedAt);
-    addDeleted(deleted, childTable, n);
-    if (n > 0) mergeDeleted(deleted, await cascade(loader, db, child, organizationId, deletedAt));
-  }
-  return deleted;
-}
-
-function childTableNames(table: string, children: StreamSpec['children']): string[] {
-  const out: string[] = [];
-  for (const c of children) {
-    const name = `${table}__${c.field}`;
-    out.push(name, ...childTableNames(name, c.children ?? []));
-  }
-  return out;
 }

@@ -13,7 +13,7 @@ import { TableWriter } from '../../src/loaders/table-writer.js';
 import { commitDetail, commitPage, type Loader } from '../../src/state/unit-of-work.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { normalizeRecord } from '../../src/normalize/normalize.js';
-import type { DeletedRows } from '../../src/state/deleted-rows.js';
+import type { DeletedRows } from '../../src/loaders/deleted-rows.js';
 import { DIALECTS, migratedWarehouse, PG_BASE_URL } from '../helpers/dialects.js';
 import { CONTACT } from '../normalize/fixtures.js';
 

@@ -2,9 +2,9 @@ import type { CompiledQuery } from 'kysely';
 import { childStreamsOf } from '../catalog/index.js';
 import { qualifiedName, type StreamSpec } from '../catalog/types.js';
 import type { NormalizedRecord } from '../normalize/normalize.js';
-import type { AnyDb } from '../loaders/db.js';
-import type { HistoryPlan } from '../loaders/derived/history-tables.js';
-import type { HistoryWriter } from '../loaders/history-writer.js';
+import type { AnyDb } from './db.js';
+import type { HistoryPlan } from './derived/history-tables.js';
+import type { HistoryWriter } from './history-writer.js';
 
 /**
  * The history of a unit of work (src/state/unit-of-work.ts): which streams keep it (the
