@@ -25,6 +25,14 @@ const INTEGRATION =
 const files = testFiles();
 const integration = files.filter((file) => INTEGRATION.test(readFileSync(file, 'utf8')));
 const unit = files.filter((file) => !integration.includes(file));
+/**
+ * Unit files that patch shared state: nock's interception of node:http, and module mocks. Without
+ * isolation another file's copy of the modules they patch wins (requests reach the network, a
+ * mocked module is the real one), so they keep a module graph of their own; the rest share one
+ * per worker, which halves the unit project's time.
+ */
+const PATCHING = /from 'nock'|vi\.mock\(|from '\.\/helpers\.js'|api\/helpers\.js'/;
+const patching = unit.filter((file) => PATCHING.test(readFileSync(file, 'utf8')));
 
 export default defineConfig({
   test: {
@@ -38,9 +46,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
-    // `npm test` runs both projects; `npm run test:unit` (vitest run --project unit) the first alone.
+    // `npm test` runs every project; `npm run test:unit` (vitest run --project 'unit*') the two unit ones alone.
     projects: [
-      { extends: true, test: { name: 'unit', include: unit } },
+      { extends: true, test: { name: 'unit', include: unit.filter((file) => !patching.includes(file)), isolate: false } },
+      { extends: true, test: { name: 'unit-isolated', include: patching } },
       {
         extends: true,
         // The run's database, and the warehouses migrated once that tests copy (test/helpers/templates.ts).

@@ -10,6 +10,7 @@ import { CATALOG, qualifiedName, type StreamSpec } from '../../src/catalog/index
 import { WarehouseError } from '../../src/core/errors.js';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { SecretRegistry } from '../../src/core/secrets.js';
+import { MIGRATION_LOCK_KEY } from '../../src/loaders/derived/apply-derived.js';
 import { DERIVED_REVISION, derivedObjectsOf, deriveObjects } from '../../src/loaders/derived/derived-objects.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
@@ -90,6 +91,33 @@ async function holdMigrationLock(url: string): Promise<() => Promise<void>> {
   return () => client.end();
 }
 
+/**
+ * Whether a migrate is seen waiting for the lock another session holds, within 10 s: Postgres
+ * lists its request for the key, not granted, in pg_locks; SQLite's writer meets "database is
+ * locked" and warns that it retries.
+ */
+async function lockWaitSeen(url: string, log: CapturedLog): Promise<boolean> {
+  const client = url.startsWith('sqlite:') ? null : new pg.Client({ connectionString: url });
+  await client?.connect();
+  const key = BigInt(MIGRATION_LOCK_KEY);
+  try {
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
+      if (client) {
+        const r = await client.query(
+          "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = $1 AND objid = $2 " +
+            'AND database = (SELECT oid FROM pg_database WHERE datname = current_database())',
+          [String(key >> 32n), String(key & 0xffffffffn)],
+        );
+        if (r.rowCount) return true;
+      } else if (log.records.some((r) => r['fault'] === 'locked')) return true;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    return false;
+  } finally {
+    await client?.end();
+  }
+}
+
 describe.each(DIALECTS)('the derived objects on %s', (dialect) => {
   let tw: TestWarehouse;
   let wh: Warehouse;
@@ -137,14 +165,24 @@ describe.each(DIALECTS)('the derived objects on %s', (dialect) => {
 
   it('wait for the migrations\u2019 lock held by another session, for pending migrations and for a rebuild alike', async () => {
     tw = await freshWarehouse(dialect);
-    wh = await openWarehouse(tw.url, { busyTimeoutMs: 50 });
+    const log = new CapturedLog();
+    wh = await openWarehouse(tw.url, {
+      busyTimeoutMs: 50,
+      logger: createLogger({ level: 'warn', secrets: new SecretRegistry(), destination: log }),
+    });
     const described = withContacts((cols) => cols.map((c) => (c.name === 'contact_name' ? { ...c, description: 'Described anew.' } : c)));
     for (const options of [{}, { catalog: described }]) {
+      log.lines.length = 0;
       const release = await holdMigrationLock(tw.url);
       const run = migrateToLatest(wh, options);
-      const early = await Promise.race([run.then(() => 'finished'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 1_500))]);
+      let finished = false;
+      run.then(
+        () => (finished = true),
+        () => (finished = true),
+      );
+      const seen = await lockWaitSeen(tw.url, log);
       await release();
-      expect(early).toBe('waiting');
+      expect({ seen, finished }).toEqual({ seen: true, finished: false });
       expect((await run).derived).toBe('applied');
     }
     expect(await columnRow(wh, 'contact_name')).toEqual({ description: 'Described anew.' });

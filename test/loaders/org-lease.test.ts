@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { findStream } from '../../src/catalog/index.js';
+import { FakeClock } from '../../src/core/clock.js';
 import type { StreamSpec } from '../../src/catalog/types.js';
 import { migrateToLatest } from '../../src/loaders/migrate.js';
 import { advisoryKey, PostgresOrgLeases } from '../../src/loaders/lease/postgres.js';
@@ -303,11 +304,21 @@ for (const dialect of DIALECTS) {
 
     it('a holder whose keepalive answers stays confirmed well past its time-to-live', async () => {
       const tw = await migratedWarehouse(dialect);
-      const a = await openWarehouse(tw.url, { poolSize: 2, leaseTimings: { ttlMs: 1_500, heartbeatMs: 100, pollMs: 25 } });
+      const clock = new FakeClock(1_000_000);
+      const a = await openWarehouse(tw.url, {
+        poolSize: 2,
+        leaseTimings: { ttlMs: 1_500, heartbeatMs: 100, pollMs: 25, now: () => clock.now(), clock },
+      });
       open.push(a);
       await migrateToLatest(a);
       const lease = (await a.leases.acquire('c', ORG, { wait: false }))!;
-      await new Promise((r) => setTimeout(r, 2_000));
+      // 2 s of the lease's time, one keepalive at a time. ownerOf waits for the keepalive just
+      // fired (Postgres: behind it on the lock session; SQLite: after its update), and a SQLite
+      // owner whose heartbeat lapsed would read as none.
+      for (let elapsed = 0; elapsed < 2_000; elapsed += 100) {
+        await clock.advance(100);
+        expect(await a.leases.ownerOf('c', ORG)).toMatch(/\/\d+$/);
+      }
       expect(() => lease.assertHeld()).not.toThrow();
       await page({ warehouse: a, writer: new TableWriter(a.sql), fence: lease.fence }, 'A');
       await lease.release();

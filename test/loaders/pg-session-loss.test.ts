@@ -4,6 +4,21 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openWarehouse, type Warehouse } from '../../src/loaders/warehouse.js';
 import { freshWarehouse, PG_BASE_URL, type TestWarehouse } from '../helpers/dialects.js';
 
+/** Resolves once the server has ended session `pid`, or after 10 s (then the transaction commits and the test fails). */
+async function sessionEnded(pid: number): Promise<void> {
+  const admin = new pg.Client({ connectionString: PG_BASE_URL });
+  await admin.connect();
+  try {
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
+      const r = await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]);
+      if (r.rowCount === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
 describe('a Postgres session the server ends', () => {
   let tw: TestWarehouse | undefined;
   let w: Warehouse | undefined;
@@ -20,9 +35,9 @@ describe('a Postgres session the server ends', () => {
     const outcome = await wh.db
       .transaction()
       .execute(async (trx) => {
-        await sql`SELECT 1`.execute(trx);
-        // A paused process: nothing sent for longer than the timeout.
-        await new Promise((r) => setTimeout(r, 1_800));
+        const pid = (await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(trx)).rows[0]!.pid;
+        // A paused process: nothing sent until the server has ended the session for its timeout.
+        await sessionEnded(pid);
         await sql`SELECT 2`.execute(trx);
         return 'committed';
       })

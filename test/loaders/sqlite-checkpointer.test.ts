@@ -22,7 +22,9 @@ describe('SqliteCheckpointer', () => {
     const missing = join(mkdtempSync(join(tmpdir(), 'svcsync-ckpt-')), 'no-such-dir', 'w.db');
     const r = inProcess(
       `const c = C.start(${JSON.stringify(missing)});\n` +
-        `await new Promise((r) => setTimeout(r, 1000));\n` +
+        // Until its thread has ended (its private exit promise), polled on a timer that keeps the process up.
+        `let ended = false;\nvoid c.exited.then(() => (ended = true));\n` +
+        `while (!ended) await new Promise((r) => setTimeout(r, 10));\n` +
         `await c.close();\n` +
         `console.log('closed');`,
     );

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import type { Clock, Timer } from '../../core/clock.js';
 import type { WindowState } from '../../core/window-state.js';
 import { LeaseLost, type Fence, type LeaseLossReason } from './fence.js';
 
@@ -18,7 +19,7 @@ import { LeaseLost, type Fence, type LeaseLossReason } from './fence.js';
  * a process paused past its lease cannot commit.
  *
  * Leases are between OS processes, so they run on wall time (`Date.now` and real timers), not
- * on the run's injected clock, which tests scale.
+ * on the run's injected clock, which tests scale. Tests give `LeaseTimings` a clock of their own.
  */
 
 /**
@@ -108,6 +109,8 @@ export interface LeaseTimings {
   pollMs: number;
   /** Wall time (tests move it). */
   now: () => number;
+  /** What fires heartbeats and keepalives: real, unref'd intervals unless a test drives them with a FakeClock. */
+  clock?: Clock;
 }
 
 export const DEFAULT_LEASE_TIMINGS: LeaseTimings = { ttlMs: 30_000, heartbeatMs: 5_000, pollMs: 1_000, now: () => Date.now() };
@@ -129,6 +132,27 @@ export function localProcessGone(owner: string): boolean {
     // EPERM: it exists but belongs to another user.
     return (error as NodeJS.ErrnoException).code === 'ESRCH';
   }
+}
+
+/**
+ * Calls `fn` every `heartbeatMs` (a heartbeat or keepalive). A real interval is unref'd: a lease
+ * must not keep a process alive that has nothing else to do.
+ */
+export function everyHeartbeat(timings: LeaseTimings, fn: () => void): Timer {
+  const clock = timings.clock;
+  if (!clock) {
+    const handle = setInterval(fn, timings.heartbeatMs).unref();
+    return { cancel: () => clearInterval(handle) };
+  }
+  let timer: Timer;
+  const arm = (): void => {
+    timer = clock.setTimeout(() => {
+      arm();
+      fn();
+    }, timings.heartbeatMs);
+  };
+  arm();
+  return { cancel: () => timer.cancel() };
 }
 
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>

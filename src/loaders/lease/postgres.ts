@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import type { Timer } from '../../core/clock.js';
 import type { WindowState } from '../../core/window-state.js';
 import type { SqlDialect } from '../sql-dialect.js';
 import { displayWarehouseUrl } from '../warehouse-errors.js';
@@ -7,6 +8,7 @@ import { rowFence } from './fence.js';
 import {
   BUMP_UPSERT,
   DEFAULT_LEASE_TIMINGS,
+  everyHeartbeat,
   HeldLease,
   handoverOf,
   pollUntil,
@@ -30,7 +32,7 @@ export class PostgresOrgLeases implements OrgLeases {
   private client: pg.Client | null = null;
   private connecting: Promise<pg.Client> | null = null;
   private schema = 'public';
-  private keepalive: NodeJS.Timeout | null = null;
+  private keepalive: Timer | null = null;
   private readonly held = new Set<HeldLease>();
   private readonly owner = processOwner();
   /** The lock session's work, one sequence at a time (a pg client must not be handed a query while one runs). */
@@ -81,7 +83,7 @@ export class PostgresOrgLeases implements OrgLeases {
     const gone = (why: string): void => {
       if (this.client !== client) return;
       this.client = null;
-      if (this.keepalive) clearInterval(this.keepalive);
+      this.keepalive?.cancel();
       this.keepalive = null;
       // The session's locks went with it: every lease it held is lost.
       for (const lease of this.held) lease.lose('connection_ended', `its lock connection to ${this.displayUrl} ended (${why})`);
@@ -94,7 +96,7 @@ export class PostgresOrgLeases implements OrgLeases {
     const r = await client.query<{ s: string }>('SELECT current_schema() AS s');
     this.schema = r.rows[0]?.s ?? 'public';
     this.client = client;
-    this.keepalive = setInterval(() => {
+    this.keepalive = everyHeartbeat(this.timings, () => {
       if (this.client !== client) return;
       const sentAt = this.timings.now();
       this.serial(async (c) => {
@@ -103,7 +105,7 @@ export class PostgresOrgLeases implements OrgLeases {
         // The session answered, so it (and every lock it holds) was alive when this was sent.
         for (const lease of this.held) lease.confirm(sentAt);
       }).catch(() => undefined);
-    }, this.timings.heartbeatMs).unref();
+    });
     return client;
   }
 
@@ -178,7 +180,7 @@ export class PostgresOrgLeases implements OrgLeases {
     await Promise.all([...this.held].map((l) => l.release()));
     const client = this.client;
     this.client = null;
-    if (this.keepalive) clearInterval(this.keepalive);
+    this.keepalive?.cancel();
     this.keepalive = null;
     await client?.end().catch(() => undefined);
   }

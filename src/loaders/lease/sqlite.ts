@@ -1,11 +1,13 @@
 import { CompiledQuery } from 'kysely';
 import type { AnyKysely } from '../db.js';
 import type { SqlDialect } from '../sql-dialect.js';
+import type { Timer } from '../../core/clock.js';
 import type { WindowState } from '../../core/window-state.js';
 import { rowFence } from './fence.js';
 import {
   BUMP_UPSERT,
   DEFAULT_LEASE_TIMINGS,
+  everyHeartbeat,
   HeldLease,
   handoverOf,
   localProcessGone,
@@ -22,7 +24,7 @@ import {
 /** SQLite: the row is the lock; a heartbeat keeps it. */
 export class SqliteOrgLeases implements OrgLeases {
   private readonly held = new Set<HeldLease>();
-  private timer: NodeJS.Timeout | null = null;
+  private timer: Timer | null = null;
   private readonly owner = processOwner();
 
   constructor(
@@ -66,7 +68,7 @@ export class SqliteOrgLeases implements OrgLeases {
       () => lease.lost(),
     );
     this.held.add(lease);
-    this.timer ??= setInterval(() => void this.heartbeat(), this.timings.heartbeatMs).unref();
+    this.timer ??= everyHeartbeat(this.timings, () => void this.heartbeat());
     return lease;
   }
 
@@ -120,7 +122,7 @@ export class SqliteOrgLeases implements OrgLeases {
   private async release(lease: HeldLease, window: WindowState | null): Promise<void> {
     this.held.delete(lease);
     if (this.held.size === 0 && this.timer) {
-      clearInterval(this.timer);
+      this.timer.cancel();
       this.timer = null;
     }
     await this.db.executeQuery(
@@ -145,7 +147,7 @@ export class SqliteOrgLeases implements OrgLeases {
 
   async close(): Promise<void> {
     await Promise.all([...this.held].map((l) => l.release()));
-    if (this.timer) clearInterval(this.timer);
+    this.timer?.cancel();
     this.timer = null;
   }
 }
