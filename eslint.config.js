@@ -118,6 +118,15 @@ export default tseslint.config(
     },
   },
   {
+    files: ['src/**/*.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }] },
+  },
+  {
+    // Catalog data: a stream or report view is one long declaration read as a table; cutting it up would hide its shape.
+    files: ['src/catalog/streams/**', 'src/catalog/report-views.ts'],
+    rules: { 'max-lines-per-function': 'off' },
+  },
+  {
     rules: {
       'no-nested-ternary': 'error',
       // Prettier wraps code at 140; this catches what it leaves long (comments, strings).

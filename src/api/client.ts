@@ -8,7 +8,7 @@ import type { SecretRegistry } from '../core/secrets.js';
 import { serverQuota, type HeaderSource, type ServerQuota } from './backoff.js';
 import { serverQuotaReset } from './quota-day.js';
 import { classify } from './classify.js';
-import { decideRetry, NO_RETRIES, type RetryPolicy as DecisionPolicy } from './retry-decision.js';
+import { decideRetry, NO_RETRIES, type RetryCounters, type RetryDecision, type RetryPolicy as DecisionPolicy } from './retry-decision.js';
 import { buildFamilyRequest, scopeFor, type Query } from './families.js';
 import { parseAnswer } from './json-bytes.js';
 import type { LimitFunction } from 'p-limit';
@@ -124,6 +124,19 @@ interface Attempt {
   durationMs: number;
 }
 
+/** One call of ApiClient.get, across its attempts. */
+interface Call {
+  req: GetRequest;
+  limiter: OrgLimiter | undefined;
+  log: Logger;
+  /** What a 401 is judged by at the bound (A26): has this scope ever worked for the connection? */
+  scope: string | undefined;
+  /** 1 for the first attempt. */
+  attemptNo: number;
+  /** What the call has met so far, as decideRetry counts it. */
+  counters: RetryCounters;
+}
+
 /**
  * The one client every extractor uses (spec 1, 5, 7, 8): authorization, organization
  * identification per family, the envelope, error classification, retries and the
@@ -200,99 +213,125 @@ export class ApiClient {
 
   /** GET under a family root, the organization identified as the family requires; the envelope, code 0 checked. */
   async get(req: GetRequest): Promise<Record<string, unknown>> {
-    const limiter = req.organizationId === undefined ? undefined : await this.limitsFor(req.organizationId);
-    const log = this.requestLogger(req.family, req.organizationId);
-    // What a 401 is judged by at the bound (A26): has this scope ever worked for the connection?
-    const scope = scopeFor(req.family, 'GET', req.path);
-    let attemptNo = 0;
-    let counters = NO_RETRIES;
-
+    const call: Call = {
+      req,
+      limiter: req.organizationId === undefined ? undefined : await this.limitsFor(req.organizationId),
+      log: this.requestLogger(req.family, req.organizationId),
+      scope: scopeFor(req.family, 'GET', req.path),
+      attemptNo: 0,
+      counters: NO_RETRIES,
+    };
     for (;;) {
       req.signal?.throwIfAborted();
-      attemptNo++;
+      call.attemptNo++;
       const attempt: Attempt = { sent: false, durationMs: 0 };
-      const run = (): Promise<Record<string, unknown>> => {
-        attempt.inFlight = limiter?.inFlight();
-        const gate = this.userGate;
-        return gate ? gate(() => this.once(req, attempt, attemptNo, log)) : this.once(req, attempt, attemptNo, log);
-      };
-      const emit = (outcome: RequestOutcome): void => {
-        if (!attempt.sent) return;
-        this.onRequest?.({
-          family: req.family,
-          organizationId: req.organizationId,
-          endpoint: `${buildFamilyRequest('', { family: req.family, path: req.path }).display}`,
-          status: attempt.status,
-          code: attempt.code,
-          outcome,
-          durationMs: attempt.durationMs,
-          attempt: attemptNo,
-        });
-      };
       try {
-        const body = limiter ? await limiter.schedule(run, req.signal) : await run();
-        limiter?.recordSuccess();
-        // The reset first: the quota figures count in the day it names.
-        if (attempt.reset) limiter?.observeServerReset(attempt.reset);
-        if (attempt.quota) limiter?.observeServerQuota(attempt.quota);
-        if (scope !== undefined) this.tokens.scopeWorked(scope);
-        emit('ok');
+        const body = await this.send(call, attempt);
+        this.succeeded(call, attempt);
         return body;
       } catch (err) {
-        if (req.signal?.aborted) throw req.signal.reason;
-        // Quota headers of a per-minute or concurrency refusal may describe that window instead.
-        if (attempt.reset && attempt.status !== 429) limiter?.observeServerReset(attempt.reset);
-        if (attempt.quota && attempt.status !== 429) limiter?.observeServerQuota(attempt.quota);
-        const { decision, counters: next } = decideRetry(err, counters, this.retryPolicy, this.random, {
-          tokenSent: attempt.token !== undefined && attempt.sent,
-          scopeWorked: scope !== undefined && this.tokens.hasScopeWorked(scope),
-        });
-        counters = next;
-        if (decision.action === 'fail') {
-          if (decision.blockUntil && attempt.sent) limiter?.block(decision.blockUntil);
-          this.counters.failures++;
-          emit('failed');
-          throw decision.error;
-        }
-        const e = err as SvcsyncError;
-        if (decision.action === 'refresh') {
-          this.tokens.invalidate(attempt.token!);
-          this.counters.retries++;
-          emit('retried');
-          log.warn(
-            { attempt: attemptNo, status: 401, code: e.code, in_a_row: counters.consecutive401, wait_ms: decision.waitMs },
-            'access token refused; refreshing it and retrying',
-          );
-        } else if (decision.why === 'rate_limit') {
-          const key = req.organizationId ?? '';
-          this.counters.rateLimited[key] = (this.counters.rateLimited[key] ?? 0) + 1;
-          // Everyone queued for this organization waits too, not just this call.
-          limiter?.pause(decision.waitMs);
-          emit('rate_limited');
-          log.warn({ attempt: attemptNo, wait_ms: decision.waitMs }, 'per-minute limit reached (429 code 44); waiting for the window');
-        } else if (decision.why === 'concurrency') {
-          limiter?.lowerConcurrency();
-          this.counters.retries++;
-          emit('retried');
-          log.warn({ attempt: attemptNo, wait_ms: decision.waitMs }, 'too many concurrent requests (429 code 1070); backing off');
-          this.hintConcurrencyScope(attempt, log);
-        } else {
-          this.counters.retries++;
-          emit('retried');
-          log.warn(
-            {
-              attempt: attemptNo,
-              retry: counters.retries,
-              max_retries: this.maxRetries,
-              wait_ms: decision.waitMs,
-              reason: (e as RetriableError).reason,
-              error: e.message,
-            },
-            'request failed; retrying',
-          );
-        }
-        if (decision.waitMs > 0) await this.clock.sleep(decision.waitMs, req.signal);
+        await this.afterFailure(call, attempt, err);
       }
+    }
+  }
+
+  /** One attempt through the organization's limiter and the user's gate, when there are. */
+  private send(call: Call, attempt: Attempt): Promise<Record<string, unknown>> {
+    const { req, limiter, log, attemptNo } = call;
+    const run = (): Promise<Record<string, unknown>> => {
+      attempt.inFlight = limiter?.inFlight();
+      const gate = this.userGate;
+      return gate ? gate(() => this.once(req, attempt, attemptNo, log)) : this.once(req, attempt, attemptNo, log);
+    };
+    return limiter ? limiter.schedule(run, req.signal) : run();
+  }
+
+  /** Tells onRequest of a sent attempt's outcome. */
+  private report(call: Call, attempt: Attempt, outcome: RequestOutcome): void {
+    if (!attempt.sent) return;
+    const { req } = call;
+    this.onRequest?.({
+      family: req.family,
+      organizationId: req.organizationId,
+      endpoint: `${buildFamilyRequest('', { family: req.family, path: req.path }).display}`,
+      status: attempt.status,
+      code: attempt.code,
+      outcome,
+      durationMs: attempt.durationMs,
+      attempt: call.attemptNo,
+    });
+  }
+
+  private succeeded(call: Call, attempt: Attempt): void {
+    const { limiter, scope } = call;
+    limiter?.recordSuccess();
+    // The reset first: the quota figures count in the day it names.
+    if (attempt.reset) limiter?.observeServerReset(attempt.reset);
+    if (attempt.quota) limiter?.observeServerQuota(attempt.quota);
+    if (scope !== undefined) this.tokens.scopeWorked(scope);
+    this.report(call, attempt, 'ok');
+  }
+
+  /** Applies decideRetry's verdict on a failed attempt: throws when the call fails, else waits for the next attempt. */
+  private async afterFailure(call: Call, attempt: Attempt, err: unknown): Promise<void> {
+    const { req, limiter, scope } = call;
+    if (req.signal?.aborted) throw req.signal.reason;
+    // Quota headers of a per-minute or concurrency refusal may describe that window instead.
+    if (attempt.reset && attempt.status !== 429) limiter?.observeServerReset(attempt.reset);
+    if (attempt.quota && attempt.status !== 429) limiter?.observeServerQuota(attempt.quota);
+    const { decision, counters } = decideRetry(err, call.counters, this.retryPolicy, this.random, {
+      tokenSent: attempt.token !== undefined && attempt.sent,
+      scopeWorked: scope !== undefined && this.tokens.hasScopeWorked(scope),
+    });
+    call.counters = counters;
+    if (decision.action === 'fail') {
+      if (decision.blockUntil && attempt.sent) limiter?.block(decision.blockUntil);
+      this.counters.failures++;
+      this.report(call, attempt, 'failed');
+      throw decision.error;
+    }
+    this.prepareRetry(call, attempt, decision, err as SvcsyncError);
+    if (decision.waitMs > 0) await this.clock.sleep(decision.waitMs, req.signal);
+  }
+
+  /** Before a retry: drops a refused token, pauses or narrows the organization, counts and logs. */
+  private prepareRetry(call: Call, attempt: Attempt, decision: Exclude<RetryDecision, { action: 'fail' }>, e: SvcsyncError): void {
+    const { req, limiter, log, attemptNo, counters } = call;
+    if (decision.action === 'refresh') {
+      this.tokens.invalidate(attempt.token!);
+      this.counters.retries++;
+      this.report(call, attempt, 'retried');
+      log.warn(
+        { attempt: attemptNo, status: 401, code: e.code, in_a_row: counters.consecutive401, wait_ms: decision.waitMs },
+        'access token refused; refreshing it and retrying',
+      );
+    } else if (decision.why === 'rate_limit') {
+      const key = req.organizationId ?? '';
+      this.counters.rateLimited[key] = (this.counters.rateLimited[key] ?? 0) + 1;
+      // Everyone queued for this organization waits too, not just this call.
+      limiter?.pause(decision.waitMs);
+      this.report(call, attempt, 'rate_limited');
+      log.warn({ attempt: attemptNo, wait_ms: decision.waitMs }, 'per-minute limit reached (429 code 44); waiting for the window');
+    } else if (decision.why === 'concurrency') {
+      limiter?.lowerConcurrency();
+      this.counters.retries++;
+      this.report(call, attempt, 'retried');
+      log.warn({ attempt: attemptNo, wait_ms: decision.waitMs }, 'too many concurrent requests (429 code 1070); backing off');
+      this.hintConcurrencyScope(attempt, log);
+    } else {
+      this.counters.retries++;
+      this.report(call, attempt, 'retried');
+      log.warn(
+        {
+          attempt: attemptNo,
+          retry: counters.retries,
+          max_retries: this.maxRetries,
+          wait_ms: decision.waitMs,
+          reason: (e as RetriableError).reason,
+          error: e.message,
+        },
+        'request failed; retrying',
+      );
     }
   }
 

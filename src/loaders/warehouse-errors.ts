@@ -132,112 +132,116 @@ export function faultOf(error: unknown): WarehouseFault {
   return messageFault(message) ?? 'other';
 }
 
+/** What an explanation reads of the warehouse and the statement that failed. */
+interface Scene {
+  sqlite: boolean;
+  /** The file a `sqlite:` display URL names (for Postgres, the display URL as it is). */
+  file: string;
+  /** The warehouse as a message's subject: "the SQLite warehouse /x.db". */
+  where: string;
+  /** The statement's table, when known. */
+  table: string | undefined;
+  /** " (table x)", or nothing. */
+  onTable: string;
+}
+
+interface Explanation {
+  what: string;
+  hint: string;
+}
+
+/** Each fault in the warehouse's words, and what to do about it. */
+const EXPLANATIONS: Record<WarehouseFault, (s: Scene) => Explanation> = {
+  disk_full: ({ sqlite, file, where, onTable }) => ({
+    what: `${where} is out of space${onTable}`,
+    hint: sqlite
+      ? `free space on the disk that holds ${dirname(file)} (SQLite also writes ${file}-wal beside it)`
+      : "free space on the Postgres server's data disk (or raise its quota)",
+  }),
+  read_only: ({ sqlite, file, where, onTable }) => ({
+    what: `${where} is read-only${onTable}`,
+    hint: sqlite
+      ? `make ${file} and its folder ${dirname(file)} writable by this user (SQLite writes ${file}-wal and ${file}-shm beside it), ` +
+        'or point `warehouse:` at a writable path.'
+      : 'the server accepts no writes (a standby, or default_transaction_read_only): point `warehouse:` at the primary server.',
+  }),
+  permission: ({ sqlite, file, where, onTable }) => ({
+    what: `${where} refused access${onTable}`,
+    hint: sqlite
+      ? `give this user read and write permission on ${file} and its folder ${dirname(file)}, or point \`warehouse:\` at another path.`
+      : "check the user and password in `warehouse:` and grant that user CREATE and write on the warehouse's schema " +
+        '(svcsync creates and alters its own tables).',
+  }),
+  missing_folder: ({ file, where }) => ({
+    what: `${where} cannot be opened or created`,
+    hint: `check \`warehouse:\`: ${dirname(file)} must be a folder this user can create or write (no part of the path may be a file).`,
+  }),
+  not_a_database: ({ file }) => ({
+    what: `${file} is not a SQLite database, or it is damaged`,
+    hint: '`warehouse:` must name a SQLite file svcsync created (or a new path); restore a damaged file from a backup.',
+  }),
+  unknown_database: ({ where }) => ({
+    what: `${where}: the database does not exist`,
+    hint: 'create it (`createdb NAME`) or fix the database name at the end of the `warehouse:` URL.',
+  }),
+  unreachable: ({ where }) => ({
+    what: `${where}: the host name does not resolve`,
+    hint: "check the host in the `warehouse:` URL and this machine's DNS.",
+  }),
+  locked: ({ sqlite, file, where, onTable }) => ({
+    what: sqlite
+      ? `${where} is locked: another program holds a write lock on it${onTable}`
+      : `${where}: a lock could not be taken${onTable}`,
+    hint: sqlite
+      ? `close the program that writes to ${file} (a database browser with unsaved changes, another tool's open transaction); ` +
+        'svcsync waited `warehouse.busy_timeout_s` per statement and retried for `warehouse.retry_s`'
+      : 'another session holds a lock svcsync needs; svcsync retried for `warehouse.retry_s`. Find it in pg_stat_activity.',
+  }),
+  lock_timeout: ({ where, table, onTable }) => ({
+    what: `${where}: waiting for a lock took longer than lock_timeout${onTable}`,
+    hint:
+      `another session holds a lock${table ? ` on ${table}` : ''} (find it in pg_locks and pg_stat_activity); ` +
+      "svcsync retried for `warehouse.retry_s`. Raise lock_timeout for svcsync's user if such locks are expected.",
+  }),
+  statement_timeout: ({ where, table }) => ({
+    what: `${where}: a statement${table ? ` on table ${table}` : ''} ran longer than statement_timeout`,
+    hint:
+      "the statement waited or ran past the server's statement_timeout" +
+      `${table ? ` (often a lock another session holds on ${table})` : ''}; ` +
+      "svcsync retried for `warehouse.retry_s`. Raise statement_timeout for svcsync's user " +
+      '(ALTER ROLE ... SET statement_timeout) or find the blocking session in pg_stat_activity.',
+  }),
+  connection_lost: ({ where, onTable }) => ({
+    what: `${where}: the connection was lost${onTable}`,
+    hint:
+      'the server ended the session (a restart, a failover, an administrator, a network fault); svcsync retried on new ' +
+      'connections for `warehouse.retry_s`. Check that the server is up',
+  }),
+  shutting_down: ({ where }) => ({
+    what: `${where} is shutting down or starting up`,
+    hint:
+      'the server is restarting; svcsync retried for `warehouse.retry_s` (raise it to ride out longer restarts). ' + 'Wait until it is up',
+  }),
+  too_many_connections: ({ where }) => ({
+    what: `${where} refused a new connection: too many connections`,
+    hint: "lower the number of svcsync processes or raise the server's max_connections; svcsync retried for `warehouse.retry_s`.",
+  }),
+  conflict: ({ where, onTable }) => ({
+    what: `${where}: a transaction conflicted with another session's${onTable}`,
+    hint: 'svcsync retried for `warehouse.retry_s`; if it persists, another program is writing to the same rows.',
+  }),
+  other: ({ where, onTable }) => ({
+    what: `${where} failed${onTable}`,
+    hint: 'svcsync did not expect this from the warehouse; run with --log-level debug and report the message if it persists',
+  }),
+};
+
 /** What the fault means, in the warehouse's words, and what to do about it. */
-function explain(fault: WarehouseFault, target: WarehouseTarget, table: string | undefined): { what: string; hint: string } {
+function explain(fault: WarehouseFault, target: WarehouseTarget, table: string | undefined): Explanation {
   const sqlite = target.dialect === 'sqlite';
   const file = sqliteFile(target);
   const where = sqlite ? `the SQLite warehouse ${file}` : `the Postgres warehouse ${target.displayUrl}`;
-  const onTable = table ? ` (table ${table})` : '';
-  switch (fault) {
-    case 'disk_full':
-      return {
-        what: `${where} is out of space${onTable}`,
-        hint: sqlite
-          ? `free space on the disk that holds ${dirname(file)} (SQLite also writes ${file}-wal beside it)`
-          : "free space on the Postgres server's data disk (or raise its quota)",
-      };
-    case 'read_only':
-      return {
-        what: `${where} is read-only${onTable}`,
-        hint: sqlite
-          ? `make ${file} and its folder ${dirname(file)} writable by this user (SQLite writes ${file}-wal and ${file}-shm beside it), ` +
-            'or point `warehouse:` at a writable path.'
-          : 'the server accepts no writes (a standby, or default_transaction_read_only): point `warehouse:` at the primary server.',
-      };
-    case 'permission':
-      return {
-        what: `${where} refused access${onTable}`,
-        hint: sqlite
-          ? `give this user read and write permission on ${file} and its folder ${dirname(file)}, or point \`warehouse:\` at another path.`
-          : "check the user and password in `warehouse:` and grant that user CREATE and write on the warehouse's schema " +
-            '(svcsync creates and alters its own tables).',
-      };
-    case 'missing_folder':
-      return {
-        what: `${where} cannot be opened or created`,
-        hint: `check \`warehouse:\`: ${dirname(file)} must be a folder this user can create or write (no part of the path may be a file).`,
-      };
-    case 'not_a_database':
-      return {
-        what: `${file} is not a SQLite database, or it is damaged`,
-        hint: '`warehouse:` must name a SQLite file svcsync created (or a new path); restore a damaged file from a backup.',
-      };
-    case 'unknown_database':
-      return {
-        what: `${where}: the database does not exist`,
-        hint: 'create it (`createdb NAME`) or fix the database name at the end of the `warehouse:` URL.',
-      };
-    case 'unreachable':
-      return {
-        what: `${where}: the host name does not resolve`,
-        hint: "check the host in the `warehouse:` URL and this machine's DNS.",
-      };
-    case 'locked':
-      return {
-        what: sqlite
-          ? `${where} is locked: another program holds a write lock on it${onTable}`
-          : `${where}: a lock could not be taken${onTable}`,
-        hint: sqlite
-          ? `close the program that writes to ${file} (a database browser with unsaved changes, another tool's open transaction); ` +
-            'svcsync waited `warehouse.busy_timeout_s` per statement and retried for `warehouse.retry_s`'
-          : 'another session holds a lock svcsync needs; svcsync retried for `warehouse.retry_s`. Find it in pg_stat_activity.',
-      };
-    case 'lock_timeout':
-      return {
-        what: `${where}: waiting for a lock took longer than lock_timeout${onTable}`,
-        hint:
-          `another session holds a lock${table ? ` on ${table}` : ''} (find it in pg_locks and pg_stat_activity); ` +
-          "svcsync retried for `warehouse.retry_s`. Raise lock_timeout for svcsync's user if such locks are expected.",
-      };
-    case 'statement_timeout':
-      return {
-        what: `${where}: a statement${table ? ` on table ${table}` : ''} ran longer than statement_timeout`,
-        hint:
-          "the statement waited or ran past the server's statement_timeout" +
-          `${table ? ` (often a lock another session holds on ${table})` : ''}; ` +
-          "svcsync retried for `warehouse.retry_s`. Raise statement_timeout for svcsync's user " +
-          '(ALTER ROLE ... SET statement_timeout) or find the blocking session in pg_stat_activity.',
-      };
-    case 'connection_lost':
-      return {
-        what: `${where}: the connection was lost${onTable}`,
-        hint:
-          'the server ended the session (a restart, a failover, an administrator, a network fault); svcsync retried on new ' +
-          'connections for `warehouse.retry_s`. Check that the server is up',
-      };
-    case 'shutting_down':
-      return {
-        what: `${where} is shutting down or starting up`,
-        hint:
-          'the server is restarting; svcsync retried for `warehouse.retry_s` (raise it to ride out longer restarts). ' +
-          'Wait until it is up',
-      };
-    case 'too_many_connections':
-      return {
-        what: `${where} refused a new connection: too many connections`,
-        hint: "lower the number of svcsync processes or raise the server's max_connections; svcsync retried for `warehouse.retry_s`.",
-      };
-    case 'conflict':
-      return {
-        what: `${where}: a transaction conflicted with another session's${onTable}`,
-        hint: 'svcsync retried for `warehouse.retry_s`; if it persists, another program is writing to the same rows.',
-      };
-    default:
-      return {
-        what: `${where} failed${onTable}`,
-        hint: 'svcsync did not expect this from the warehouse; run with --log-level debug and report the message if it persists',
-      };
-  }
+  return EXPLANATIONS[fault]({ sqlite, file, where, table, onTable: table ? ` (table ${table})` : '' });
 }
 
 /** The server a Postgres warehouse connects to, as the driver resolved it (URL, else PGHOST/PGPORT, else its defaults). */

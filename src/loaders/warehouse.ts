@@ -279,126 +279,145 @@ async function probePostgres(url: string, target: WarehouseTarget, timeoutMs: nu
 
 export async function openWarehouse(url: string, options: OpenOptions = {}): Promise<Warehouse> {
   const file = sqliteFileOf(url);
-  if (file !== null) {
-    const faults: FaultPolicy = {
-      dialect: 'sqlite',
-      displayUrl: `sqlite:${file}`,
-      retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
-      onRetry: retryReporter(options.logger),
-    };
-    // A reader (`options.readOnly`) creates nothing: no file, no folder, no write-ahead log.
-    const writer = !options.readOnly;
-    const fresh = writer && file !== ':memory:' && !existsSync(file);
-    const createdFolder = writer && file !== ':memory:' ? prepareSqliteFolder(file, faults) : null;
-    // Another process switching a new file to WAL holds it locked for a moment: waited out like any lock.
-    const database = await withFaultRetry(faults, () => {
-      let opened: SQLite.Database | null = null;
-      try {
-        opened = writer ? new SQLite(file) : new SQLite(file, { readonly: true, fileMustExist: true });
-        // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
-        // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
-        opened.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
-        if (writer) opened.pragma('journal_mode = WAL');
-        return Promise.resolve(opened);
-      } catch (error) {
-        opened?.close();
-        return Promise.reject(classifyWarehouseError(error, faults));
-      }
-    });
-    // Said once, at warn: a typo in the path would otherwise sync into an empty warehouse without a word.
-    if (fresh)
-      options.logger?.warn(
-        { warehouse: faults.displayUrl, ...(createdFolder ? { folder: createdFolder } : {}) },
-        `creating a new, empty SQLite warehouse at ${file}${createdFolder ? ` (and the folder ${createdFolder})` : ''}; ` +
-          'if you meant an existing warehouse, check `warehouse:` in the configuration',
-      );
-    database.pragma('synchronous = NORMAL');
-    database.pragma('foreign_keys = OFF');
-    // A 16 MiB page cache (the default is 2 MiB): upserts into wide tables keyed by text ids
-    // touch more B-tree pages than 2 MiB holds. Measured (docs/benchmarks.md, issue 14): the
-    // list-only sync 18,600 -> 22,000 records/s with the same peak RSS; 64 MiB bought no more
-    // and cost 45 MB of RSS.
-    database.pragma('cache_size = -16384');
-    const wal = writer && file !== ':memory:';
-    if (wal) database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT}`);
-    for (const pragma of writer ? (options.pragmas ?? []) : []) database.pragma(pragma);
-    const checkpointer = wal ? SqliteCheckpointer.start(file) : null;
-    const driver = new SqliteBatchDriver(database, { collectStats: options.sqlStats ?? false });
-    const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new SqliteBatchDialect(driver), faults) });
-    const leases = new ProcessLeases(new SqliteOrgLeases(db, SQLITE, { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings }));
-    return {
-      db,
-      dialect: 'sqlite',
-      sql: SQLITE,
-      leases,
-      faults,
-      ...(options.logger ? { logger: options.logger } : {}),
-      displayUrl: faults.displayUrl,
-      batch: <T>(queries: readonly CompiledQuery[], after?: (trx: AnyTransaction) => Promise<T>, fence?: Fence, unit?: string) =>
-        withFaultRetry(faults, () =>
-          after ? inTransaction(db, SQLITE, queries, after, fence, unit) : driver.batch<T>(queries, fence, unit, claimedAt),
-        ),
-      transaction: (work, fence, unit) => withFaultRetry(faults, () => transactionOf(db, SQLITE, work, fence, unit)),
-      sqlStats: () => driver.sqlStats(),
-      close: async () => {
-        await leases.close();
-        await checkpointer?.close();
-        await db.destroy();
-      },
-    };
-  }
-  if (/^postgres(ql)?:\/\//.test(url)) {
-    if (options.schema !== undefined) url = withSearchPath(url, options.schema);
-    // The server refuses every write of such a session: a reader cannot change the warehouse by mistake.
-    if (options.readOnly) url = withSessionSetting(url, 'default_transaction_read_only', 'on');
-    setPgTypeParsers();
-    const timings = { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings };
-    const pool = new pg.Pool({
-      connectionString: url,
-      max: options.poolSize ?? 10,
-      // A process paused or hung inside a transaction (between its statements) must not hold row
-      // and advisory locks for ever: the server ends such a session after the lease's time-to-live,
-      // as it ends the idle lock session, and the transaction rolls back (a page is all or nothing).
-      idle_in_transaction_session_timeout: Math.max(1_000, Math.round(timings.ttlMs)),
-    });
-    // A session the server ends (the idle-in-transaction timeout of a paused process, a restart,
-    // an administrator) must not take the process down with an unhandled 'error' event: the query
-    // that uses it fails (its transaction rolls back), and the pool drops the dead session.
-    pool.on('error', () => undefined);
-    pool.on('connect', (client) => client.on('error', () => undefined));
-    const faults: FaultPolicy = {
-      dialect: 'postgres',
-      displayUrl: displayWarehouseUrl(url),
-      retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
-      onRetry: retryReporter(options.logger),
-    };
-    const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new PostgresDialect({ pool }), faults) });
-    let schemas: WarehouseSchemas;
-    try {
-      await withFaultRetry(faults, () => probePostgres(url, faults, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS));
-      schemas = await prepareSchemas(db, options);
-    } catch (error) {
-      await db.destroy().catch(() => undefined);
-      throw classifyWarehouseError(error, faults);
-    }
-    const leases = new ProcessLeases(new PostgresOrgLeases(url, POSTGRES, timings));
-    return {
-      db,
-      dialect: 'postgres',
-      sql: POSTGRES,
-      schemas,
-      leases,
-      faults,
-      ...(options.logger ? { logger: options.logger } : {}),
-      displayUrl: faults.displayUrl,
-      batch: <T>(queries: readonly CompiledQuery[], after?: (trx: AnyTransaction) => Promise<T>, fence?: Fence, unit?: string) =>
-        withFaultRetry(faults, () => inTransaction(db, POSTGRES, queries, after, fence, unit)),
-      transaction: (work, fence, unit) => withFaultRetry(faults, () => transactionOf(db, POSTGRES, work, fence, unit)),
-      close: async () => {
-        await leases.close();
-        await db.destroy();
-      },
-    };
-  }
+  if (file !== null) return openSqlite(file, options);
+  if (/^postgres(ql)?:\/\//.test(url)) return openPostgres(url, options);
   throw new ConfigError(`warehouse: "${url}" is not supported`, [], { hint: 'Use sqlite:PATH or postgres://USER@HOST:PORT/DB.' });
+}
+
+async function openSqlite(file: string, options: OpenOptions): Promise<Warehouse> {
+  const faults: FaultPolicy = {
+    dialect: 'sqlite',
+    displayUrl: `sqlite:${file}`,
+    retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
+    onRetry: retryReporter(options.logger),
+  };
+  // A reader (`options.readOnly`) creates nothing: no file, no folder, no write-ahead log.
+  const writer = !options.readOnly;
+  const fresh = writer && file !== ':memory:' && !existsSync(file);
+  const createdFolder = writer && file !== ':memory:' ? prepareSqliteFolder(file, faults) : null;
+  const database = await openSqliteFile(file, writer, faults, options);
+  // Said once, at warn: a typo in the path would otherwise sync into an empty warehouse without a word.
+  if (fresh)
+    options.logger?.warn(
+      { warehouse: faults.displayUrl, ...(createdFolder ? { folder: createdFolder } : {}) },
+      `creating a new, empty SQLite warehouse at ${file}${createdFolder ? ` (and the folder ${createdFolder})` : ''}; ` +
+        'if you meant an existing warehouse, check `warehouse:` in the configuration',
+    );
+  const wal = writer && file !== ':memory:';
+  tuneSqlite(database, wal, writer ? (options.pragmas ?? []) : []);
+  const checkpointer = wal ? SqliteCheckpointer.start(file) : null;
+  const driver = new SqliteBatchDriver(database, { collectStats: options.sqlStats ?? false });
+  const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new SqliteBatchDialect(driver), faults) });
+  const leases = new ProcessLeases(new SqliteOrgLeases(db, SQLITE, { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings }));
+  return {
+    db,
+    dialect: 'sqlite',
+    sql: SQLITE,
+    leases,
+    faults,
+    ...(options.logger ? { logger: options.logger } : {}),
+    displayUrl: faults.displayUrl,
+    batch: <T>(queries: readonly CompiledQuery[], after?: (trx: AnyTransaction) => Promise<T>, fence?: Fence, unit?: string) =>
+      withFaultRetry(faults, () =>
+        after ? inTransaction(db, SQLITE, queries, after, fence, unit) : driver.batch<T>(queries, fence, unit, claimedAt),
+      ),
+    transaction: (work, fence, unit) => withFaultRetry(faults, () => transactionOf(db, SQLITE, work, fence, unit)),
+    sqlStats: () => driver.sqlStats(),
+    close: async () => {
+      await leases.close();
+      await checkpointer?.close();
+      await db.destroy();
+    },
+  };
+}
+
+/** Opens the SQLite file (a writer in WAL mode) with the busy timeout set. */
+function openSqliteFile(file: string, writer: boolean, faults: FaultPolicy, options: OpenOptions): Promise<SQLite.Database> {
+  // Another process switching a new file to WAL holds it locked for a moment: waited out like any lock.
+  return withFaultRetry(faults, () => {
+    let opened: SQLite.Database | null = null;
+    try {
+      opened = writer ? new SQLite(file) : new SQLite(file, { readonly: true, fileMustExist: true });
+      // WAL lets `svcsync status` read while a sync writes; NORMAL sync is durable at
+      // checkpoints and keeps per-page commits cheap. Checkpoints run on their own thread.
+      opened.pragma(`busy_timeout = ${Math.round(options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS)}`);
+      if (writer) opened.pragma('journal_mode = WAL');
+      return Promise.resolve(opened);
+    } catch (error) {
+      opened?.close();
+      return Promise.reject(classifyWarehouseError(error, faults));
+    }
+  });
+}
+
+/** svcsync's pragmas for an open SQLite warehouse, then the configuration's own (`pragmas`, a writer's only). */
+function tuneSqlite(database: SQLite.Database, wal: boolean, pragmas: readonly string[]): void {
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = OFF');
+  // A 16 MiB page cache (the default is 2 MiB): upserts into wide tables keyed by text ids
+  // touch more B-tree pages than 2 MiB holds. Measured (docs/benchmarks.md, issue 14): the
+  // list-only sync 18,600 -> 22,000 records/s with the same peak RSS; 64 MiB bought no more
+  // and cost 45 MB of RSS.
+  database.pragma('cache_size = -16384');
+  if (wal) database.pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT}`);
+  for (const pragma of pragmas) database.pragma(pragma);
+}
+
+async function openPostgres(url: string, options: OpenOptions): Promise<Warehouse> {
+  if (options.schema !== undefined) url = withSearchPath(url, options.schema);
+  // The server refuses every write of such a session: a reader cannot change the warehouse by mistake.
+  if (options.readOnly) url = withSessionSetting(url, 'default_transaction_read_only', 'on');
+  setPgTypeParsers();
+  const timings = { ...DEFAULT_LEASE_TIMINGS, ...options.leaseTimings };
+  const pool = postgresPool(url, options.poolSize ?? 10, timings.ttlMs);
+  const faults: FaultPolicy = {
+    dialect: 'postgres',
+    displayUrl: displayWarehouseUrl(url),
+    retryMs: options.retryMs ?? DEFAULT_RETRY_MS,
+    onRetry: retryReporter(options.logger),
+  };
+  const db: AnyKysely = new Kysely({ dialect: new FaultAwareDialect(new PostgresDialect({ pool }), faults) });
+  let schemas: WarehouseSchemas;
+  try {
+    await withFaultRetry(faults, () => probePostgres(url, faults, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS));
+    schemas = await prepareSchemas(db, options);
+  } catch (error) {
+    await db.destroy().catch(() => undefined);
+    throw classifyWarehouseError(error, faults);
+  }
+  const leases = new ProcessLeases(new PostgresOrgLeases(url, POSTGRES, timings));
+  return {
+    db,
+    dialect: 'postgres',
+    sql: POSTGRES,
+    schemas,
+    leases,
+    faults,
+    ...(options.logger ? { logger: options.logger } : {}),
+    displayUrl: faults.displayUrl,
+    batch: <T>(queries: readonly CompiledQuery[], after?: (trx: AnyTransaction) => Promise<T>, fence?: Fence, unit?: string) =>
+      withFaultRetry(faults, () => inTransaction(db, POSTGRES, queries, after, fence, unit)),
+    transaction: (work, fence, unit) => withFaultRetry(faults, () => transactionOf(db, POSTGRES, work, fence, unit)),
+    close: async () => {
+      await leases.close();
+      await db.destroy();
+    },
+  };
+}
+
+function postgresPool(url: string, max: number, leaseTtlMs: number): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    // A process paused or hung inside a transaction (between its statements) must not hold row
+    // and advisory locks for ever: the server ends such a session after the lease's time-to-live,
+    // as it ends the idle lock session, and the transaction rolls back (a page is all or nothing).
+    idle_in_transaction_session_timeout: Math.max(1_000, Math.round(leaseTtlMs)),
+  });
+  // A session the server ends (the idle-in-transaction timeout of a paused process, a restart,
+  // an administrator) must not take the process down with an unhandled 'error' event: the query
+  // that uses it fails (its transaction rolls back), and the pool drops the dead session.
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  return pool;
 }

@@ -16,14 +16,8 @@ import { Cron, countFires } from '../../src/scheduler/timing/cron.js';
 import { Daemon } from '../../src/scheduler/daemon.js';
 import { PLAN_SCHEDULES } from '../../src/scheduler/timing/jobs.js';
 import { loadPlanOrganizations, planOrganization, type PlanOrganization } from '../../src/scheduler/planning/plan.js';
-import {
-  fitConnection,
-  fitTarget,
-  INCREMENTAL_PERIODS,
-  renderFitConfig,
-  renderFitCron,
-  type ConnectionFit,
-} from '../../src/scheduler/planning/schedule-fit.js';
+import { fitConnection, fitTarget, INCREMENTAL_PERIODS, type ConnectionFit } from '../../src/scheduler/planning/schedule-fit.js';
+import { renderFitConfig, renderFitCron } from '../../src/scheduler/planning/schedule-fit-render.js';
 import { wholeReadCycleDays } from '../../src/config/cycles.js';
 import { stateDb } from '../../src/state/tables.js';
 

@@ -3,7 +3,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import { CONFIG_ENV } from '../../config/locate.js';
 import { REFERENCE_RECORDS } from '../../scheduler/planning/estimate.js';
 import { loadPlanOrganizations, planOrganization, renderPlan } from '../../scheduler/planning/plan.js';
-import { fitConnection, renderFitConfig, renderFitCron, renderFitSummary } from '../../scheduler/planning/schedule-fit.js';
+import { fitConnection } from '../../scheduler/planning/schedule-fit.js';
+import { renderFitConfig, renderFitCron, renderFitSummary } from '../../scheduler/planning/schedule-fit-render.js';
 import { jsonOutput } from '../json-output.js';
 import { loadRuntime, withWarehouseToRead, type Cli } from '../runtime.js';
 

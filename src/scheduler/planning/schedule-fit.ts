@@ -3,13 +3,14 @@ import { unlimitedDaily, type Plan } from '../../config/plans.js';
 import { childrenCycleDays } from '../../config/cycles.js';
 import { countFires } from '../timing/cron.js';
 import type { TreeCost } from './estimate.js';
-import { quotaDaysAhead, reconcileEstimate, REFERENCE_ORGANIZATION, type PlanOrganization } from './plan.js';
+import { quotaDaysAhead, reconcileEstimate, type PlanOrganization } from './plan.js';
 
 /**
  * `svcsync plan --fit`: per connection, schedules for each tree (a top-level stream and its
  * child streams) under which every organization's busiest quota day fits its budget. Pure: the
  * trees' costs come in (`loadPlanOrganizations`), schedules and their figures go out, rendered
- * as the `schedules:` block the daemon reads and as cron lines of `svcsync sync --stream ...`.
+ * (schedule-fit-render.ts) as the `schedules:` block the daemon reads and as cron lines of
+ * `svcsync sync --stream ...`.
  *
  * Start from the most frequent schedule of each kind (incremental lists every 5 minutes,
  * settings hourly, every reconcile nightly), then, while the busiest organization's busiest day
@@ -118,14 +119,8 @@ function reconcileCron(item: Item): string {
   return `${MINUTE.reconcile} ${RECONCILE_HOUR} * * ${item.weekly ? String(item.weekday) : '*'}`;
 }
 
-/** Fits one connection's schedules to its organizations (pure; `now` picks the quota days looked at). */
-export function fitConnection(config: Config, connection: string, orgs: readonly PlanOrganization[], now: number): ConnectionFit {
-  const conn = config.connections.find((c) => c.name === connection)!;
-  const safety = config.daemon.budget_safety;
-  // A reconcile's day: its list pages and its children cycle averaged, as `svcsync plan` counts it.
-  const everyDays = childrenCycleDays(config, conn.plan);
-  const reconcileOf = (c: TreeCost): number | null => reconcileEstimate(c, everyDays);
-  // The trees of the connection (the union over its organizations), in catalog order.
+/** The trees of the connection (the union over its organizations), in catalog order, each at its most frequent schedule. */
+function itemsOf(orgs: readonly PlanOrganization[]): Item[] {
   const items: Item[] = [];
   for (const o of orgs)
     for (const c of o.costs)
@@ -142,118 +137,192 @@ export function fitConnection(config: Config, connection: string, orgs: readonly
           reconcilable: c.reconcile !== null && !c.appendOnly,
         });
       }
-  const days = orgs.map((o) => quotaDaysAhead(now, o.zone, o.serverReset));
-  const fireCache = new Map<string, number>();
-  const fires = (expression: string, from: number, to: number): number => {
-    const key = `${expression}|${from}|${to}`;
-    let n = fireCache.get(key);
-    if (n === undefined) fireCache.set(key, (n = countFires(expression, SCHEDULE_ZONE, from - 1, to - 1)));
-    return n;
-  };
-  const costOf = (o: PlanOrganization, tree: string): TreeCost | undefined => o.costs.find((c) => c.tree === tree);
-  const placeWeekly = (): void => {
+  return items;
+}
+
+/** What an item spends on an average day in an organization: its incremental runs, or its reconcile. */
+interface Move {
+  item: Item;
+  what: 'incremental' | 'reconcile';
+  spend: number;
+  run: number;
+}
+
+/** Which kinds get their speed back first: the cheapest runs. */
+const GIVE_BACK_ORDER = { incremental: 0, settings: 1, whole: 2 } as const;
+
+/** The search for one connection's schedules: its trees, moved along their rungs until every organization's busiest day fits. */
+class ScheduleSearch {
+  readonly items: Item[];
+  private readonly orgs: readonly PlanOrganization[];
+  private readonly safety: number;
+  /** The reconcile children's cycle, in days (`svcsync plan` averages a reconcile's day over it). */
+  private readonly everyDays: number;
+  private readonly days: Array<ReturnType<typeof quotaDaysAhead>>;
+  private readonly fireCache = new Map<string, number>();
+
+  constructor(orgs: readonly PlanOrganization[], safety: number, everyDays: number, now: number) {
+    this.orgs = orgs;
+    this.safety = safety;
+    this.everyDays = everyDays;
+    this.items = itemsOf(orgs);
+    this.days = orgs.map((o) => quotaDaysAhead(now, o.zone, o.serverReset));
+  }
+
+  /** While the worst organization's busiest day needs more than its target, slows down whatever spends most a day in it. */
+  slowDown(): void {
+    for (let step = 0; step < 1000; step++) {
+      const o = this.worstOverTarget();
+      if (!o) break;
+      const [move] = this.moves(o);
+      if (!move) break;
+      if (move.what === 'reconcile') {
+        move.item.weekly = true;
+        this.placeWeekly();
+        continue;
+      }
+      // Trees of the same kind, schedule and cost move together: they keep sharing a schedule.
+      const run = this.costOf(o, move.item.tree)!.run;
+      for (const i of this.items)
+        if (i.kind === move.item.kind && i.rung === move.item.rung && this.costOf(o, i.tree)?.run === run && i.rung < i.periods.length - 1)
+          i.rung++;
+    }
+  }
+
+  /**
+   * Slowing what spent most may have freed more than needed: gives it back where it still fits,
+   * cheapest runs first (lists before settings before whole reads), then nightly reconciles.
+   */
+  giveBack(): void {
+    for (let changed = this.fitsAll(); changed;) changed = this.speedUpOne() || this.nightlyAgainOne();
+  }
+
+  /** The organization's busiest quota day under the current schedules, and its requests. */
+  busiest(index: number): { day: string; total: number } {
+    const o = this.orgs[index]!;
+    let best = { day: '', total: -1 };
+    for (const d of this.days[index]!) {
+      let total = 0;
+      for (const i of this.items) {
+        const c = this.costOf(o, i.tree);
+        if (!c) continue;
+        total += this.fires(incrementalCron(i), d.from, d.resetsAt) * c.run;
+        const reconcile = this.reconcileOf(c);
+        if (i.reconcilable && reconcile !== null) total += this.fires(reconcileCron(i), d.from, d.resetsAt) * reconcile;
+      }
+      if (total > best.total) best = { day: d.key, total };
+    }
+    return best;
+  }
+
+  target(o: PlanOrganization): number {
+    return fitTarget(o.budget, this.safety);
+  }
+
+  /** The organization whose busiest day is furthest over its target; undefined when every one fits. */
+  private worstOverTarget(): PlanOrganization | undefined {
+    let worst = -1;
+    let ratio = 0;
+    this.orgs.forEach((o, k) => {
+      const r = this.busiest(k).total / Math.max(1, this.target(o));
+      if (r > ratio) [worst, ratio] = [k, r];
+    });
+    return worst < 0 || ratio <= 1 ? undefined : this.orgs[worst];
+  }
+
+  /** What the organization's day could save, biggest spender first. */
+  private moves(o: PlanOrganization): Move[] {
+    const out: Move[] = [];
+    for (const i of this.items) {
+      const c = this.costOf(o, i.tree);
+      if (!c) continue;
+      if (i.rung < i.periods.length - 1) out.push({ item: i, what: 'incremental', spend: (c.run * 1440) / i.periods[i.rung]!, run: c.run });
+      const reconcile = this.reconcileOf(c);
+      if (i.reconcilable && !i.weekly && reconcile !== null) out.push({ item: i, what: 'reconcile', spend: reconcile, run: reconcile });
+    }
+    return out.sort((a, b) => b.spend - a.spend || b.run - a.run || a.item.tree.localeCompare(b.item.tree));
+  }
+
+  /** Gives one group of trees (same kind, rung and heaviest run) its next faster rung, if everything still fits. */
+  private speedUpOne(): boolean {
+    const faster = this.items
+      .filter((i) => i.rung > 0)
+      .sort(
+        (a, b) =>
+          GIVE_BACK_ORDER[a.kind] - GIVE_BACK_ORDER[b.kind] || this.heaviestRun(a) - this.heaviestRun(b) || a.tree.localeCompare(b.tree),
+      );
+    for (const i of faster) {
+      const group = this.items.filter((x) => x.kind === i.kind && x.rung === i.rung && this.heaviestRun(x) === this.heaviestRun(i));
+      for (const x of group) x.rung--;
+      if (this.fitsAll()) return true;
+      for (const x of group) x.rung++;
+    }
+    return false;
+  }
+
+  /** Makes one weekly reconcile nightly again, if everything still fits. */
+  private nightlyAgainOne(): boolean {
+    for (const i of this.items.filter((x) => x.weekly)) {
+      i.weekly = false;
+      this.placeWeekly();
+      if (this.fitsAll()) return true;
+      i.weekly = true;
+      this.placeWeekly();
+    }
+    return false;
+  }
+
+  /** Spreads the weekly reconciles over the weekdays, heaviest first onto the lightest day. */
+  private placeWeekly(): void {
     const load = [0, 0, 0, 0, 0, 0, 0];
     const heaviest = (i: Item): number =>
       Math.max(
         0,
-        ...orgs.map((o) => {
-          const c = costOf(o, i.tree);
-          return c ? (reconcileOf(c) ?? 0) : 0;
+        ...this.orgs.map((o) => {
+          const c = this.costOf(o, i.tree);
+          return c ? (this.reconcileOf(c) ?? 0) : 0;
         }),
       );
-    const weekly = items.filter((i) => i.weekly).sort((a, b) => heaviest(b) - heaviest(a) || a.tree.localeCompare(b.tree));
+    const weekly = this.items.filter((i) => i.weekly).sort((a, b) => heaviest(b) - heaviest(a) || a.tree.localeCompare(b.tree));
     for (const i of weekly) {
       const day = load.indexOf(Math.min(...load));
       i.weekday = day;
       load[day]! += heaviest(i);
     }
-  };
-  const busiest = (index: number): { day: string; total: number } => {
-    const o = orgs[index]!;
-    let best = { day: '', total: -1 };
-    for (const d of days[index]!) {
-      let total = 0;
-      for (const i of items) {
-        const c = costOf(o, i.tree);
-        if (!c) continue;
-        total += fires(incrementalCron(i), d.from, d.resetsAt) * c.run;
-        const reconcile = reconcileOf(c);
-        if (i.reconcilable && reconcile !== null) total += fires(reconcileCron(i), d.from, d.resetsAt) * reconcile;
-      }
-      if (total > best.total) best = { day: d.key, total };
-    }
-    return best;
-  };
-  /** What an item spends on an average day in an organization: its incremental runs, or its reconcile. */
-  type Move = { item: Item; what: 'incremental' | 'reconcile'; spend: number; run: number };
-  const moves = (o: PlanOrganization): Move[] => {
-    const out: Move[] = [];
-    for (const i of items) {
-      const c = costOf(o, i.tree);
-      if (!c) continue;
-      if (i.rung < i.periods.length - 1) out.push({ item: i, what: 'incremental', spend: (c.run * 1440) / i.periods[i.rung]!, run: c.run });
-      const reconcile = reconcileOf(c);
-      if (i.reconcilable && !i.weekly && reconcile !== null) out.push({ item: i, what: 'reconcile', spend: reconcile, run: reconcile });
-    }
-    return out.sort((a, b) => b.spend - a.spend || b.run - a.run || a.item.tree.localeCompare(b.item.tree));
-  };
-
-  for (let step = 0; step < 1000; step++) {
-    let worst = -1;
-    let ratio = 0;
-    orgs.forEach((o, k) => {
-      const r = busiest(k).total / Math.max(1, fitTarget(o.budget, safety));
-      if (r > ratio) [worst, ratio] = [k, r];
-    });
-    if (worst < 0 || ratio <= 1) break;
-    const o = orgs[worst]!;
-    const [move] = moves(o);
-    if (!move) break;
-    if (move.what === 'reconcile') {
-      move.item.weekly = true;
-      placeWeekly();
-      continue;
-    }
-    // Trees of the same kind, schedule and cost move together: they keep sharing a schedule.
-    const run = costOf(o, move.item.tree)!.run;
-    for (const i of items)
-      if (i.kind === move.item.kind && i.rung === move.item.rung && costOf(o, i.tree)?.run === run && i.rung < i.periods.length - 1)
-        i.rung++;
   }
 
-  // Slowing what spent most may have freed more than needed: give it back where it still fits,
-  // cheapest runs first (lists before settings before whole reads), then nightly reconciles.
-  const fitsAll = (): boolean => orgs.every((o, k) => busiest(k).total <= fitTarget(o.budget, safety));
-  const heaviestRun = (i: Item): number => Math.max(0, ...orgs.map((o) => costOf(o, i.tree)?.run ?? 0));
-  const order = { incremental: 0, settings: 1, whole: 2 } as const;
-  for (let changed = fitsAll(); changed;) {
-    changed = false;
-    const faster = items
-      .filter((i) => i.rung > 0)
-      .sort((a, b) => order[a.kind] - order[b.kind] || heaviestRun(a) - heaviestRun(b) || a.tree.localeCompare(b.tree));
-    for (const i of faster) {
-      const group = items.filter((x) => x.kind === i.kind && x.rung === i.rung && heaviestRun(x) === heaviestRun(i));
-      for (const x of group) x.rung--;
-      if (fitsAll()) {
-        changed = true;
-        break;
-      }
-      for (const x of group) x.rung++;
-    }
-    if (changed) continue;
-    for (const i of items.filter((x) => x.weekly)) {
-      i.weekly = false;
-      placeWeekly();
-      if (fitsAll()) {
-        changed = true;
-        break;
-      }
-      i.weekly = true;
-      placeWeekly();
-    }
+  private fitsAll(): boolean {
+    return this.orgs.every((o, k) => this.busiest(k).total <= this.target(o));
   }
 
-  const trees: TreeSchedule[] = items.map((i) => ({
+  private heaviestRun(i: Item): number {
+    return Math.max(0, ...this.orgs.map((o) => this.costOf(o, i.tree)?.run ?? 0));
+  }
+
+  private costOf(o: PlanOrganization, tree: string): TreeCost | undefined {
+    return o.costs.find((c) => c.tree === tree);
+  }
+
+  /** A reconcile's day: its list pages and its children cycle averaged, as `svcsync plan` counts it. */
+  private reconcileOf(c: TreeCost): number | null {
+    return reconcileEstimate(c, this.everyDays);
+  }
+
+  private fires(expression: string, from: number, to: number): number {
+    const key = `${expression}|${from}|${to}`;
+    let n = this.fireCache.get(key);
+    if (n === undefined) this.fireCache.set(key, (n = countFires(expression, SCHEDULE_ZONE, from - 1, to - 1)));
+    return n;
+  }
+}
+
+/** Fits one connection's schedules to its organizations (pure; `now` picks the quota days looked at). */
+export function fitConnection(config: Config, connection: string, orgs: readonly PlanOrganization[], now: number): ConnectionFit {
+  const conn = config.connections.find((c) => c.name === connection)!;
+  const search = new ScheduleSearch(orgs, config.daemon.budget_safety, childrenCycleDays(config, conn.plan), now);
+  search.slowDown();
+  search.giveBack();
+  const trees: TreeSchedule[] = search.items.map((i) => ({
     tree: i.tree,
     streams: i.streams,
     kind: i.kind,
@@ -262,8 +331,8 @@ export function fitConnection(config: Config, connection: string, orgs: readonly
     reconcile: i.reconcilable ? reconcileCron(i) : null,
   }));
   const organizations: FitOrganization[] = orgs.map((o, k) => {
-    const b = busiest(k);
-    const target = fitTarget(o.budget, safety);
+    const b = search.busiest(k);
+    const target = search.target(o);
     return {
       organizationId: o.organizationId,
       reference: o.reference,
@@ -319,124 +388,4 @@ export function scheduleBlock(trees: readonly TreeSchedule[]): ScheduleBlock {
   }
   if (Object.keys(streams).length) block.streams = streams;
   return block;
-}
-
-const q = (s: string): string => JSON.stringify(s);
-
-/** The `connections:` entries with their fitted `schedules:` (YAML the daemon reads). */
-export function renderFitConfig(fits: readonly ConnectionFit[]): string {
-  const lines = ['connections:'];
-  for (const f of fits) {
-    const s = f.schedules;
-    lines.push(`  - name: ${f.connection}`, '    schedules:', `      time_zone: ${s.time_zone}`);
-    for (const key of ['incremental', 'whole_read', 'settings', 'reconcile'] as const) if (s[key]) lines.push(`      ${key}: ${q(s[key])}`);
-    if (s.streams) {
-      lines.push('      streams:');
-      for (const [tree, own] of Object.entries(s.streams)) {
-        const parts = (['incremental', 'reconcile'] as const).flatMap((k) => (own[k] ? [`${k}: ${q(own[k])}`] : []));
-        lines.push(`        ${tree}: { ${parts.join(', ')} }`);
-      }
-    }
-  }
-  return lines.join('\n') + '\n';
-}
-
-/**
- * The same schedules as cron lines: one `svcsync sync` per schedule, naming its streams (a
- * tree's child streams with it), `--wait` so that two lines due together take turns on an
- * organization instead of one skipping it as busy, `--cycle` on the trees read whole.
- */
-export function renderFitCron(fits: readonly ConnectionFit[], options: { command: string; log?: string }): string[] {
-  const log = options.log ?? 'sync.log';
-  const lines: string[] = [];
-  for (const f of fits) {
-    const only = fits.length > 1 ? ` --connection ${f.connection}` : '';
-    const groups = new Map<string, { expression: string; reconcile: boolean; cycle: boolean; every: number; streams: string[] }>();
-    const add = (expression: string, reconcile: boolean, cycle: boolean, every: number, streams: readonly string[]): void => {
-      const key = `${reconcile ? 'r' : 'i'}|${cycle ? 'c' : ''}|${expression}`;
-      const g = groups.get(key) ?? { expression, reconcile, cycle, every, streams: [] };
-      g.streams.push(...streams);
-      groups.set(key, g);
-    };
-    for (const t of f.trees) {
-      // A tree read whole follows its slow cycle, as the daemon's runs do and as its cost was fitted.
-      add(t.incremental, false, t.kind === 'whole', t.every, t.streams);
-      if (t.reconcile) add(t.reconcile, true, false, 0, t.streams);
-    }
-    const ordered = [...groups.values()].sort(
-      (a, b) => Number(a.reconcile) - Number(b.reconcile) || a.every - b.every || a.expression.localeCompare(b.expression),
-    );
-    for (const g of ordered) {
-      let mode = g.reconcile ? 'sync --reconcile' : 'sync';
-      if (g.cycle) mode += ' --cycle';
-      lines.push(`${g.expression}  ${options.command} ${mode}${only} --wait --stream ${g.streams.join(',')} >> ${log} 2>&1`);
-    }
-  }
-  return lines;
-}
-
-function every(minutes: number): string {
-  if (minutes < 60) return `every ${minutes} min`;
-  if (minutes === 1440) return 'once a day';
-  return minutes === 60 ? 'every hour' : `every ${minutes / 60} h`;
-}
-
-const WEEKDAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
-
-/** What a connection's daily quota is: its plan's, `limits.per_day` in its place, or unlimited. */
-function quotaLabel(f: ConnectionFit): string {
-  if (f.unlimited) return `unlimited daily quota: limits.per_day ${f.limitsPerDay}`;
-  return f.limitsPerDay === null ? `${f.plan} plan` : `${f.plan} plan, limits.per_day ${f.limitsPerDay}`;
-}
-
-/** An organization's busiest day under the fit, against its budget. */
-function verdictOf(o: FitOrganization): string {
-  if (o.unlimited) return `${o.total} requests on the busiest quota day (${o.day}); the daily quota is unlimited`;
-  return o.fits
-    ? `fits: ${o.total} of ${o.budget} requests on the busiest quota day (${o.day}), ${o.budget - o.total} to spare for changes`
-    : `DOES NOT FIT: ${o.total} of ${o.budget} requests on ${o.day} even at the slowest schedules; ` +
-        'sync fewer streams (connections[].streams) or raise the plan';
-}
-
-/**
- * One line per organization and its verdict. Organizations not synced yet are planned alike
- * (a connection that names three gets three identical plans): they share one line.
- */
-function organizationLines(f: ConnectionFit, referenceRecords: number): string[] {
-  const lines: string[] = [];
-  const planned = new Map<string, string[]>();
-  for (const o of f.organizations) {
-    const verdict = verdictOf(o);
-    if (o.reference) planned.set(verdict, [...(planned.get(verdict) ?? []), o.organizationId]);
-    else {
-      const assumed = o.assumed ? ` (lists not synced yet assumed at ${referenceRecords} records)` : '';
-      lines.push(`  organization ${o.organizationId}: ${verdict}${assumed}`);
-    }
-  }
-  for (const [verdict, ids] of planned) {
-    const named = ids.filter((id) => id !== REFERENCE_ORGANIZATION);
-    if (named.length < ids.length) lines.push(`  a reference organization (${referenceRecords} records a list): ${verdict}`);
-    if (named.length)
-      lines.push(
-        `  organization${named.length > 1 ? 's' : ''} ${named.join(', ')} (not synced yet, ${referenceRecords} records a list): ${verdict}`,
-      );
-  }
-  return lines;
-}
-
-/** The fit in words: per connection its trees' schedules, and each organization's busiest day against its budget. */
-export function renderFitSummary(fits: readonly ConnectionFit[], safety: number, referenceRecords: number): string {
-  const lines: string[] = [];
-  for (const f of fits) {
-    lines.push(`${f.connection} (${quotaLabel(f)}):`);
-    for (const t of f.trees) {
-      const children = t.streams.length > 1 ? ` (with ${t.streams.slice(1).join(', ')})` : '';
-      const weekday = t.reconcile && !t.reconcile.endsWith('*') ? WEEKDAYS[Number(t.reconcile.split(' ')[4])] : null;
-      const reconcile = t.reconcile ? `; reconcile ${weekday ? `on ${weekday}s` : 'nightly'}` : '';
-      lines.push(`  ${every(t.every).padEnd(14)} ${t.tree}${children}${reconcile}`);
-    }
-    lines.push(...organizationLines(f, referenceRecords));
-  }
-  lines.push(`Planned to at most the budget ÷ ${safety} (daemon.budget_safety), leaving the rest for changed records' extra requests.`);
-  return lines.join('\n') + '\n';
 }
