@@ -1,6 +1,7 @@
 import { CronTime } from 'cron';
 import { z } from 'zod';
 import { FAMILIES } from '../catalog/families.js';
+import { connectionFreshnessSchema, daemonFreshnessSchema } from './freshness.js';
 import { PLANS, REGIONS } from './plans.js';
 
 /**
@@ -81,6 +82,8 @@ const connectionScheduleSchema = z
 const daemonSchema = z
   .object({
     schedules: z.object(scheduleFields).strict().default({}),
+    /** How fresh each stream is kept, in place of cron periods (docs/daemon.md, "Freshness"). */
+    freshness: daemonFreshnessSchema.default(daemonFreshnessSchema.parse({})),
     /** Spread a backfill of every stream across days on the leftover budget (same as `daemon --backfill`). */
     backfill: z.boolean().default(false),
     /** Shutdown bound: running jobs get this long to finish their page before they are aborted. */
@@ -187,6 +190,8 @@ const connectionSchema = z
     quota_reset_time_zone: z.string().default('UTC'),
     /** The daemon's schedules for this connection (see `daemon.schedules` for the defaults). */
     schedules: connectionScheduleSchema.optional(),
+    /** Freshness targets for this connection, over `daemon.freshness`. */
+    freshness: connectionFreshnessSchema.optional(),
     /** The secret a webhook caller presents (`?secret=` or `X-Svcsync-Secret`); unset: hooks are off for this connection. */
     webhook_secret: z.string().min(16, 'expected at least 16 characters (use a long random value, e.g. openssl rand -hex 32)').optional(),
     /** Overrides the top-level `history` for this connection. */

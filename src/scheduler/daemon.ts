@@ -37,6 +37,7 @@ export class Daemon {
       jobs: () => this.runner.jobs(),
       runJob: (job, run) => this.runner.runJob(job, run),
       admit: (job, now) => this.runner.admit(job, now),
+      dueAt: (job, now) => this.runner.freshness.dueAt(job, now),
       holds: this.runner.holds,
       maxConcurrent: settings.max_concurrent_jobs,
       onEvent: (e) => {

@@ -33,6 +33,8 @@ import { Holds } from './timing/holds.js';
 import { outcomeOf, type Admission, type JobOutcome, type JobRun } from './timing/job-run.js';
 import { narrowJob, resolveJobs, type JobSpec, type KnownOrganization } from './timing/jobs.js';
 import { DaemonMetrics } from './surface/metrics.js';
+import { FreshnessKeeper } from './freshness-keeper.js';
+import type { FreshDay } from './timing/freshness.js';
 
 /** Everything a job runner needs, passed in; nothing global. */
 export interface RunnerContext {
@@ -64,6 +66,8 @@ export class JobRunner {
   readonly metrics: DaemonMetrics;
   /** Backoffs and quota pauses: admission pauses an organization whose quota it finds spent; drivers settle outcomes. */
   readonly holds: Holds;
+  /** When each organization's kept-fresh streams are next worth a poll. */
+  readonly freshness: FreshnessKeeper;
   private readonly tokens: TokenCacheRegistry;
   /** One cap on records in flight for all the jobs this process runs at once. */
   private readonly records: RecordBudget;
@@ -97,6 +101,7 @@ export class JobRunner {
         logger: ctx.logger,
       });
     this.records = new RecordBudget(ctx.config.sync.max_records_in_flight);
+    this.freshness = new FreshnessKeeper({ config: ctx.config, warehouse: ctx.warehouse, logger: ctx.logger, catalog: this.catalog });
     // One token serves every job.
     this.tokens = new TokenCacheRegistry({
       clock: ctx.clock,
@@ -242,6 +247,7 @@ export class JobRunner {
   /** Estimated requests of a job (0 for discovery, which no organization is charged for). */
   async estimate(job: JobSpec, snap?: OrgSnapshot): Promise<number> {
     if (job.organizationId === null) return 0;
+    if (job.fresh) return this.freshness.estimate(job, job.trees, this.ctx.clock.now());
     const s = snap ?? (await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, { rowsFor: rowsNeeded(job) }));
     const plan = this.ctx.config.connections.find((c) => c.name === job.connection)?.plan ?? 'free';
     const cycle = { everyDays: childrenCycleDays(this.ctx.config, plan), now: this.ctx.clock.now() };
@@ -281,13 +287,20 @@ export class JobRunner {
     } else {
       // Trees a backfill has started on are the backfill's until it finishes them.
       const owned = new Set(this.backfill ? treesInBackfill(job.trees, snap, this.catalog) : []);
-      const trees = job.trees.filter((t) => !owned.has(t));
+      let trees = job.trees.filter((t) => !owned.has(t));
       if (job.trees.length > 0 && trees.length === 0) return { run: false, reason: 'busy: a backfill in progress owns these streams' };
+      if (job.fresh && !job.early) {
+        await this.freshness.replan(job, await this.freshDay(job, orgJobs, snap, limiter, now), snap);
+        const due = new Set(this.freshness.dueTrees(job, now));
+        trees = trees.filter((t) => due.has(t));
+        if (trees.length === 0) return { run: false, reason: 'busy: no stream is due yet' };
+      }
       effective = narrowJob(job, trees, this.catalog);
     }
     const estimate = await this.estimate(effective, snap);
-    const withEstimates = await Promise.all(
-      orgJobs.filter((j) => j.priority < job.priority).map(async (j) => ({ job: j, estimate: await this.estimate(j, snap) })),
+    const withEstimates = await this.demandsOf(
+      orgJobs.filter((j) => j.priority < job.priority),
+      snap,
     );
     const reset = limiter.nextReset().getTime();
     const floor = job.priority === 0 ? 0 : heldForHigher(job.priority, withEstimates, now, reset, this.ctx.config.daemon.budget_safety);
@@ -312,11 +325,63 @@ export class JobRunner {
     if (limiter.blockedUntil()) return { run: false, reason: 'the daily quota is spent (429 code 45)' };
     const { orgJobs, snap } = await this.orgSnapshot(job.connection, job.organizationId!);
     const estimate = await this.estimate(job, snap);
-    const scheduled = await Promise.all(
-      orgJobs.filter((j) => j.priority === 0).map(async (j) => ({ job: j, estimate: await this.estimate(j, snap) })),
+    const scheduled = await this.demandsOf(
+      orgJobs.filter((j) => j.priority === 0),
+      snap,
     );
     const held = heldForHigher(1, scheduled, now, limiter.nextReset().getTime(), this.ctx.config.daemon.budget_safety);
     return { ...hookBudget(estimate, limiter.remainingToday(), held), snapshot: snap };
+  }
+
+  /** Each job's estimate, and a freshness job's demand until the reset as last planned (`heldForHigher`). */
+  private demandsOf(jobs: readonly JobSpec[], snap: OrgSnapshot): Promise<Array<{ job: JobSpec; estimate: number; demand?: number }>> {
+    return Promise.all(
+      jobs.map(async (j) => {
+        const demand = j.fresh ? this.freshness.demand(j) : null;
+        return { job: j, estimate: await this.estimate(j, snap), ...(demand === null ? {} : { demand }) };
+      }),
+    );
+  }
+
+  /**
+   * The day a freshness plan works within: what the organization's limiter has left (lowered to
+   * what the server reports, A15, so other integrations' spending shows) and what the other
+   * scheduled jobs need until the reset.
+   */
+  private async freshDay(
+    job: JobSpec,
+    orgJobs: readonly JobSpec[],
+    snap: OrgSnapshot,
+    limiter: OrgLimiter,
+    now: number,
+  ): Promise<FreshDay> {
+    const reset = limiter.nextReset().getTime();
+    let reserved = 0;
+    for (const j of orgJobs) {
+      if (j.id === job.id || j.fresh || j.jobClass === 'backfill') continue;
+      reserved += (await this.estimate(j, snap)) * j.cron.between(now, reset - 1).length;
+    }
+    return { now, reset, remaining: limiter.remainingToday(), reserved };
+  }
+
+  /** After a freshness run: what each tree's poll found, and the plan for the rest of the day. */
+  private async notePolls(job: JobSpec, startedAt: number, summary: SyncSummary | undefined): Promise<void> {
+    if (!job.fresh || job.organizationId === null || !summary) return;
+    const found = new Map<string, number>();
+    for (const o of summary.organizations)
+      for (const s of o.streams) if (job.trees.includes(s.stream) && s.status === 'ok') found.set(s.stream, s.written);
+    // The run may have been narrowed to the due trees: the plan covers all of the job's.
+    const whole = this.jobList.find((j) => j.id === job.id) ?? job;
+    this.freshness.polled(whole, found, startedAt);
+    try {
+      const limiter = await this.limiterFor(job.connection, job.organizationId);
+      if (!limiter) return;
+      const { orgJobs, snap } = await this.orgSnapshot(job.connection, job.organizationId);
+      const now = this.ctx.clock.now();
+      await this.freshness.replan(whole, await this.freshDay(whole, orgJobs, snap, limiter, now), snap);
+    } catch (err) {
+      this.ctx.logger.warn({ err, job: job.id }, 'could not plan the next polls; the streams are polled when next due');
+    }
   }
 
   /** One runSync of the job, stopped by `run.soft` between pages and abandoned by `run.hard`; never throws. */
@@ -390,6 +455,7 @@ export class JobRunner {
         )
       : [];
     this.metrics.jobFinished(job, outcome, (this.ctx.clock.now() - started) / 1000, written);
+    await this.notePolls(job, started, summary);
     await this.noteAuthorization(authorizationOf(job.connection, summary?.connectionFailures ?? [], answered, this.ctx.clock.now()));
     if (job.jobClass === 'organizations' && (outcome.status === 'ok' || outcome.status === 'partial')) await this.reloadOrganizations();
     return outcome;

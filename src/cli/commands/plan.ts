@@ -54,7 +54,7 @@ export function planCommand(cli: Cli): Command {
       const referenceRecords = flags.records ?? REFERENCE_RECORDS;
       const now = rt.clock.now();
       // Planning reads the warehouse and changes nothing in it: no file, table or migration is made.
-      const orgs = await withWarehouseToRead(rt, 'plan', (w) => loadPlanOrganizations(rt.config, w, { referenceRecords }));
+      const orgs = await withWarehouseToRead(rt, 'plan', (w) => loadPlanOrganizations(rt.config, w, { referenceRecords, now }));
       if (!flags.fit) {
         const plans = orgs.map((o) => planOrganization(rt.config, o, now, { backfill: flags.backfill }));
         process.stdout.write(flags.json ? jsonOutput({ organizations: plans }) : renderPlan(plans, referenceRecords));

@@ -17,19 +17,25 @@ export interface Decision {
 
 /**
  * Requests that jobs of a higher priority than `priority` are expected to need from `now`
- * until the reset: each such job's estimate times its fires in that span, times `safety`.
- * A job of `priority` may use only what is left above this.
+ * until the reset: each such job's estimate times its fires in that span (or its `demand`
+ * until the reset, where a freshness plan worked it out), times `safety`. A job of `priority`
+ * may use only what is left above this.
  */
 export function heldForHigher(
   priority: number,
-  jobs: ReadonlyArray<{ job: JobSpec; estimate: number }>,
+  jobs: ReadonlyArray<{ job: JobSpec; estimate: number; demand?: number }>,
   now: number,
   reset: number,
   safety: number,
 ): number {
   let demand = 0;
-  for (const { job, estimate } of jobs) {
-    if (job.priority >= priority || estimate <= 0) continue;
+  for (const { job, estimate, demand: planned } of jobs) {
+    if (job.priority >= priority) continue;
+    if (planned !== undefined) {
+      demand += planned;
+      continue;
+    }
+    if (estimate <= 0) continue;
     // A fire at the reset instant belongs to the next day.
     demand += estimate * job.cron.between(now, reset - 1).length;
   }

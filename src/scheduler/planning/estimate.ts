@@ -271,6 +271,13 @@ export interface TreeCost {
   appendOnly: boolean;
   /** Requests of one incremental run. */
   run: number;
+  /** Requests of a poll that finds nothing changed: a page of a sorted list, every page of another. */
+  poll: number;
+  /**
+   * Requests each changed record adds to a poll: its share of a list page, its single read where
+   * those are on, and a child list per child stream its single record does not carry (A48).
+   */
+  perChange: number;
   /**
    * Requests of one daily reconcile run: every list page; null for a tree without a change field
    * (a full read finds its deletions every run).
@@ -352,12 +359,16 @@ export function treeCost(
   let reconcile = 0;
   let children = 0;
   let whole = 0;
+  let poll = 0;
+  let perChange = 0;
   const carried = new Set<StreamSpec>();
   const detailOn = options.detailEnabled ?? ((s: StreamSpec): boolean => s.detail?.defaultEnabled === true);
   for (const s of streams) {
     let model: number;
     if (!s.parent) {
       model = s.cursor?.sort ? 1 : pages(s);
+      poll += model;
+      perChange += (s.cursor?.sort ? 1 / options.perPage : 0) + (detailOn(s) ? 1 : 0);
       reconcile += pages(s);
       whole += pages(s) + (detailOn(s) ? rowsOf(s) : 0);
     } else {
@@ -366,6 +377,8 @@ export function treeCost(
       // A tree read whole re-reads a share of its parents' child lists a day (`sync.whole_read_every_days`).
       const share = options.wholeReadEveryDays ? Math.ceil(parents / options.wholeReadEveryDays) : parents;
       model = parent && !parent.cursor ? share : 0;
+      // A changed parent's child list, unless its single record carries it (A48).
+      if (parent?.cursor && !(carriesChildren(parent, catalog) && detailOn(parent))) perChange += 1;
       const allPages = Math.ceil(rowsOf(s) / options.perPage) + 1;
       // No list of its own where the parent's single record carries it.
       if (!(parent && carriesChildren(parent, catalog) && detailOn(parent)))
@@ -388,6 +401,8 @@ export function treeCost(
     wholeRead: readsWhole(tree, catalog),
     appendOnly: tree.appendOnly === true,
     run,
+    poll,
+    perChange,
     reconcile: tree.cursor ? reconcile : null,
     reconcileChildren: tree.cursor ? children : null,
     whole,

@@ -15,6 +15,8 @@ import { stateDb } from '../../state/tables.js';
 import { liveRowCounts, modeOfCommand, REFERENCE_RECORDS, treeCost, type StreamSnapshot, type TreeCost } from './estimate.js';
 import { countFires, type Cron } from '../timing/cron.js';
 import { descendants, resolveJobs, type JobClass, type JobSpec, type KnownOrganization } from '../timing/jobs.js';
+import { freshJobPlan, freshLines, loadChangeRates, type FreshStreamPlan } from './fresh-plan.js';
+import type { ChangeRates } from '../timing/change-model.js';
 
 export interface PlannedJob {
   id: string;
@@ -51,6 +53,10 @@ export interface OrganizationPlan {
   shortcuts: RefutedShortcut[];
   /** The daily quota is unlimited in practice (`UNLIMITED_PER_DAY`): the budget bounds nothing. */
   unlimited: boolean;
+  /** The streams kept fresh on the busiest day: polls, requests and predicted staleness of each (docs/daemon.md, "Freshness"). */
+  freshness: FreshStreamPlan[];
+  /** Even the longest poll intervals do not fit the day: the changes alone need more than the budget leaves. */
+  freshShort: boolean;
 }
 
 /** An organization to plan for, with what each of its trees costs. */
@@ -65,6 +71,8 @@ export interface PlanOrganization extends KnownOrganization {
   costs: TreeCost[];
   /** Shortcuts a check found wrong (src/scheduler/shortcut-cost.ts); none when absent. */
   shortcuts?: RefutedShortcut[];
+  /** Each kept-fresh tree's change rates, learned from the warehouse (absent: not synced yet, every hour counts as active). */
+  rates?: ReadonlyMap<string, ChangeRates>;
 }
 
 /** The id a connection's reference organization is planned under when no organization of it is known. */
@@ -137,7 +145,7 @@ async function serverResets(warehouse: Warehouse): Promise<Map<string, number | 
 export async function loadPlanOrganizations(
   config: Config,
   warehouse: Warehouse | null,
-  options: { referenceRecords?: number; catalog?: readonly StreamSpec[] } = {},
+  options: { referenceRecords?: number; catalog?: readonly StreamSpec[]; now?: number } = {},
 ): Promise<PlanOrganization[]> {
   const catalog = options.catalog ?? CATALOG;
   const known = warehouse ? await knownOrganizations(config, warehouse) : [];
@@ -153,6 +161,11 @@ export async function loadPlanOrganizations(
   const states = warehouse ? await streamStates(warehouse) : new Map<string, StreamSnapshot>();
   const resets = warehouse ? await serverResets(warehouse) : new Map<string, number | null>();
   const refuted = warehouse ? await refutedShortcuts(config, warehouse, catalog) : [];
+  const now = options.now ?? Date.now();
+  const learned = new Map<string, Map<string, ChangeRates>>();
+  if (warehouse)
+    for (const o of orgs.filter((x) => !x.reference))
+      learned.set(`${o.connection}|${o.organizationId}`, await loadChangeRates(warehouse, o, tops, now));
   return orgs.map((o) => {
     const connection = config.connections.find((c) => c.name === o.connection)!;
     const { top, allowed } = selectStreams(catalog, o.families, connection.streams);
@@ -185,6 +198,7 @@ export async function loadPlanOrganizations(
       serverReset: resets.get(o.organizationId) ?? null,
       costs,
       shortcuts: refuted.filter((r) => r.connection === o.connection && r.organizationId === o.organizationId),
+      rates: learned.get(`${o.connection}|${o.organizationId}`),
     };
   });
 }
@@ -265,21 +279,40 @@ export function planOrganization(
   );
   const everyDays = childrenCycleDays(config, config.connections.find((c) => c.name === org.connection)?.plan ?? 'free');
   const estimates = new Map(jobs.map((j) => [j.id, jobEstimate(j, org.costs, everyDays)]));
-  let busiest: { day: string; total: number; fires: Map<string, number> } | null = null;
+  let busiest: { day: string; total: number; fires: Map<string, number>; fresh: ReturnType<typeof freshJobPlan> | null } | null = null;
   for (const day of quotaDaysAhead(now, org.zone, org.serverReset)) {
     const fires = new Map<string, number>();
     let total = 0;
     for (const j of jobs) {
+      if (j.fresh) continue;
       // The day starts at the reset instant itself: a fire at midnight belongs to it.
       const n = firesIn(j.cron, day.from - 1, day.resetsAt - 1);
       fires.set(j.id, n);
       if (j.jobClass !== 'backfill') total += n * estimates.get(j.id)!;
     }
-    if (!busiest || total > busiest.total) busiest = { day: day.key, total, fires };
+    // The freshness job polls as the day's budget, less the other jobs' need, allows (rules in timing/freshness.ts).
+    const freshJob = jobs.find((j) => j.fresh);
+    const fresh = freshJob ? freshJobPlan(config, org, freshJob, { from: day.from, reset: day.resetsAt, reserved: total }) : null;
+    if (freshJob && fresh) {
+      fires.set(freshJob.id, fresh.polls);
+      estimates.set(freshJob.id, fresh.polls > 0 ? Math.round(fresh.demand / fresh.polls) : 0);
+      total += fresh.demand;
+    }
+    if (!busiest || total > busiest.total) busiest = { day: day.key, total, fires, fresh };
   }
   const planned: PlannedJob[] = jobs.map((j) => {
     const fires = busiest?.fires.get(j.id) ?? 0;
     const estimate = estimates.get(j.id)!;
+    if (j.fresh)
+      return {
+        id: j.id,
+        jobClass: j.jobClass,
+        schedule: 'freshness',
+        streams: j.streams.length,
+        fires,
+        estimate,
+        total: busiest?.fresh?.demand ?? 0,
+      };
     return {
       id: j.id,
       jobClass: j.jobClass,
@@ -308,6 +341,8 @@ export function planOrganization(
     firstSync: { requests: firstSync, days: org.budget > 0 ? firstSync / org.budget : Infinity },
     shortcuts,
     unlimited: org.unlimited ?? false,
+    freshness: busiest?.fresh?.streams ?? [],
+    freshShort: busiest?.fresh?.short ?? false,
   };
 }
 
@@ -321,7 +356,7 @@ export async function planNextDay(
   now: number,
   options: { backfill?: boolean; referenceRecords?: number } = {},
 ): Promise<OrganizationPlan[]> {
-  const orgs = await loadPlanOrganizations(config, warehouse, options);
+  const orgs = await loadPlanOrganizations(config, warehouse, { ...options, now });
   const fires = new Map<string, number>();
   return orgs.map((o) => planOrganization(config, o, now, { ...options, fires }));
 }
@@ -379,6 +414,7 @@ function planLines(p: OrganizationPlan): string[] {
     lines.push(`  ${j.jobClass.padEnd(13)} ${j.schedule.padEnd(28)} ${String(j.streams).padStart(3)} streams  ${cost}`);
     if (j.reconcile) lines.push(`    ${reconcileLine(j.reconcile)}`);
   }
+  lines.push(...freshLines(p));
   for (const r of p.shortcuts)
     lines.push(`  ${r.assumption} does not hold (${r.stream}): reading ${r.longWay} adds ~${r.extraRequestsPerDay} requests a day`);
   if (!p.fits)

@@ -3,6 +3,7 @@ import { qualifiedName, type StreamSpec } from '../../catalog/types.js';
 import type { Family } from '../../catalog/families.js';
 import type { Plan } from '../../config/plans.js';
 import type { Config, ConnectionConfig } from '../../config/schema.js';
+import { freshnessTarget } from '../../config/freshness.js';
 import { selectStreams } from '../../extractors/organization-sync.js';
 import type { SyncMode } from '../../extractors/stream-pass.js';
 import { Cron } from './cron.js';
@@ -89,7 +90,18 @@ export interface JobSpec {
   /** The allowlist passed to runSync: the trees and their selected descendants. */
   streams: string[];
   cron: Cron;
+  /**
+   * The organization's freshness job: its trees are polled when each is due
+   * (src/scheduler/freshness-keeper.ts), not on `cron`, which only bounds how often the due
+   * times are looked at.
+   */
+  fresh?: true;
+  /** A run a webhook made due early: it runs the named trees whether or not they are due. */
+  early?: true;
 }
+
+/** How often a freshness job looks at its streams' due times (once a minute). */
+export const FRESH_CRON = '* * * * *';
 
 export interface KnownOrganization {
   connection: string;
@@ -141,8 +153,78 @@ export function scheduleFor(
 }
 
 /**
+ * Whether the daemon keeps a top-level stream fresh by its freshness target rather than a cron
+ * schedule: freshness is on, the stream's target is not `off`, it is not read whole on every run
+ * (projects: nothing tells which changed), and no cron schedule is set for it, its connection or
+ * the daemon (a schedule set explicitly keeps its meaning).
+ */
+export function keptFresh(
+  config: Config,
+  connection: ConnectionConfig,
+  stream: StreamSpec,
+  catalog: readonly StreamSpec[] = CATALOG,
+): boolean {
+  const f = config.daemon.freshness;
+  if (!f.enabled || readsWhole(stream, catalog)) return false;
+  if (freshnessTarget(f, connection.freshness, stream) === 'off') return false;
+  const key = stream.kind === 'settings' ? 'settings' : 'incremental';
+  const own = connection.schedules?.streams?.[qualifiedName(stream)]?.incremental;
+  return own === undefined && connection.schedules?.[key] === undefined && config.daemon.schedules[key] === undefined;
+}
+
+type Group = { jobClass: JobClass; mode: SyncMode; expression: string; timeZone: string; trees: StreamSpec[]; fresh?: true };
+
+/** One organization's trees grouped into jobs: by class and schedule, the kept-fresh trees into one freshness job. */
+function groupTrees(
+  config: Config,
+  connection: ConnectionConfig,
+  top: readonly StreamSpec[],
+  options: { backfill: boolean; catalog: readonly StreamSpec[] },
+): Group[] {
+  const groups = new Map<string, Group>();
+  const add = (jobClass: JobClass, mode: SyncMode, s: StreamSpec, fresh = false): void => {
+    const { expression, timeZone } = fresh
+      ? { expression: FRESH_CRON, timeZone: 'UTC' }
+      : scheduleFor(config, connection, jobClass, s, options.catalog);
+    if (expression === 'off') return;
+    const k = fresh ? 'fresh' : `${jobClass}|${expression}|${timeZone}`;
+    const g = groups.get(k) ?? { jobClass, mode, expression, timeZone, trees: [], ...(fresh ? { fresh: true as const } : {}) };
+    g.trees.push(s);
+    groups.set(k, g);
+  };
+  for (const s of top) {
+    if (keptFresh(config, connection, s, options.catalog)) add('incremental', 'incremental', s, true);
+    else add(s.kind === 'settings' ? 'settings' : 'incremental', 'incremental', s);
+    // Reconcile finds deletions of incremental streams; full-refresh streams find theirs every run,
+    // and a log the API never deletes from only when its own schedule asks (A51).
+    if (s.cursor && (!s.appendOnly || connection.schedules?.streams?.[qualifiedName(s)]?.reconcile !== undefined))
+      add('reconcile', 'reconcile', s);
+    if (options.backfill) add('backfill', 'backfill', s);
+  }
+  return [...groups.values()];
+}
+
+/** The discovery job of a connection: it follows the settings schedule, hourly when that is off (new organizations must show up). */
+function discoveryJob(config: Config, connection: ConnectionConfig, cronOf: (e: string, z: string) => Cron): JobSpec {
+  const discovery = scheduleFor(config, connection, 'organizations');
+  if (discovery.expression === 'off') discovery.expression = '0 * * * *';
+  return {
+    id: `${connection.name}/*/organizations`,
+    connection: connection.name,
+    organizationId: null,
+    jobClass: 'organizations',
+    mode: 'incremental',
+    priority: PRIORITY.organizations,
+    trees: [],
+    streams: [],
+    cron: cronOf(discovery.expression, discovery.timeZone),
+  };
+}
+
+/**
  * Every job of every known organization. Streams sharing a class and a schedule form one
- * job, so an organization costs one run per tick rather than one per stream.
+ * job, so an organization costs one run per tick rather than one per stream; the streams kept
+ * fresh form one freshness job (`conn/org/fresh`).
  */
 export function resolveJobs(
   config: Config,
@@ -159,58 +241,25 @@ export function resolveJobs(
     return c;
   };
   for (const connection of config.connections) {
-    // Discovery follows the settings schedule, and stays hourly when settings streams are off:
-    // without it new organizations would never be picked up.
-    const discovery = scheduleFor(config, connection, 'organizations');
-    if (discovery.expression === 'off') discovery.expression = '0 * * * *';
-    {
-      jobs.push({
-        id: `${connection.name}/*/organizations`,
-        connection: connection.name,
-        organizationId: null,
-        jobClass: 'organizations',
-        mode: 'incremental',
-        priority: PRIORITY.organizations,
-        trees: [],
-        streams: [],
-        cron: cronOf(discovery.expression, discovery.timeZone),
-      });
-    }
+    jobs.push(discoveryJob(config, connection, cronOf));
     for (const org of organizations.filter((o) => o.connection === connection.name)) {
       if (connection.organizations && !connection.organizations.includes(org.organizationId)) continue;
       const { top, allowed } = selectStreams(catalog, org.families, connection.streams);
-      const groups = new Map<string, { jobClass: JobClass; mode: SyncMode; expression: string; timeZone: string; trees: StreamSpec[] }>();
-      const add = (jobClass: JobClass, mode: SyncMode, s: StreamSpec): void => {
-        const { expression, timeZone } = scheduleFor(config, connection, jobClass, s, catalog);
-        if (expression === 'off') return;
-        const k = `${jobClass}|${expression}|${timeZone}`;
-        const g = groups.get(k) ?? { jobClass, mode, expression, timeZone, trees: [] };
-        g.trees.push(s);
-        groups.set(k, g);
-      };
-      for (const s of top) {
-        add(s.kind === 'settings' ? 'settings' : 'incremental', 'incremental', s);
-        // Reconcile finds deletions of incremental streams; full-refresh streams find theirs every run,
-        // and a log the API never deletes from only when its own schedule asks (A51).
-        if (s.cursor && (!s.appendOnly || connection.schedules?.streams?.[qualifiedName(s)]?.reconcile !== undefined))
-          add('reconcile', 'reconcile', s);
-        if (options.backfill) add('backfill', 'backfill', s);
-      }
       const counters = new Map<JobClass, number>();
-      for (const g of groups.values()) {
-        const n = counters.get(g.jobClass) ?? 0;
-        counters.set(g.jobClass, n + 1);
-        const trees = g.trees.map(qualifiedName);
+      for (const g of groupTrees(config, connection, top, { backfill: options.backfill, catalog })) {
+        const n = g.fresh ? 0 : (counters.get(g.jobClass) ?? 0);
+        if (!g.fresh) counters.set(g.jobClass, n + 1);
         jobs.push({
-          id: `${connection.name}/${org.organizationId}/${g.jobClass}${n ? `/${n}` : ''}`,
+          id: `${connection.name}/${org.organizationId}/${g.fresh ? 'fresh' : g.jobClass}${n ? `/${n}` : ''}`,
           connection: connection.name,
           organizationId: org.organizationId,
           jobClass: g.jobClass,
           mode: g.mode,
           priority: PRIORITY[g.jobClass],
-          trees,
+          trees: g.trees.map(qualifiedName),
           streams: g.trees.flatMap((s) => [qualifiedName(s), ...descendants(s, allowed, catalog)]),
           cron: cronOf(g.expression, g.timeZone),
+          ...(g.fresh ? { fresh: true as const } : {}),
         });
       }
     }

@@ -24,7 +24,17 @@ export interface SchedulerOptions {
   /** A job that found its organization held by another process fires again this soon (default 30 s). */
   busyRetryMs?: number;
   onEvent?: (e: SchedulerEvent) => void;
+  /**
+   * When a freshness job (`job.fresh`) is next due: the earliest due time of its streams
+   * (src/scheduler/freshness-keeper.ts). Without it, such a job fires on its cron like any other.
+   */
+  dueAt?: (job: JobSpec, now: number) => number;
 }
+
+/** A freshness job looks at its due times at most this often. */
+const FRESH_GAP_MS = 60_000;
+/** A freshness job the budget turned away asks again this much later. */
+const FRESH_BUDGET_RETRY_MS = 15 * 60_000;
 
 interface Running {
   job: JobSpec;
@@ -156,7 +166,16 @@ export class Scheduler {
 
   /** Next fire per job id (epoch ms). */
   nextRuns(): Array<{ job: JobSpec; at: number }> {
-    return this.opts.jobs().map((job) => ({ job, at: this.nextFire.get(job.id) ?? job.cron.next(this.opts.clock.now()) }));
+    return this.opts.jobs().map((job) => ({ job, at: this.nextFire.get(job.id) ?? this.fireAfter(job, this.opts.clock.now(), 0) }));
+  }
+
+  /**
+   * A job's next fire after `now`: its cron's, or for a freshness job when its first stream is
+   * due, no sooner than `gap` from now.
+   */
+  private fireAfter(job: JobSpec, now: number, gap: number): number {
+    if (job.fresh && this.opts.dueAt) return Math.max(now + gap, this.opts.dueAt(job, now));
+    return job.cron.next(now);
   }
 
   /**
@@ -179,7 +198,7 @@ export class Scheduler {
       return;
     }
     const prev = this.soon.get(jobId);
-    const cronAt = prev?.cronAt ?? this.nextFire.get(jobId) ?? job.cron.next(this.opts.clock.now());
+    const cronAt = prev?.cronAt ?? this.nextFire.get(jobId) ?? this.fireAfter(job, this.opts.clock.now(), 0);
     this.soon.set(jobId, { trees: merge(prev ? prev.trees : undefined), cronAt });
     this.nextFire.set(jobId, this.opts.clock.now());
     if (this.started) this.arm();
@@ -199,7 +218,7 @@ export class Scheduler {
       const at = this.nextFire.get(job.id);
       // A changed schedule shows as a different cron: recompute its next fire.
       if (at === undefined || this.cronOf.get(job.id) !== job.cron.toString()) {
-        this.nextFire.set(job.id, job.cron.next(now));
+        this.nextFire.set(job.id, this.fireAfter(job, now, 0));
         this.cronOf.set(job.id, job.cron.toString());
       }
     }
@@ -231,7 +250,7 @@ export class Scheduler {
     for (const job of this.opts.jobs()) {
       const at = this.nextFire.get(job.id);
       if (at === undefined) {
-        this.nextFire.set(job.id, job.cron.next(now));
+        this.nextFire.set(job.id, this.fireAfter(job, now, 0));
         this.cronOf.set(job.id, job.cron.toString());
         continue;
       }
@@ -242,11 +261,11 @@ export class Scheduler {
         // A webhook's early fire: its trees only, and the scheduled fire stays where it was.
         this.nextFire.set(job.id, early.cronAt);
         const trees = early.trees ? job.trees.filter((t) => early.trees!.has(t)) : job.trees;
-        due.push(trees.length === job.trees.length ? job : narrowJob(job, trees));
+        due.push({ ...(trees.length === job.trees.length ? job : narrowJob(job, trees)), early: true });
         continue;
       }
       // One run per fire that came due, however many were missed (no catch-up storm).
-      this.nextFire.set(job.id, job.cron.next(now));
+      this.nextFire.set(job.id, this.fireAfter(job, now, FRESH_GAP_MS));
       due.push(job);
     }
     due.sort((a, b) => a.priority - b.priority || a.id.localeCompare(b.id));
@@ -307,7 +326,9 @@ export class Scheduler {
     const admission = this.opts.admit ? await this.opts.admit(job, now) : ({ run: true, job, floor: 0, estimate: 0 } as const);
     if (this.stopping) return;
     if (!admission.run) {
-      this.skip(job, admission.reason.startsWith('busy') ? 'busy' : 'budget', admission.reason);
+      const busy = admission.reason.startsWith('busy');
+      if (job.fresh && !busy) this.nextFire.set(job.id, now + FRESH_BUDGET_RETRY_MS);
+      this.skip(job, busy ? 'busy' : 'budget', admission.reason);
       return;
     }
     this.launch(admission.job, job.id, admission.floor, admission.estimate);
@@ -330,6 +351,8 @@ export class Scheduler {
         outcome = { status: 'failed', failed: [job.organizationId], error: err instanceof Error ? err.message : String(err) };
       }
       this.running.delete(id);
+      // A freshness run moved its streams' due times: its next fire follows them.
+      if (job.fresh && !this.stopping) this.nextFire.set(id, this.fireAfter(job, this.opts.clock.now(), FRESH_GAP_MS));
       this.settle(entry.job, outcome);
       if (this.followUp.has(id) && !this.stopping) {
         const trees = this.followUp.get(id);

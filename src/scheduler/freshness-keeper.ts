@@ -1,0 +1,195 @@
+import { findStream } from '../catalog/index.js';
+import { qualifiedName, type StreamSpec } from '../catalog/types.js';
+import type { Config } from '../config/schema.js';
+import type { Logger } from '../core/logger.js';
+import { detailIsEnabled } from '../extractors/stream-pass.js';
+import { changeTimes } from '../loaders/change-times.js';
+import type { Warehouse } from '../loaders/warehouse.js';
+import { loadSnapshot, treeCost, treeStreams, type OrgSnapshot, type TreeCost } from './planning/estimate.js';
+import { CHANGE_WINDOW_DAYS, freshnessSettings, targetOf } from './planning/fresh-plan.js';
+import { changeRates, changesBetween, DAY_MS, HOUR_MS, type ChangeRates } from './timing/change-model.js';
+import { planFreshness, type FreshDay, type FreshPlan, type FreshStream } from './timing/freshness.js';
+import type { JobSpec } from './timing/jobs.js';
+
+/** A due time within this of now counts as due: one look a minute serves them all. */
+const DUE_SLACK_MS = 60_000;
+/** Change rates are learned again this often (and at once after a poll that found changes). */
+const RELEARN_MS = HOUR_MS;
+/** The longest an empty poll's stretch grows: 2^6 times the target. */
+const MAX_STRETCH = 64;
+
+interface TreeState {
+  cost: TreeCost;
+  targetMinutes: number;
+  rates: ChangeRates | null;
+  lastPolledAt: number | null;
+  recent: { changed: boolean; stretch: number };
+}
+
+interface OrgState {
+  trees: Map<string, TreeState>;
+  learnedAt: number;
+  plan: FreshPlan | null;
+  /** The quota day (its reset) the plan's κ was fitted for. */
+  dayOf: number | null;
+}
+
+/**
+ * The daemon's memory of each freshness job (one per organization): what each stream costs a
+ * poll and a change, how fast it changes (learned from the warehouse, src/loaders/change-times.ts),
+ * when it was last polled and what the last polls found, and the plan made from them
+ * (src/scheduler/timing/freshness.ts). The scheduler asks it when the job is next due; the
+ * runner asks it which streams are due and what they cost, and tells it what each run found.
+ */
+export class FreshnessKeeper {
+  private readonly orgs = new Map<string, OrgState>();
+
+  constructor(private readonly ctx: { config: Config; warehouse: Warehouse; logger: Logger; catalog: readonly StreamSpec[] }) {}
+
+  /** Plans the job's streams for what is left of the day (learning their rates first when due). */
+  async replan(job: JobSpec, day: FreshDay, snap?: OrgSnapshot): Promise<FreshPlan> {
+    const org = await this.stateOf(job, day.now, snap);
+    const streams: FreshStream[] = [...org.trees.entries()].map(([tree, t]) => ({
+      tree,
+      targetMinutes: t.targetMinutes,
+      pollCost: t.cost.poll,
+      perChange: t.cost.perChange,
+      rates: t.rates,
+      lastPolledAt: t.lastPolledAt,
+      recent: t.recent,
+    }));
+    const kappa = org.dayOf === day.reset ? (org.plan?.kappa ?? null) : null;
+    org.plan = planFreshness(streams, day, freshnessSettings(this.ctx.config), kappa);
+    org.dayOf = day.reset;
+    console.error(
+      new Date(day.now).toISOString(),
+      JSON.stringify({
+        rem: day.remaining,
+        res: day.reserved,
+        av: org.plan.available,
+        dem: Math.round(org.plan.demand),
+        short: org.plan.short,
+        s: org.plan.streams.map((v) => [
+          v.tree.split('.')[1],
+          v.state,
+          Math.round(v.intervals[new Date(day.now).getUTCHours()]!),
+          Math.round(v.polls),
+          Math.round(v.changes),
+          streams.find((x) => x.tree === v.tree)!.recent,
+          Math.round((streams.find((x) => x.tree === v.tree)!.rates?.perDay ?? -1) * 10) / 10,
+        ]),
+      }),
+    );
+    return org.plan;
+  }
+
+  planOf(job: JobSpec): FreshPlan | null {
+    return this.orgs.get(job.id)?.plan ?? null;
+  }
+
+  /** When the job's first stream is next due (now when it was never planned). */
+  dueAt(job: JobSpec, now: number): number {
+    const plan = this.planOf(job);
+    if (!plan || plan.streams.length === 0) return now;
+    return Math.min(...plan.streams.map((s) => s.nextDue));
+  }
+
+  /** The trees due now (within a minute). */
+  dueTrees(job: JobSpec, now: number): string[] {
+    const plan = this.planOf(job);
+    if (!plan) return [...job.trees];
+    return plan.streams.filter((s) => s.nextDue <= now + DUE_SLACK_MS).map((s) => s.tree);
+  }
+
+  /** Requests a poll of `trees` now should cost: a poll each, and each change expected since its last poll. */
+  estimate(job: JobSpec, trees: readonly string[], now: number): number {
+    const org = this.orgs.get(job.id);
+    let total = 0;
+    for (const tree of trees) {
+      const t = org?.trees.get(tree);
+      if (!t) {
+        total += 1;
+        continue;
+      }
+      const since = t.lastPolledAt ?? now - DAY_MS;
+      total += t.cost.poll + (t.rates ? changesBetween(t.rates, since, now) * t.cost.perChange : 0);
+    }
+    return Math.max(1, Math.ceil(total));
+  }
+
+  /** Requests the job needs until the reset at its base intervals, as last planned (null before its first plan). */
+  demand(job: JobSpec): number | null {
+    return this.planOf(job)?.baseDemand ?? null;
+  }
+
+  /**
+   * What a finished poll found, per tree (rows written): a poll that found changes brings the
+   * tree back to its target and relearns the rates at once; an empty one doubles its stretch.
+   */
+  polled(job: JobSpec, found: ReadonlyMap<string, number>, at: number): void {
+    const org = this.orgs.get(job.id);
+    if (!org) return;
+    for (const [tree, written] of found) {
+      const t = org.trees.get(tree);
+      if (!t) continue;
+      t.lastPolledAt = Math.max(t.lastPolledAt ?? 0, at);
+      if (written > 0) {
+        t.recent = { changed: true, stretch: 1 };
+        org.learnedAt = 0;
+      } else t.recent = { changed: false, stretch: Math.min(MAX_STRETCH, t.recent.changed ? 1 : t.recent.stretch * 2) };
+    }
+  }
+
+  private async stateOf(job: JobSpec, now: number, snap?: OrgSnapshot): Promise<OrgState> {
+    let org = this.orgs.get(job.id);
+    const stale = !org || now - org.learnedAt >= RELEARN_MS || job.trees.some((t) => !org!.trees.has(t));
+    if (!org || stale) org = await this.learn(job, now, org, snap);
+    return org;
+  }
+
+  /** Reads each tree's costs, change times and last success from the warehouse; keeps what the runs found. */
+  private async learn(job: JobSpec, now: number, before: OrgState | undefined, given?: OrgSnapshot): Promise<OrgState> {
+    const { config, warehouse } = this.ctx;
+    const connection = config.connections.find((c) => c.name === job.connection)!;
+    const snap = given ?? (await loadSnapshot(warehouse, job.connection, job.organizationId!, { rowsFor: job.trees }));
+    const trees = new Map<string, TreeState>();
+    for (const tree of job.trees) {
+      const spec = findStream(tree);
+      if (!spec) continue;
+      const prior = before?.trees.get(tree);
+      const state = snap.streams.get(tree)?.state;
+      const success = state?.last_success_at ? Date.parse(state.last_success_at) : null;
+      const times = spec.cursor ? await changeTimes(warehouse, spec, job.organizationId!, now - CHANGE_WINDOW_DAYS * DAY_MS) : null;
+      trees.set(tree, {
+        cost: this.costOf(spec, job, snap),
+        targetMinutes: targetOf(config, connection, spec),
+        rates: times ? changeRates(times, now, { windowDays: CHANGE_WINDOW_DAYS }) : null,
+        lastPolledAt: Math.max(prior?.lastPolledAt ?? 0, success ?? 0) || null,
+        recent: prior?.recent ?? { changed: false, stretch: 1 },
+      });
+    }
+    const org: OrgState = { trees, learnedAt: now, plan: before?.plan ?? null, dayOf: before?.dayOf ?? null };
+    this.orgs.set(job.id, org);
+    return org;
+  }
+
+  private costOf(spec: StreamSpec, job: JobSpec, snap: OrgSnapshot): TreeCost {
+    const { config, catalog } = this.ctx;
+    const names = new Set(treeStreams(qualifiedName(spec), job));
+    const streams = catalog.filter((s) => names.has(qualifiedName(s)));
+    const known = (s: StreamSpec): number | null => {
+      const st = snap.streams.get(qualifiedName(s));
+      return st?.state?.last_finished_at ? (st.rows ?? null) : null;
+    };
+    return treeCost(
+      spec,
+      streams,
+      { rows: known, state: (s) => snap.streams.get(qualifiedName(s)) },
+      {
+        perPage: config.sync.per_page,
+        catalog,
+        detailEnabled: (s) => detailIsEnabled({ config }, s),
+      },
+    );
+  }
+}

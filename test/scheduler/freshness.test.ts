@@ -1,0 +1,152 @@
+import { describe, expect, it } from 'vitest';
+import { changeRates, changesBetween, DAY_MS, HOUR_MS, NO_CHANGES, type ChangeRates } from '../../src/scheduler/timing/change-model.js';
+import {
+  baseIntervals,
+  DEFAULT_FRESH_SETTINGS,
+  minutesByHour,
+  nextDue,
+  planFreshness,
+  stalenessOf,
+  type FreshStream,
+} from '../../src/scheduler/timing/freshness.js';
+
+const DAY0 = Date.UTC(2026, 10, 2);
+const MIN = 60_000;
+
+/** Rates of `perHour` changes an hour in the hours [from, to), none in the others. */
+function busy(perHour: number, from = 9, to = 17): ChangeRates {
+  const hours = Array.from({ length: 24 }, (_, h) => (h >= from && h < to ? perHour : 0));
+  return { perHour: hours, perDay: hours.reduce((a, n) => a + n, 0) };
+}
+
+function stream(tree: string, extra: Partial<FreshStream> = {}): FreshStream {
+  return { tree, targetMinutes: 30, pollCost: 1, perChange: 1, rates: NO_CHANGES, lastPolledAt: DAY0, ...extra };
+}
+
+const day = (remaining: number, reserved = 0) => ({ now: DAY0, reset: DAY0 + DAY_MS, remaining, reserved });
+
+describe('the change model', () => {
+  it('reads a steady rate as itself whatever the half-life, in the hours the changes happen', () => {
+    const now = DAY0 + 14 * DAY_MS;
+    // 10 changes a day at 10:30 for 14 days.
+    const instants = Array.from({ length: 14 * 10 }, (_, i) => DAY0 + Math.floor(i / 10) * DAY_MS + 10.5 * HOUR_MS + (i % 10) * MIN);
+    for (const halfLifeDays of [1, 2, 7]) {
+      const r = changeRates(instants, now, { halfLifeDays });
+      expect(r.perDay).toBeGreaterThan(9.3);
+      expect(r.perDay).toBeLessThan(10.7);
+      // Spread over 08:00–12:00 by the smoothing, nothing at night.
+      expect(r.perHour[10]).toBeGreaterThan(r.perHour[9]!);
+      expect(r.perHour[3]).toBe(0);
+    }
+  });
+
+  it('weighs recent changes more: a stream that became busy yesterday reads busier than its fortnight mean', () => {
+    const now = DAY0 + 14 * DAY_MS;
+    const yesterday = Array.from({ length: 100 }, (_, i) => now - DAY_MS + i * MIN);
+    expect(changeRates(yesterday, now).perDay).toBeGreaterThan((100 / 14) * 2);
+    // Outside the window, and in the future, nothing counts.
+    expect(changeRates([now - 15 * DAY_MS, now + HOUR_MS], now).perDay).toBe(0);
+  });
+
+  it('counts expected changes between two instants hour by hour', () => {
+    const r = busy(6);
+    expect(changesBetween(r, DAY0, DAY0 + DAY_MS)).toBeCloseTo(48);
+    expect(changesBetween(r, DAY0 + 8 * HOUR_MS, DAY0 + 9.5 * HOUR_MS)).toBeCloseTo(3);
+    expect(changesBetween(r, DAY0 + 18 * HOUR_MS, DAY0 + 20 * HOUR_MS)).toBe(0);
+  });
+});
+
+describe('planFreshness', () => {
+  it('rule 1: a changing hour polls at the target, a quiet one at the quiet interval, on a budget with nothing spare', () => {
+    const s = stream('a', { rates: busy(2) });
+    expect(baseIntervals(s, DEFAULT_FRESH_SETTINGS).slice(8, 10)).toEqual([720, 30]);
+    // Empty polls stretch the busy hours; a poll that found changes brings them back.
+    expect(baseIntervals({ ...s, recent: { changed: false, stretch: 4 } }, DEFAULT_FRESH_SETTINGS)[10]).toBe(120);
+    expect(baseIntervals({ ...s, recent: { changed: true, stretch: 1 } }, DEFAULT_FRESH_SETTINGS)[3]).toBe(30);
+    // Not learned yet: every hour counts as busy.
+    expect(new Set(baseIntervals(stream('b', { rates: null }), DEFAULT_FRESH_SETTINGS))).toEqual(new Set([30]));
+  });
+
+  it('rule 2: spare budget tightens the busiest stream most, never below the minimum, within the budget', () => {
+    const streams = [stream('busy', { rates: busy(20) }), stream('slow', { rates: busy(0.5) })];
+    const plan = planFreshness(streams, day(300));
+    const [b, s] = plan.streams;
+    expect(b!.intervals[10]).toBeLessThan(s!.intervals[10]!);
+    expect(Math.min(...b!.intervals)).toBeGreaterThanOrEqual(DEFAULT_FRESH_SETTINGS.minMinutes);
+    expect(b!.state).toBe('fresher');
+    // The polls and the changes (held at the safety factor) fit what is left.
+    const changes = 20 * 8 + 0.5 * 8;
+    expect(plan.demand - changes + changes * DEFAULT_FRESH_SETTINGS.safety).toBeLessThanOrEqual(300 + 1);
+    expect(plan.short).toBe(false);
+    // A richer day buys more polls, not fewer.
+    expect(planFreshness(streams, day(2000)).streams[0]!.polls).toBeGreaterThan(b!.polls);
+  });
+
+  it('counts change-driven reads once per change, whatever the polling', () => {
+    const streams = [stream('a', { rates: busy(10), perChange: 2 })];
+    const rich = planFreshness(streams, day(5000));
+    const poor = planFreshness(streams, day(400));
+    const pollCost = (p: typeof rich): number => p.streams[0]!.polls;
+    expect(rich.demand - pollCost(rich)).toBeCloseTo(poor.demand - pollCost(poor), 0);
+    expect(rich.streams[0]!.changes).toBeCloseTo(80);
+  });
+
+  it('rule 3: a short day delays the stream with the fewest changes first, and says so', () => {
+    const streams = [stream('busy', { rates: busy(4), targetMinutes: 10 }), stream('quiet', { rates: busy(0.2), targetMinutes: 10 })];
+    // Both at their targets need 2 × (8 h × 6 polls + the quiet hours' 1.3) and 40 for the changes; give 120.
+    const plan = planFreshness(streams, day(120));
+    expect(plan.kappa).toBeNull();
+    expect(plan.streams.find((s) => s.tree === 'quiet')!.state).toBe('budget');
+    expect(plan.streams.find((s) => s.tree === 'busy')!.state).not.toBe('budget');
+    // Other integrations spending from the same quota shrink the day: the plan stretches further.
+    const shorter = planFreshness(streams, day(120, 60));
+    expect(shorter.streams[0]!.polls).toBeLessThanOrEqual(plan.streams[0]!.polls);
+    // However short the day, no stream waits longer than the maximum.
+    const none = planFreshness(streams, day(0));
+    expect(none.short).toBe(true);
+    for (const s of none.streams) expect(Math.max(...s.intervals)).toBeLessThanOrEqual(DEFAULT_FRESH_SETTINGS.maxMinutes);
+  });
+
+  it('keeps the day’s κ while it fits, and fits it again when the day turns out shorter', () => {
+    const streams = [stream('a', { rates: busy(10) })];
+    const first = planFreshness(streams, day(900));
+    const kept = planFreshness(streams, { ...day(900), now: DAY0 + 17 * HOUR_MS }, DEFAULT_FRESH_SETTINGS, first.kappa);
+    expect(kept.kappa).toBe(first.kappa);
+    const squeezed = planFreshness(streams, { ...day(30), now: DAY0 + 10 * HOUR_MS }, DEFAULT_FRESH_SETTINGS, first.kappa);
+    expect(squeezed.kappa === null || squeezed.kappa > first.kappa!).toBe(true);
+  });
+
+  it('leaves a stream without a change field at its target (nothing to learn a rate from)', () => {
+    const plan = planFreshness([stream('settings', { rates: null, targetMinutes: 1440 })], day(900));
+    expect(new Set(plan.streams[0]!.intervals)).toEqual(new Set([1440]));
+    expect(plan.streams[0]!.polls).toBeCloseTo(1);
+  });
+});
+
+describe('due times and staleness', () => {
+  it('a poll is due an interval after the last, and a quiet night gives way when the busy hours begin', () => {
+    const intervals = Array.from({ length: 24 }, (_, h) => (h >= 9 && h < 17 ? 15 : 720));
+    expect(nextDue(null, intervals, DAY0)).toBe(DAY0);
+    expect(nextDue(DAY0 + 10 * HOUR_MS, intervals, DAY0)).toBe(DAY0 + 10 * HOUR_MS + 15 * MIN);
+    // Last polled at 01:00 with 12 h intervals: due at 09:00, not 13:00.
+    expect(nextDue(DAY0 + HOUR_MS, intervals, DAY0)).toBe(DAY0 + 9 * HOUR_MS);
+  });
+
+  it('predicts the lag of a change as uniform up to the interval of its hour, hours weighted by their changes', () => {
+    const flat = new Array<number>(24).fill(20);
+    expect(stalenessOf(flat, new Array<number>(24).fill(1))).toEqual({ p50Minutes: 10, p95Minutes: 19 });
+    const mixed = Array.from({ length: 24 }, (_, h) => (h < 12 ? 10 : 100));
+    const weights = Array.from({ length: 24 }, (_, h) => (h < 12 ? 9 : 1));
+    const s = stalenessOf(mixed, weights)!;
+    expect(s.p50Minutes).toBeLessThan(10);
+    expect(s.p95Minutes).toBeGreaterThan(40);
+    expect(stalenessOf(flat, new Array<number>(24).fill(0))).toBeNull();
+  });
+
+  it('splits a span into minutes per UTC hour', () => {
+    const m = minutesByHour(DAY0 + 8.5 * HOUR_MS, DAY0 + 10 * HOUR_MS);
+    expect(m[8]).toBe(30);
+    expect(m[9]).toBe(60);
+    expect(m.reduce((a, n) => a + n, 0)).toBe(90);
+  });
+});
