@@ -90,8 +90,28 @@ export async function newPass(
   return { kind: want, startedAt, nextPage: 1, floor, maxChanged: null, unsorted: false, records: 0, children };
 }
 
-/** The days of a slow cycle for a pass: a reconcile's children, a scheduled tree read whole; null for the others. */
-export function cycleDays(ctx: Pick<SyncContext, 'config' | 'connection'>, kind: PassKind, wholeReadCycle: boolean): number | null {
+/**
+ * Whether every child stream of `stream` signals its changes on its parent, by the A25 checks'
+ * verdict (src/extractors/shortcuts.ts): its changed parents' lists, read by every incremental
+ * run, then hold every child change, and a reconcile's slow cycle of every parent's lists buys
+ * nothing the checks' own sampled long reads do not already verify.
+ */
+export function childrenSignalled(ctx: Pick<SyncContext, 'shortcuts'>, stream: StreamSpec): boolean {
+  const children = childStreamsOf(stream);
+  return children.length > 0 && children.every((c) => ctx.shortcuts?.isTrusted('child_changes_touch_parent', qualifiedName(c)) === true);
+}
+
+/**
+ * The days of a slow cycle for a pass: a reconcile's children (none where the children signal
+ * their changes on their parents, `childrenSignalled`), a scheduled tree read whole; null for the others.
+ */
+export function cycleDays(
+  ctx: Pick<SyncContext, 'config' | 'connection' | 'shortcuts'>,
+  kind: PassKind,
+  wholeReadCycle: boolean,
+  stream?: StreamSpec,
+): number | null {
+  if (kind === 'reconcile' && stream && childrenSignalled(ctx, stream)) return null;
   if (kind === 'reconcile') return childrenCycleDays(ctx.config, ctx.connection.plan);
   if (kind === 'full' && wholeReadCycle) return wholeReadCycleDays(ctx.config, ctx.connection.plan);
   return null;
@@ -105,6 +125,7 @@ export function cycleDays(ctx: Pick<SyncContext, 'config' | 'connection'>, kind:
  * no rows yet, are all of them.)
  */
 function queuesEveryParent(ctx: SyncContext, stream: StreamSpec, kind: PassKind, lastReread: string | null, options: PassOptions): boolean {
+  if (kind === 'reconcile' && childrenSignalled(ctx, stream)) return options.deep === true;
   const days = cycleDays(ctx, kind, options.wholeReadCycle === true);
   if (days === null) return true;
   // Where child changes were seen not to touch their parent (A25 refuted), only reading every parent's lists finds them.

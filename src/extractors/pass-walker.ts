@@ -82,7 +82,7 @@ export class PassWalker {
         resumed ? 'resuming pass' : 'starting pass',
       );
     const stored = await StoredRows.open(ctx, stream, key.organizationId);
-    const days = cycleDays(ctx, pass.kind, walk.wholeReadCycle);
+    const days = cycleDays(ctx, pass.kind, walk.wholeReadCycle, stream);
     // The parents whose day of the slow cycle this pass covers, besides the changed ones.
     const everyParent = pass.children || days === null ? pass.children : (childrenSlice(walk.rereadAt, pass.startedAt, days) ?? false);
     const detail = detailIsEnabled(ctx, stream);

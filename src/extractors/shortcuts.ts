@@ -165,6 +165,12 @@ export class OrgShortcuts {
     return this.settings[id] === 'verify' && this.row(id, stream).state === 'refuted';
   }
 
+  /** Whether the shortcut holds for the stream by the checks' verdict (or `trust` in the configuration): what lets a cycle be skipped. */
+  isTrusted(id: ShortcutId, stream: string): boolean {
+    if (this.settings[id] === 'trust') return true;
+    return this.settings[id] === 'verify' && this.row(id, stream).state === 'trusted';
+  }
+
   isVerifying(id: ShortcutId, stream: string): boolean {
     return this.settings[id] === 'verify' && this.row(id, stream).state === 'verifying';
   }

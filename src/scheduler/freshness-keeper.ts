@@ -87,11 +87,15 @@ export class FreshnessKeeper {
     return this.orgs.get(job.id)?.plan ?? null;
   }
 
-  /** When the job's first stream is next due (now when it was never planned). */
+  /**
+   * When the job's first stream is next due (now when it was never planned), and at the latest
+   * when the quota day resets: a plan made for a day that ran short must not outlive it.
+   */
   dueAt(job: JobSpec, now: number): number {
-    const plan = this.planOf(job);
+    const org = this.orgs.get(job.id);
+    const plan = org?.plan;
     if (!plan || plan.streams.length === 0) return now;
-    return Math.min(...plan.streams.map((s) => s.nextDue));
+    return Math.min(org.dayOf ?? Infinity, ...plan.streams.map((s) => s.nextDue));
   }
 
   /** The trees due now (within a minute). */

@@ -274,7 +274,8 @@ export class Worker {
     const from = Math.max(Number(prev.prev), now - TICK_LOOKBACK_MS);
     const due = this.runner
       .jobs()
-      .filter((j) => j.cron.next(from) <= now)
+      // A freshness job is due when its first stream is (as this process last planned it; unplanned, the admission decides).
+      .filter((j) => (j.fresh ? this.runner.freshness.dueAt(j, now) <= now : j.cron.next(from) <= now))
       .sort((a, b) => a.priority - b.priority || a.id.localeCompare(b.id));
     // pg-boss writes the jobs through the tick's own connection, inside its transaction.
     const db = { executeSql: (text: string, values: unknown[]) => client.query(text, values) };

@@ -5,7 +5,8 @@ import { minimumRequests, NEW_CONNECTION_CHECKS } from '../helpers/minimum.js';
 import { runVerify } from '../../src/extractors/verify.js';
 import { createLogger } from '../../src/core/logger.js';
 import { collectStatusDocument } from '../../src/scheduler/surface/status-document.js';
-import { planNextDay, renderPlan } from '../../src/scheduler/planning/plan.js';
+import { planNextDay } from '../../src/scheduler/planning/plan.js';
+import { renderPlan } from '../../src/scheduler/planning/plan-render.js';
 import { renderStatus } from '../../src/cli/commands/status.js';
 import { apiRequests } from '../helpers/hostile.js';
 

@@ -109,6 +109,8 @@ describe.each(DIALECTS)('the job runner decides (%s)', (dialect) => {
             limits: { per_day: 1000 },
           },
         ],
+        // The cron path's admission rules; the freshness job's have their own tests (freshness-admission.test.ts).
+        daemon: { freshness: { enabled: false } },
       },
       { env: {} },
     );

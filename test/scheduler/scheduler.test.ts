@@ -255,7 +255,12 @@ describe('shutdown', () => {
 describe('budget priorities', () => {
   const cfg = parseConfig({ connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z' }] }, { env: {} });
   const all = [{ connection: 'c', organizationId: 'o1', families: ['books', 'inventory', 'invoice', 'billing'] as Family[] }];
-  const defaults = resolveJobs(cfg, all, { backfill: true });
+  // The plan's cron defaults, as they run with freshness off (`daemon.freshness.enabled: false`).
+  const cronOnly = parseConfig(
+    { connections: [{ name: 'c', client_id: 'x', client_secret: 'y', refresh_token: 'z' }], daemon: { freshness: { enabled: false } } },
+    { env: {} },
+  );
+  const defaults = resolveJobs(cronOnly, all, { backfill: true });
   // The budget arithmetic below counts fires of these schedules.
   const explicit = parseConfig(
     {
@@ -288,6 +293,47 @@ describe('budget priorities', () => {
     expect(byClass('incremental').streams).toContain('inventory.contact_persons');
     expect(byClass('settings').trees).toContain('inventory.currencies');
     expect(byClass('settings').trees).not.toContain('inventory.sales_orders');
+  });
+
+  it('keeps every stream fresh by default but the trees read whole: one freshness job per organization, reconcile and projects on cron', () => {
+    const jobs = resolveJobs(cfg, all, { backfill: false });
+    const fresh = jobs.filter((j) => j.fresh);
+    expect(fresh).toHaveLength(1);
+    expect(fresh[0]!.id).toBe('c/o1/fresh');
+    expect(fresh[0]!.trees).toEqual(expect.arrayContaining(['inventory.sales_orders', 'billing.events', 'inventory.currencies']));
+    expect(fresh[0]!.trees).not.toContain('invoice.projects');
+    expect(fresh[0]!.streams).toContain('inventory.contact_persons');
+    expect(jobs.find((j) => j.trees.includes('invoice.projects'))!.cron.expression).toBe('10 3 * * *');
+    expect(jobs.find((j) => j.jobClass === 'reconcile')!.cron.expression).toBe('30 2 * * *');
+    // Nothing is left on the settings cron; discovery keeps it.
+    expect(jobs.some((j) => j.jobClass === 'settings')).toBe(false);
+    expect(jobs.find((j) => j.jobClass === 'organizations')!.cron.expression).toBe('5 */6 * * *');
+  });
+
+  it('a cron schedule set for a class or a stream keeps its streams on cron; a target of off does too', () => {
+    const withCron = parseConfig(
+      {
+        connections: [
+          {
+            name: 'c',
+            client_id: 'x',
+            client_secret: 'y',
+            refresh_token: 'z',
+            schedules: { streams: { 'inventory.contacts': { incremental: '*/20 * * * *' } } },
+            freshness: { streams: { 'billing.events': 'off' } },
+          },
+        ],
+        daemon: { schedules: { settings: '0 * * * *' } },
+      },
+      { env: {} },
+    );
+    const jobs = resolveJobs(withCron, all, { backfill: false });
+    const fresh = jobs.find((j) => j.fresh)!;
+    expect(fresh.trees).toContain('inventory.sales_orders');
+    for (const t of ['inventory.contacts', 'billing.events', 'inventory.currencies']) expect(fresh.trees).not.toContain(t);
+    expect(jobs.find((j) => j.jobClass === 'incremental' && j.trees.includes('inventory.contacts'))!.cron.expression).toBe('*/20 * * * *');
+    expect(jobs.find((j) => j.jobClass === 'settings' && j.trees.includes('inventory.currencies'))!.cron.expression).toBe('0 * * * *');
+    expect(jobs.find((j) => j.jobClass === 'incremental' && j.trees.includes('billing.events'))!.cron.expression).toBe('0 */2 * * *');
   });
 
   it("reconciles the events too when the connection's stream schedule asks for it (a server that deletes events)", () => {

@@ -2,8 +2,10 @@ import { relative, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { CONFIG_ENV } from '../../config/locate.js';
 import { REFERENCE_RECORDS } from '../../scheduler/planning/estimate.js';
-import { loadPlanOrganizations, planOrganization, renderPlan } from '../../scheduler/planning/plan.js';
+import { loadPlanOrganizations, planOrganization } from '../../scheduler/planning/plan.js';
+import { renderPlan } from '../../scheduler/planning/plan-render.js';
 import { fitConnection } from '../../scheduler/planning/schedule-fit.js';
+import { fitFreshness, renderFreshnessFit } from '../../scheduler/planning/freshness-fit.js';
 import { renderFitConfig, renderFitCron, renderFitSummary } from '../../scheduler/planning/schedule-fit-render.js';
 import { jsonOutput } from '../json-output.js';
 import { loadRuntime, withWarehouseToRead, type Cli } from '../runtime.js';
@@ -69,10 +71,12 @@ export function planCommand(cli: Cli): Command {
         ),
       );
       const cron = renderFitCron(fits, { command: flags.cronCommand ?? defaultCronCommand(global.config) });
+      const fresh = rt.config.daemon.freshness.enabled ? orgs.map((o) => fitFreshness(rt.config, o, now)) : [];
       if (flags.json) {
-        process.stdout.write(jsonOutput({ connections: fits, cron }));
+        process.stdout.write(jsonOutput({ connections: fits, cron, freshness: fresh }));
         return;
       }
+      if (fresh.length > 0) process.stdout.write(renderFreshnessFit(fresh) + '\n');
       const unknown = orgs.filter((o) => o.reference);
       process.stdout.write(
         [

@@ -34,6 +34,35 @@ export interface OrgSnapshot {
   streams: Map<string, StreamSnapshot>;
   /** Streams fully backfilled by the daemon (a `daemon backfill` run finished them). */
   backfilled: Set<string>;
+  /** Child streams whose changes the A25 checks found to touch their parent (trusted): no reconcile cycle re-reads their lists. */
+  signalled?: ReadonlySet<string>;
+}
+
+/** Child streams (qualified) of each organization whose A25 verdict is trusted, keyed `connection|organization`. */
+export async function signalledChildren(
+  warehouse: Warehouse,
+  only?: { connection: string; organizationId: string },
+): Promise<Map<string, Set<string>>> {
+  let q = stateDb(warehouse.db)
+    .selectFrom('_svcsync_shortcuts')
+    .select(['connection', 'organization_id', 'stream'])
+    .where('shortcut', '=', 'child_changes_touch_parent')
+    .where('state', '=', 'trusted');
+  if (only) q = q.where('connection', '=', only.connection).where('organization_id', '=', only.organizationId);
+  const out = new Map<string, Set<string>>();
+  for (const r of await q.execute()) {
+    const k = `${r.connection}|${r.organization_id}`;
+    const set = out.get(k) ?? new Set<string>();
+    set.add(r.stream);
+    out.set(k, set);
+  }
+  return out;
+}
+
+/** Whether every child stream of a parent signals its changes on it (`signalled`), so a reconcile reads none of its lists. */
+export function signalledParent(parent: StreamSpec, signalled: ReadonlySet<string> | undefined, catalog: readonly StreamSpec[]): boolean {
+  const children = childStreamsOf(parent, catalog);
+  return signalled !== undefined && children.length > 0 && children.every((c) => signalled.has(qualifiedName(c)));
 }
 
 async function countRows(warehouse: Warehouse, stream: StreamSpec, organizationId: string): Promise<number> {
@@ -110,7 +139,8 @@ export async function loadSnapshot(
     const spec = findStream(name);
     if (spec) get(name).rows = await countRows(warehouse, spec, organizationId);
   }
-  return { streams, backfilled: new Set(backfilledRows.map((r) => r.stream)) };
+  const signalled = (await signalledChildren(warehouse, { connection, organizationId })).get(`${connection}|${organizationId}`);
+  return { streams, backfilled: new Set(backfilledRows.map((r) => r.stream)), signalled: signalled ?? new Set() };
 }
 
 /**
@@ -180,6 +210,10 @@ export function estimateJob(
       }
       const parent = snap.streams.get(`${spec.family}.${spec.parent.stream}`);
       const parentRows = parent?.rows ?? 0;
+      if (job.mode === 'reconcile' && parentSpec && signalledParent(parentSpec, snap.signalled, catalog)) {
+        total += pending;
+        continue;
+      }
       const lastReread = parent?.state?.children_reread_at ?? null;
       if (job.mode === 'reconcile' && cycle && !childrenRereadDue(lastReread, cycle.now, cycle.everyDays)) {
         // The rolling cycle's share: the parents whose days since the last re-read are due.
@@ -338,6 +372,8 @@ export function treeCost(
     wholeReadEveryDays?: number;
     /** Whether a stream's single-record reads are on (`sync.event_details`, …); unset: the catalog's default. */
     detailEnabled?: (stream: StreamSpec) => boolean;
+    /** Child streams that signal their changes on their parents (A25 trusted): no reconcile cycle for their parents. */
+    signalled?: ReadonlySet<string>;
   },
 ): TreeCost {
   const catalog = options.catalog ?? CATALOG;
@@ -383,8 +419,10 @@ export function treeCost(
       // No list of its own where the parent's single record carries it.
       if (!(parent && carriesChildren(parent, catalog) && detailOn(parent)))
         whole += s.allList && parents >= Math.max(2, allPages) ? allPages : parents;
-      // A parent whose single record carries all its child lists is re-read once for all of them (A48).
-      if (!parent || !carriesChildren(parent, catalog)) children += parents;
+      // A parent whose single record carries all its child lists is re-read once for all of them (A48);
+      // one whose children signal their changes on it is not re-read by the cycle at all (A25 trusted).
+      if (parent && signalledParent(parent, options.signalled, catalog)) children += 0;
+      else if (!parent || !carriesChildren(parent, catalog)) children += parents;
       else if (!carried.has(parent)) {
         carried.add(parent);
         children += parents;

@@ -106,7 +106,7 @@ export function freshJobPlan(
   org: FreshOrg,
   job: Pick<JobSpec, 'trees'>,
   day: { from: number; reset: number; reserved: number },
-): { streams: FreshStreamPlan[]; demand: number; polls: number; short: boolean } {
+): { streams: FreshStreamPlan[]; demand: number; baseDemand: number; polls: number; short: boolean } {
   const settings = freshnessSettings(config);
   const at = (targets?: ReadonlyMap<string, number>): FreshPlan =>
     planFreshness(
@@ -132,7 +132,7 @@ export function freshJobPlan(
       looser: other(2),
     };
   });
-  return { streams, demand: plan.demand, polls: streams.reduce((a, s) => a + s.polls, 0), short: plan.short };
+  return { streams, demand: plan.demand, baseDemand: plan.baseDemand, polls: streams.reduce((a, s) => a + s.polls, 0), short: plan.short };
 }
 
 function mins(n: number | null): string {

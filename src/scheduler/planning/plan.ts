@@ -12,10 +12,17 @@ import { selectStreams } from '../../extractors/organization-sync.js';
 import { detailIsEnabled } from '../../extractors/stream-pass.js';
 import type { Warehouse } from '../../loaders/warehouse.js';
 import { stateDb } from '../../state/tables.js';
-import { liveRowCounts, modeOfCommand, REFERENCE_RECORDS, treeCost, type StreamSnapshot, type TreeCost } from './estimate.js';
+import {
+  liveRowCounts,
+  modeOfCommand,
+  signalledChildren,
+  treeCost,
+  type StreamSnapshot,
+  type TreeCost,
+} from './estimate.js';
 import { countFires, type Cron } from '../timing/cron.js';
 import { descendants, resolveJobs, type JobClass, type JobSpec, type KnownOrganization } from '../timing/jobs.js';
-import { freshJobPlan, freshLines, loadChangeRates, type FreshStreamPlan } from './fresh-plan.js';
+import { freshJobPlan, loadChangeRates, type FreshStreamPlan } from './fresh-plan.js';
 import type { ChangeRates } from '../timing/change-model.js';
 
 export interface PlannedJob {
@@ -41,8 +48,13 @@ export interface OrganizationPlan {
   day: string;
   budget: number;
   jobs: PlannedJob[];
-  /** Requests the scheduled jobs need on that day; backfill is not included (it takes what is left). */
+  /** Requests the scheduled jobs are expected to spend on that day; backfill is not included (it takes what is left). */
   total: number;
+  /**
+   * What they need: `total` less the polls the freshness job buys with spare budget (it polls
+   * more often only where the budget has room). `fits` holds this against the budget.
+   */
+  need: number;
   fits: boolean;
   leftForBackfill: number;
   /** Some list sizes were assumed (REFERENCE_RECORDS), not read from the warehouse. */
@@ -162,6 +174,7 @@ export async function loadPlanOrganizations(
   const resets = warehouse ? await serverResets(warehouse) : new Map<string, number | null>();
   const refuted = warehouse ? await refutedShortcuts(config, warehouse, catalog) : [];
   const now = options.now ?? Date.now();
+  const signalled = warehouse ? await signalledChildren(warehouse) : new Map<string, Set<string>>();
   const learned = new Map<string, Map<string, ChangeRates>>();
   if (warehouse)
     for (const o of orgs.filter((x) => !x.reference))
@@ -186,6 +199,7 @@ export async function loadPlanOrganizations(
           catalog,
           wholeReadEveryDays: wholeReadCycleDays(config, connection.plan),
           detailEnabled: (s) => detailIsEnabled({ config }, s),
+          signalled: signalled.get(`${o.connection}|${o.organizationId}`),
         },
       );
     });
@@ -256,9 +270,67 @@ export function jobEstimate(job: Pick<JobSpec, 'jobClass' | 'trees'>, costs: rea
   return total;
 }
 
+interface PlannedDay {
+  day: string;
+  total: number;
+  need: number;
+  fires: Map<string, number>;
+  fresh: ReturnType<typeof freshJobPlan> | null;
+}
+
+/** One quota day: each cron job's fires times its estimate, then what the freshness job's polls and changes cost on top. */
+function planDay(
+  config: Config,
+  org: PlanOrganization,
+  jobs: readonly JobSpec[],
+  estimates: Map<string, number>,
+  day: { key: string; from: number; resetsAt: number },
+  firesIn: (cron: Cron, from: number, to: number) => number,
+): PlannedDay {
+  const fires = new Map<string, number>();
+  let total = 0;
+  for (const j of jobs) {
+    if (j.fresh) continue;
+    // The day starts at the reset instant itself: a fire at midnight belongs to it.
+    const n = firesIn(j.cron, day.from - 1, day.resetsAt - 1);
+    fires.set(j.id, n);
+    if (j.jobClass !== 'backfill') total += n * estimates.get(j.id)!;
+  }
+  // The freshness job polls as the day's budget, less the other jobs' need, allows (rules in timing/freshness.ts).
+  const freshJob = jobs.find((j) => j.fresh);
+  const fresh = freshJob ? freshJobPlan(config, org, freshJob, { from: day.from, reset: day.resetsAt, reserved: total }) : null;
+  const need = total + (fresh?.baseDemand ?? 0);
+  if (freshJob && fresh) {
+    fires.set(freshJob.id, fresh.polls);
+    estimates.set(freshJob.id, fresh.polls > 0 ? Math.round(fresh.demand / fresh.polls) : 0);
+    total += fresh.demand;
+  }
+  return { day: day.key, total, need, fires, fresh };
+}
+
+/** A job's line on the busiest day. */
+function plannedJob(
+  j: JobSpec,
+  busiest: PlannedDay | null,
+  estimates: Map<string, number>,
+  costs: readonly TreeCost[],
+  everyDays: number,
+): PlannedJob {
+  const fires = busiest?.fires.get(j.id) ?? 0;
+  const estimate = estimates.get(j.id)!;
+  const base = { id: j.id, jobClass: j.jobClass, streams: j.streams.length, fires, estimate };
+  if (j.fresh) return { ...base, schedule: 'freshness', total: busiest?.fresh?.demand ?? 0 };
+  return {
+    ...base,
+    schedule: j.cron.toString(),
+    total: j.jobClass === 'backfill' ? 0 : fires * estimate,
+    ...(j.jobClass === 'reconcile' ? { reconcile: reconcileSplit(j, costs, everyDays, estimate) } : {}),
+  };
+}
+
 /**
  * What an organization's schedule costs (pure): each job's fires on each of the next quota
- * days times its estimate; the busiest day against the budget.
+ * days times its estimate, the freshness job's polls and changes; the busiest day against the budget.
  */
 export function planOrganization(
   config: Config,
@@ -279,53 +351,16 @@ export function planOrganization(
   );
   const everyDays = childrenCycleDays(config, config.connections.find((c) => c.name === org.connection)?.plan ?? 'free');
   const estimates = new Map(jobs.map((j) => [j.id, jobEstimate(j, org.costs, everyDays)]));
-  let busiest: { day: string; total: number; fires: Map<string, number>; fresh: ReturnType<typeof freshJobPlan> | null } | null = null;
+  let busiest: PlannedDay | null = null;
   for (const day of quotaDaysAhead(now, org.zone, org.serverReset)) {
-    const fires = new Map<string, number>();
-    let total = 0;
-    for (const j of jobs) {
-      if (j.fresh) continue;
-      // The day starts at the reset instant itself: a fire at midnight belongs to it.
-      const n = firesIn(j.cron, day.from - 1, day.resetsAt - 1);
-      fires.set(j.id, n);
-      if (j.jobClass !== 'backfill') total += n * estimates.get(j.id)!;
-    }
-    // The freshness job polls as the day's budget, less the other jobs' need, allows (rules in timing/freshness.ts).
-    const freshJob = jobs.find((j) => j.fresh);
-    const fresh = freshJob ? freshJobPlan(config, org, freshJob, { from: day.from, reset: day.resetsAt, reserved: total }) : null;
-    if (freshJob && fresh) {
-      fires.set(freshJob.id, fresh.polls);
-      estimates.set(freshJob.id, fresh.polls > 0 ? Math.round(fresh.demand / fresh.polls) : 0);
-      total += fresh.demand;
-    }
-    if (!busiest || total > busiest.total) busiest = { day: day.key, total, fires, fresh };
+    const planned = planDay(config, org, jobs, estimates, day, firesIn);
+    if (!busiest || planned.total > busiest.total) busiest = planned;
   }
-  const planned: PlannedJob[] = jobs.map((j) => {
-    const fires = busiest?.fires.get(j.id) ?? 0;
-    const estimate = estimates.get(j.id)!;
-    if (j.fresh)
-      return {
-        id: j.id,
-        jobClass: j.jobClass,
-        schedule: 'freshness',
-        streams: j.streams.length,
-        fires,
-        estimate,
-        total: busiest?.fresh?.demand ?? 0,
-      };
-    return {
-      id: j.id,
-      jobClass: j.jobClass,
-      schedule: j.cron.toString(),
-      streams: j.streams.length,
-      fires,
-      estimate,
-      total: j.jobClass === 'backfill' ? 0 : fires * estimate,
-      ...(j.jobClass === 'reconcile' ? { reconcile: reconcileSplit(j, org.costs, everyDays, estimate) } : {}),
-    };
-  });
+  const planned = jobs.map((j) => plannedJob(j, busiest, estimates, org.costs, everyDays));
   const shortcuts = org.shortcuts ?? [];
-  const total = planned.reduce((a, p) => a + p.total, 0) + shortcuts.reduce((a, r) => a + r.extraRequestsPerDay, 0);
+  const extra = shortcuts.reduce((a, r) => a + r.extraRequestsPerDay, 0);
+  const total = planned.reduce((a, p) => a + p.total, 0) + extra;
+  const need = (busiest?.need ?? 0) + extra;
   const firstSync = org.costs.reduce((a, c) => a + c.whole, 0);
   return {
     connection: org.connection,
@@ -335,8 +370,9 @@ export function planOrganization(
     budget: org.budget,
     jobs: planned,
     total,
-    fits: total <= org.budget,
-    leftForBackfill: Math.max(0, org.budget - total),
+    need,
+    fits: need <= org.budget && !(busiest?.fresh?.short ?? false),
+    leftForBackfill: Math.max(0, org.budget - need),
     assumed: org.costs.some((c) => c.assumed),
     firstSync: { requests: firstSync, days: org.budget > 0 ? firstSync / org.budget : Infinity },
     shortcuts,
@@ -368,7 +404,7 @@ export function misfits(plans: readonly OrganizationPlan[]): Array<{ plan: Organ
     .map((p) => ({
       plan: p,
       message:
-        `the schedule of ${p.connection} / ${p.organizationId} needs about ${p.total} requests on quota day ${p.day} ` +
+        `the schedule of ${p.connection} / ${p.organizationId} needs about ${p.need} requests on quota day ${p.day} ` +
         `but its budget is ${p.budget} (${p.jobs
           .filter((j) => j.total > 0)
           .map((j) => `${j.jobClass} ${j.schedule}: ${j.fires} × ~${j.estimate}`)
@@ -386,70 +422,6 @@ function reconcileSplit(
 ): NonNullable<PlannedJob['reconcile']> {
   const parts = reconcileParts(job, costs);
   return { ...parts, everyDays, perDay: estimate - parts.lists };
-}
-
-/** A reconcile's two parts: list pages each run, and its night's share of every parent's child lists. */
-function reconcileLine(r: NonNullable<PlannedJob['reconcile']>): string {
-  const lists = `list pages ~${r.lists} a run`;
-  if (r.children === 0) return `${lists}; no child lists`;
-  if (r.everyDays <= 0) return `${lists} + every parent's child lists ~${r.children} a run (sync.reconcile_children_every_days: 0)`;
-  return `${lists} + a ${r.everyDays}-day rolling re-read of every parent's child lists (~${r.children} in all): ~${r.perDay} a night`;
-}
-
-/** One organization's plan in words, after its name: the busiest day against the budget, then its jobs. */
-function planLines(p: OrganizationPlan): string[] {
-  const lines: string[] = [];
-  if (p.unlimited) {
-    lines.push(` — busiest quota day ${p.day}: ${p.total} requests planned; the daily quota is unlimited`);
-    lines.push(`  a first sync or backfill of everything: ~${p.firstSync.requests} requests, no daily quota to wait for`);
-  } else {
-    const left = p.fits ? `, ${p.leftForBackfill} left for backfill` : '';
-    lines.push(` — busiest quota day ${p.day}: ${p.total} of ${p.budget} requests planned${left}`);
-    const days = p.firstSync.days < 1 ? 'within a day' : `about ${p.firstSync.days.toFixed(1)} days`;
-    lines.push(`  a first sync or backfill of everything: ~${p.firstSync.requests} requests, ${days} at ${p.budget} a day`);
-  }
-  for (const j of p.jobs) {
-    const cost =
-      j.jobClass === 'backfill' ? `takes what is left (about ${j.estimate} requests to go)` : `${j.fires} × ~${j.estimate} = ${j.total}`;
-    lines.push(`  ${j.jobClass.padEnd(13)} ${j.schedule.padEnd(28)} ${String(j.streams).padStart(3)} streams  ${cost}`);
-    if (j.reconcile) lines.push(`    ${reconcileLine(j.reconcile)}`);
-  }
-  lines.push(...freshLines(p));
-  for (const r of p.shortcuts)
-    lines.push(`  ${r.assumption} does not hold (${r.stream}): reading ${r.longWay} adds ~${r.extraRequestsPerDay} requests a day`);
-  if (!p.fits)
-    lines.push(
-      `  WARNING: the schedule needs ${p.total} requests but the budget is ${p.budget}: ` +
-        'lower-priority jobs (settings, reconcile) will be skipped and incremental runs may run out. ' +
-        'Run `svcsync plan --fit` for schedules that fit, or raise the plan or limits.per_day.',
-    );
-  return lines;
-}
-
-/**
- * Every organization's plan. Organizations not synced yet are planned alike (a connection that
- * names three gets three identical plans): they share one block, which names them all.
- */
-export function renderPlan(plans: readonly OrganizationPlan[], referenceRecords = REFERENCE_RECORDS): string {
-  if (plans.length === 0) return 'No organizations known yet: run `svcsync check` or `svcsync sync` once, then plan again.\n';
-  const blocks = new Map<string, { connection: string; ids: string[]; reference: boolean; lines: string[] }>();
-  for (const [i, p] of plans.entries()) {
-    const lines = planLines(p);
-    const key = p.reference ? `${p.connection}\n${lines.join('\n')}` : String(i);
-    const block = blocks.get(key) ?? { connection: p.connection, ids: [], reference: p.reference, lines };
-    block.ids.push(p.organizationId === REFERENCE_ORGANIZATION ? 'a reference organization' : p.organizationId);
-    blocks.set(key, block);
-  }
-  const out: string[] = [];
-  for (const b of blocks.values()) {
-    const who = `${b.connection} / ${b.ids.join(', ')}${b.reference ? ' (not synced yet)' : ''}`;
-    out.push(`${who}${b.lines[0]!}`, ...b.lines.slice(1));
-  }
-  const warnings = plans.filter((p) => !p.fits).length;
-  if (plans.some((p) => p.assumed))
-    out.push(`Lists the warehouse has not synced yet are assumed to hold ${referenceRecords} records each (--records N changes it).`);
-  if (warnings) out.push(`${warnings} organization(s) do not fit their daily budget.`);
-  return out.join('\n') + '\n';
 }
 
 /**

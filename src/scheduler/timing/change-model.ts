@@ -30,19 +30,26 @@ export interface LearnOptions {
  * Changes per hour of the day from the change instants (epoch ms) of the last `windowDays`.
  * Each instant weighs 2^(-age / halfLife); the weights are normalized so that a steady rate
  * reads as itself whatever the half-life (the weighted count divided by the weighted days).
+ * Each hour reads at least what the last 24 hours saw in it: a stream that turns busy is
+ * polled as busy the next hour, not after the half-life has caught up, while one that turns
+ * quiet slows down over days.
  */
 export function changeRates(instants: Iterable<number>, now: number, options: LearnOptions = {}): ChangeRates {
   const windowDays = options.windowDays ?? 14;
   const halfLife = (options.halfLifeDays ?? 2) * DAY_MS;
   const from = now - windowDays * DAY_MS;
   const weighted = new Array<number>(24).fill(0);
+  const lastDay = new Array<number>(24).fill(0);
   for (const at of instants) {
     if (!(at > from && at <= now)) continue;
-    weighted[new Date(at).getUTCHours()]! += 2 ** (-(now - at) / halfLife);
+    const hour = new Date(at).getUTCHours();
+    weighted[hour]! += 2 ** (-(now - at) / halfLife);
+    if (now - at < DAY_MS) lastDay[hour]! += 1;
   }
   // The weighted length of the window in days: ∫ 2^(-t/h) dt over it, so a constant rate of r a day sums to r × this.
   const days = ((halfLife / Math.LN2) * (1 - 2 ** (-(windowDays * DAY_MS) / halfLife))) / DAY_MS;
-  const perHour = smoothed(weighted).map((w) => w / days);
+  const recent = smoothed(lastDay);
+  const perHour = smoothed(weighted).map((w, h) => Math.max(w / days, recent[h]!));
   return { perHour, perDay: perHour.reduce((a, n) => a + n, 0) };
 }
 

@@ -9,8 +9,8 @@
  *    stream that changed twice last month is not polled every half hour.
  * 2. Spare budget buys freshness. Where the day's budget holds more than the base intervals
  *    need, intervals tighten to κ/√rate (the square-root rule: the polling that minimizes
- *    change-weighted staleness for a number of polls), never below `minMinutes` nor above the
- *    base, with κ the smallest that fits. κ is fitted once a quota day (`kappa` passes it on), so
+ *    change-weighted staleness for a number of polls), never above the base nor below
+ *    `minMinutes` (the target, in an hour without changes), with κ the smallest that fits. κ is fitted once a quota day (`kappa` passes it on), so
  *    what the budget's margin for changes leaves unspent late in the day is not spent on polls
  *    of quiet evening hours, and `svcsync plan` predicts the day the daemon runs; it is fitted
  *    again only when the day turns out shorter (other integrations spent from the quota).
@@ -132,11 +132,12 @@ const pollsOver = (minutes: readonly number[], intervals: readonly number[]): nu
  */
 function tightened(s: FreshStream, base: readonly number[], kappa: number, settings: FreshSettings): number[] {
   if (s.rates === null) return [...base];
-  const floor = Math.min(settings.minMinutes, ...base);
   return base.map((b, h) => {
     // A stream that just changed counts at least its daily mean in every hour.
     const recent = s.recent?.changed && s.rates ? s.rates.perDay / 24 : 0;
     const rate = Math.max(RATE_FLOOR, rateAt(s, h), recent);
+    // Spare budget polls a busy hour down to the minimum, a quiet one only down to the target.
+    const floor = Math.min(b, isActive(s, h) ? settings.minMinutes : s.targetMinutes);
     return Math.min(b, Math.max(floor, kappa / Math.sqrt(rate)));
   });
 }
