@@ -123,6 +123,13 @@ function unknownStreams(config: Config): string[] {
     for (const name of Object.keys(streams ?? {})) if (!isStreamName(name)) out.push(`${where}.streams.${name}: unknown stream ${hint}`);
   };
   config.connections.forEach((c, i) => scheduled(`connections[${i}].schedules`, c.schedules?.streams));
+  // Freshness targets are looked up by the qualified name: a bare one would never match.
+  const targets = (where: string, streams: Record<string, unknown> | undefined): void => {
+    for (const name of Object.keys(streams ?? {}))
+      if (!name.includes('.') || !isStreamName(name)) out.push(`${where}.streams.${name}: unknown stream; write family.stream ${hint}`);
+  };
+  targets('daemon.freshness', config.daemon.freshness.streams);
+  config.connections.forEach((c, i) => targets(`connections[${i}].freshness`, c.freshness?.streams));
   const history = (where: string, setting: Config['history'] | undefined): void => {
     if (!Array.isArray(setting)) return;
     setting.forEach((name, j) => {

@@ -55,6 +55,48 @@ describe('parseConfig', () => {
     expect(ok.connections[0]!.streams).toEqual(['inventory.sales_orders', 'contacts']);
   });
 
+  it('freshness: durations in minutes, hours or days, off, checked per key and stream; the connection’s over the daemon’s', async () => {
+    const { freshnessTarget } = await import('../../src/config/freshness.js');
+    const config = parseConfig(
+      {
+        connections: [{ ...base, freshness: { transaction: '15m', streams: { 'inventory.sales_orders': 5 } } }],
+        daemon: { freshness: { settings: '2h', families: { billing: '1d' }, streams: { 'billing.events': 'off' } } },
+      },
+      { env: {} },
+    );
+    const f = config.daemon.freshness;
+    expect(f).toMatchObject({ enabled: true, settings: 120, quiet: 720, min_interval: 5, families: { billing: 1440 } });
+    const c = config.connections[0]!.freshness;
+    const of = (family: string, name: string, kind: 'transaction' | 'settings') => freshnessTarget(f, c, { family, name, kind });
+    expect(of('inventory', 'sales_orders', 'transaction')).toBe(5);
+    expect(of('inventory', 'contacts', 'transaction')).toBe(15);
+    expect(of('billing', 'events', 'transaction')).toBe('off');
+    // The more specific key wins: the daemon's family entry over the connection's kind default.
+    expect(of('billing', 'recurring_expenses', 'transaction')).toBe(1440);
+    expect(of('inventory', 'currencies', 'settings')).toBe(120);
+    // The defaults: 30 minutes for transaction streams, a day for settings.
+    const plain = parseConfig({ connections: [base] }, { env: {} }).daemon.freshness;
+    expect(freshnessTarget(plain, undefined, { family: 'inventory', name: 'contacts', kind: 'transaction' })).toBe(30);
+    expect(freshnessTarget(plain, undefined, { family: 'books', name: 'users', kind: 'settings' })).toBe(1440);
+    const problems = problemsOf({
+      connections: [{ ...base, freshness: { transaction: 'often', streams: { sales_orders: '5m' } } }],
+      daemon: { freshness: { streams: { 'inventory.salesorders': '1h' } } },
+    });
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^connections\[0\]\.freshness\.transaction: "often" is not a duration; expected e\.g\. 15m, 2h, 1d/),
+      ]),
+    );
+    const streams = problemsOf({
+      connections: [{ ...base, freshness: { streams: { sales_orders: '5m' } } }],
+      daemon: { freshness: { streams: { 'inventory.salesorders': '1h' } } },
+    });
+    expect(streams).toEqual([
+      expect.stringMatching(/^daemon\.freshness\.streams\.inventory\.salesorders: unknown stream; write family\.stream/),
+      expect.stringMatching(/^connections\[0\]\.freshness\.streams\.sales_orders: unknown stream/),
+    ]);
+  });
+
   it('history: off by default, all, or a list of streams checked against the catalog; a connection overrides it', () => {
     expect(parseConfig({ connections: [base] }, { env: {} }).history).toBe('off');
     const problems = problemsOf({

@@ -48,6 +48,16 @@ describe('the change model', () => {
     expect(changeRates([now - 15 * DAY_MS, now + HOUR_MS], now).perDay).toBe(0);
   });
 
+  it('reads at least what the last 24 hours saw: a quiet stream that turns busy is busy the next hour', () => {
+    const now = DAY0 + 14 * DAY_MS;
+    // One change a day for a fortnight, then 50 in the last two hours.
+    const old = Array.from({ length: 13 }, (_, i) => DAY0 + i * DAY_MS + 10 * HOUR_MS);
+    const surge = Array.from({ length: 50 }, (_, i) => now - 2 * HOUR_MS + i * MIN);
+    const r = changeRates([...old, ...surge], now);
+    expect(r.perDay).toBeGreaterThanOrEqual(50);
+    expect(Math.max(...r.perHour)).toBeGreaterThan(5);
+  });
+
   it('counts expected changes between two instants hour by hour', () => {
     const r = busy(6);
     expect(changesBetween(r, DAY0, DAY0 + DAY_MS)).toBeCloseTo(48);
