@@ -115,6 +115,7 @@ export class Daemon {
           const [connection, organizationId] = k.split('\u0000') as [string, string];
           return { connection, organizationId, at: new Date(f.at).toISOString(), reason: f.reason };
         }),
+      freshness: this.runner.freshness.live(now),
       nextRuns: this.scheduler
         .nextRuns()
         .filter((r) => r.job.organizationId !== null)

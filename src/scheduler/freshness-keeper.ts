@@ -10,6 +10,7 @@ import { CHANGE_WINDOW_DAYS, freshnessSettings, targetOf } from './planning/fres
 import { changeRates, changesBetween, DAY_MS, HOUR_MS, type ChangeRates } from './timing/change-model.js';
 import { planFreshness, type FreshDay, type FreshPlan, type FreshStream } from './timing/freshness.js';
 import type { JobSpec } from './timing/jobs.js';
+import type { LiveFreshness } from './surface/status-document.js';
 
 /** A due time within this of now counts as due: one look a minute serves them all. */
 const DUE_SLACK_MS = 60_000;
@@ -27,6 +28,7 @@ interface TreeState {
 }
 
 interface OrgState {
+  job: Pick<JobSpec, 'connection' | 'organizationId'>;
   trees: Map<string, TreeState>;
   learnedAt: number;
   plan: FreshPlan | null;
@@ -121,6 +123,32 @@ export class FreshnessKeeper {
     return Math.max(1, Math.ceil(total));
   }
 
+  /** Every planned organization's streams, for the status document (`LiveStatus.freshness`). */
+  live(now: number): LiveFreshness[] {
+    const out: LiveFreshness[] = [];
+    for (const org of this.orgs.values()) {
+      if (!org.plan || org.job.organizationId === null) continue;
+      const hour = new Date(now).getUTCHours();
+      out.push({
+        connection: org.job.connection,
+        organizationId: org.job.organizationId,
+        short: org.plan.short,
+        streams: org.plan.streams.map((v) => {
+          const rates = org.trees.get(v.tree)?.rates;
+          return {
+            stream: v.tree,
+            state: v.state,
+            changesPerDay: rates ? Math.round(rates.perDay * 10) / 10 : null,
+            intervalMinutes: Math.round(v.intervals[hour]! * 10) / 10,
+            nextPollAt: new Date(v.nextDue).toISOString(),
+            p95Minutes: v.staleness?.p95Minutes ?? null,
+          };
+        }),
+      });
+    }
+    return out;
+  }
+
   /** Requests the job needs until the reset at its base intervals, as last planned (null before its first plan). */
   demand(job: JobSpec): number | null {
     return this.planOf(job)?.baseDemand ?? null;
@@ -172,7 +200,7 @@ export class FreshnessKeeper {
         recent: prior?.recent ?? { changed: false, stretch: 1 },
       });
     }
-    const org: OrgState = { trees, learnedAt: now, plan: before?.plan ?? null, dayOf: before?.dayOf ?? null };
+    const org: OrgState = { job, trees, learnedAt: now, plan: before?.plan ?? null, dayOf: before?.dayOf ?? null };
     this.orgs.set(job.id, org);
     return org;
   }

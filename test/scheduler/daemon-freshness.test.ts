@@ -111,6 +111,14 @@ for (const dialect of DIALECTS) {
         expect(orders.p95Minutes).not.toBeNull();
         expect(orders.p95Minutes!).toBeLessThanOrEqual(30);
         expect(plan!.fits).toBe(true);
+        // The daemon's live status shows what it learned and decided for each kept-fresh stream.
+        const live = daemon.liveStatus().freshness!.find((f) => f.organizationId === org)!;
+        const liveOrders = live.streams.find((s) => s.stream === 'inventory.sales_orders')!;
+        // Twelve orders changed 24 times a day: a record keeps only its latest change time (A53), so fewer count.
+        expect(liveOrders.changesPerDay).toBeGreaterThanOrEqual(5);
+        expect(live.streams.find((s) => s.stream === 'inventory.contacts')!.changesPerDay).toBeLessThan(liveOrders.changesPerDay!);
+        expect(Date.parse(liveOrders.nextPollAt)).toBeGreaterThan(e.sandbox.now() - DAY);
+        expect(live.short).toBe(false);
         await daemon.stop(1_000);
       } finally {
         await e.close();

@@ -12,14 +12,7 @@ import { selectStreams } from '../../extractors/organization-sync.js';
 import { detailIsEnabled } from '../../extractors/stream-pass.js';
 import type { Warehouse } from '../../loaders/warehouse.js';
 import { stateDb } from '../../state/tables.js';
-import {
-  liveRowCounts,
-  modeOfCommand,
-  signalledChildren,
-  treeCost,
-  type StreamSnapshot,
-  type TreeCost,
-} from './estimate.js';
+import { liveRowCounts, modeOfCommand, signalledChildren, treeCost, type StreamSnapshot, type TreeCost } from './estimate.js';
 import { countFires, type Cron } from '../timing/cron.js';
 import { descendants, resolveJobs, type JobClass, type JobSpec, type KnownOrganization } from '../timing/jobs.js';
 import { freshJobPlan, loadChangeRates, type FreshStreamPlan } from './fresh-plan.js';

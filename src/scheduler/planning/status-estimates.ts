@@ -87,8 +87,9 @@ export function projectOrganization(
   catalog: readonly StreamSpec[] = CATALOG,
   cycle?: { everyDays: number; now: number },
 ): DayProjection {
+  // The freshness job spends what the day leaves and never more (timing/freshness.ts): it does not push a day over.
   const remaining = jobs
-    .filter((j) => j.jobClass !== 'organizations' && j.jobClass !== 'backfill')
+    .filter((j) => j.jobClass !== 'organizations' && j.jobClass !== 'backfill' && !j.fresh)
     .map((j) => ({ estimate: estimateJob(j, snap, perPage, catalog, cycle), fires: firesLeft(j) }));
   return projectEndOfDay(usage.usedToday, remaining, usage.budget, usage.blocked);
 }

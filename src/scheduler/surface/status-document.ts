@@ -369,12 +369,21 @@ function scheduleRuns(config: Config, orgs: Map<string, StatusOrganization>, opt
     // A spent quota holds every job until the reset.
     const after = entry.blockedUntil ? Math.max(now, Date.parse(entry.blockedUntil) - 1) : now;
     const { next, every } = memo.next(job, after);
-    entry.nextRuns.push({ job: job.jobClass, streams: job.streams.length, at: new Date(next).toISOString() });
-    // The period between two fires: what "fresh" means for the stream.
+    entry.nextRuns.push({ job: job.fresh ? 'fresh' : job.jobClass, streams: job.streams.length, at: new Date(next).toISOString() });
+    // The period between two fires: what "fresh" means for the stream. A kept-fresh stream may
+    // wait its quiet interval between polls (or its target, where that is longer).
+    const period = job.fresh ? freshPeriodSeconds(config) : every;
     if (job.jobClass === 'incremental' || job.jobClass === 'settings')
-      for (const st of entry.streams) if (job.streams.includes(st.stream)) st.expectedEverySeconds = every;
+      for (const st of entry.streams) if (job.streams.includes(st.stream)) st.expectedEverySeconds = period;
   }
   return { jobs, memo };
+}
+
+/** The longest a kept-fresh stream waits between polls when nothing is wrong: its quiet interval, or the settings target where longer. */
+function freshPeriodSeconds(config: Config): number {
+  const f = config.daemon.freshness;
+  const minutes = (v: number | 'off' | undefined, fallback: number): number => (typeof v === 'number' ? v : fallback);
+  return Math.max(minutes(f.quiet, 720), minutes(f.settings, 1440)) * 60;
 }
 
 /** Each organization's requests by the end of its quota day, if the runs still scheduled run at their estimates. */
@@ -482,4 +491,25 @@ export interface LiveStatus {
   /** Organizations whose hooks fell back to the schedule (budget low) in the last day. */
   hookFallbacks: Array<{ connection: string; organizationId: string; at: string; reason: string }>;
   nextRuns: Array<{ job: string; connection: string; organizationId: string; at: string }>;
+  /**
+   * Each organization's kept-fresh streams as the daemon last planned them (docs/daemon.md,
+   * "Freshness"): changes a day, state (`budget`: delayed because the day runs short), the
+   * interval now, the next poll and the predicted staleness.
+   */
+  freshness?: LiveFreshness[];
+}
+
+export interface LiveFreshness {
+  connection: string;
+  organizationId: string;
+  /** Even the longest intervals do not fit what is left of the day. */
+  short: boolean;
+  streams: Array<{
+    stream: string;
+    state: string;
+    changesPerDay: number | null;
+    intervalMinutes: number;
+    nextPollAt: string;
+    p95Minutes: number | null;
+  }>;
 }

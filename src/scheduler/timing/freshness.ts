@@ -10,10 +10,11 @@
  * 2. Spare budget buys freshness. Where the day's budget holds more than the base intervals
  *    need, intervals tighten to κ/√rate (the square-root rule: the polling that minimizes
  *    change-weighted staleness for a number of polls), never above the base nor below
- *    `minMinutes` (the target, in an hour without changes), with κ the smallest that fits. κ is fitted once a quota day (`kappa` passes it on), so
- *    what the budget's margin for changes leaves unspent late in the day is not spent on polls
- *    of quiet evening hours, and `svcsync plan` predicts the day the daemon runs; it is fitted
- *    again only when the day turns out shorter (other integrations spent from the quota).
+ *    `minMinutes` (the target, in an hour without changes), with κ the smallest that fits.
+ *    κ is fitted once a quota day (`kappa` passes it on), so what the budget's margin for
+ *    changes leaves unspent late in the day is not spent on polls of quiet evening hours, and
+ *    `svcsync plan` predicts the day the daemon runs; it is fitted again only when the day
+ *    turns out shorter (other integrations spent from the quota).
  * 3. A short budget delays the streams whose staleness costs least (the fewest changes) first:
  *    their intervals double until the day fits, and they say so (`state: budget`).
  *
