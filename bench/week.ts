@@ -78,6 +78,8 @@ export interface WeekOptions {
   changesAt?: ReadonlyArray<{ kind: ChangeKind; offsetMs: number }>;
   /** The daemon's schedules, where the plan's defaults should not hold (tests). */
   schedules?: Partial<Schedules>;
+  /** Keep streams fresh by their targets (`daemon.freshness`, the default); false: the cron schedules alone. */
+  freshness?: boolean;
 }
 
 export interface RequestKinds {
@@ -281,7 +283,7 @@ function benchConfig(sandbox: Sandbox, warehouse: string, opts: WeekOptions, wee
       warehouse,
       log_level: 'error',
       sync: { per_page: opts.perPage },
-      ...(opts.schedules ? { daemon: { schedules: opts.schedules } } : {}),
+      daemon: { ...(opts.schedules ? { schedules: opts.schedules } : {}), freshness: { enabled: opts.freshness ?? true } },
       connections: [
         {
           name: 'bench',
@@ -395,6 +397,8 @@ class WeekRun {
       const detail = `${e.job.jobClass}: ${e.detail}`;
       if (this.skipDetails.length < 5 && !this.skipDetails.includes(detail)) this.skipDetails.push(detail);
     }
+    if (process.env.SVCSYNC_DEBUG_WEEK && e.type === 'finished' && e.outcome.status !== 'ok')
+      console.error('OUT', new Date(e.at).toISOString(), e.job.id, JSON.stringify(e.outcome).slice(0, 300));
     if (e.type !== 'finished' || e.job.organizationId === null) return;
     const label = classLabel(e.job);
     const c = this.classes.get(label) ?? { jobClass: label, schedule: '', runs: 0, requests: 0 };

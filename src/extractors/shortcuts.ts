@@ -165,9 +165,11 @@ export class OrgShortcuts {
     return this.settings[id] === 'verify' && this.row(id, stream).state === 'refuted';
   }
 
-  /** Whether the shortcut holds for the stream by the checks' verdict (or `trust` in the configuration): what lets a cycle be skipped. */
+  /**
+   * Whether the checks found the shortcut to hold for the stream: what lets a cycle that
+   * guards it be skipped. Taken unchecked (`trust`), nothing found it to hold, and the cycle stays.
+   */
   isTrusted(id: ShortcutId, stream: string): boolean {
-    if (this.settings[id] === 'trust') return true;
     return this.settings[id] === 'verify' && this.row(id, stream).state === 'trusted';
   }
 

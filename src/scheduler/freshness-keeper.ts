@@ -21,6 +21,8 @@ const MAX_STRETCH = 64;
 
 interface TreeState {
   cost: TreeCost;
+  /** Single reads and child lists queued for the tree's streams (each a request, due now). */
+  queued: number;
   targetMinutes: number;
   rates: ChangeRates | null;
   lastPolledAt: number | null;
@@ -36,6 +38,16 @@ interface OrgState {
   dayOf: number | null;
 }
 
+/** Queued single reads and child lists of a tree's streams that are not a backfill's or a reconcile's. */
+function queuedOf(tree: string, job: JobSpec, snap: OrgSnapshot): number {
+  let n = 0;
+  for (const name of treeStreams(tree, job)) {
+    const p = snap.streams.get(name)?.pending;
+    if (p) n += Math.max(0, p.detail + p.children - p.backfillOrReconcile);
+  }
+  return n;
+}
+
 /**
  * The daemon's memory of each freshness job (one per organization): what each stream costs a
  * poll and a change, how fast it changes (learned from the warehouse, src/loaders/change-times.ts),
@@ -45,12 +57,15 @@ interface OrgState {
  */
 export class FreshnessKeeper {
   private readonly orgs = new Map<string, OrgState>();
+  /** Requests each freshness job's runs spent, and when: what pacing a short day counts. */
+  private readonly spent = new Map<string, Array<{ at: number; requests: number }>>();
 
   constructor(private readonly ctx: { config: Config; warehouse: Warehouse; logger: Logger; catalog: readonly StreamSpec[] }) {}
 
   /** Plans the job's streams for what is left of the day (learning their rates first when due). */
   async replan(job: JobSpec, day: FreshDay, snap?: OrgSnapshot): Promise<FreshPlan> {
     const org = await this.stateOf(job, day.now, snap);
+    if (snap) for (const [tree, t] of org.trees) t.queued = queuedOf(tree, job, snap);
     const streams: FreshStream[] = [...org.trees.entries()].map(([tree, t]) => ({
       tree,
       targetMinutes: t.targetMinutes,
@@ -59,6 +74,7 @@ export class FreshnessKeeper {
       rates: t.rates,
       lastPolledAt: t.lastPolledAt,
       recent: t.recent,
+      queued: t.queued,
     }));
     const kappa = org.dayOf === day.reset ? (org.plan?.kappa ?? null) : null;
     org.plan = planFreshness(streams, day, freshnessSettings(this.ctx.config), kappa);
@@ -149,6 +165,29 @@ export class FreshnessKeeper {
     return out;
   }
 
+  /** A run of the job spent `requests` (whatever its outcome). */
+  spend(job: JobSpec, at: number, requests: number): void {
+    const list = (this.spent.get(job.id) ?? []).filter((x) => at - x.at < HOUR_MS);
+    list.push({ at, requests });
+    this.spent.set(job.id, list);
+  }
+
+  /**
+   * What a run of the job may spend now: twice its estimate or twice what the plan expects in the
+   * next hour, whichever is more, while the day holds the plan; on a short day, twice the next
+   * hour's share of what is left, less what the last hour's runs spent. A backlog larger than
+   * the day (queued single reads and child lists) is read through the day, newest first,
+   * instead of taking the whole day at the first run after the reset.
+   */
+  allowance(job: JobSpec, now: number, estimate: number): number {
+    const plan = this.planOf(job);
+    if (!plan) return Math.max(1, 2 * estimate);
+    if (!plan.short) return Math.ceil(Math.max(2 * estimate, 2 * plan.nextHour));
+    const share = plan.demand > 0 ? (2 * plan.available * plan.nextHour) / plan.demand : plan.available;
+    const recent = (this.spent.get(job.id) ?? []).filter((x) => now - x.at < HOUR_MS).reduce((a, x) => a + x.requests, 0);
+    return Math.max(0, Math.floor(share - recent));
+  }
+
   /** Requests the job needs until the reset at its base intervals, as last planned (null before its first plan). */
   demand(job: JobSpec): number | null {
     return this.planOf(job)?.baseDemand ?? null;
@@ -183,7 +222,7 @@ export class FreshnessKeeper {
   private async learn(job: JobSpec, now: number, before: OrgState | undefined, given?: OrgSnapshot): Promise<OrgState> {
     const { config, warehouse } = this.ctx;
     const connection = config.connections.find((c) => c.name === job.connection)!;
-    const snap = given ?? (await loadSnapshot(warehouse, job.connection, job.organizationId!, { rowsFor: job.trees }));
+    const snap = given ?? (await loadSnapshot(warehouse, job.connection, job.organizationId!, { rowsFor: job.trees, config }));
     const trees = new Map<string, TreeState>();
     for (const tree of job.trees) {
       const spec = findStream(tree);
@@ -194,6 +233,7 @@ export class FreshnessKeeper {
       const times = spec.cursor ? await changeTimes(warehouse, spec, job.organizationId!, now - CHANGE_WINDOW_DAYS * DAY_MS) : null;
       trees.set(tree, {
         cost: this.costOf(spec, job, snap),
+        queued: queuedOf(tree, job, snap),
         targetMinutes: targetOf(config, connection, spec),
         rates: times ? changeRates(times, now, { windowDays: CHANGE_WINDOW_DAYS }) : null,
         lastPolledAt: Math.max(prior?.lastPolledAt ?? 0, success ?? 0) || null,

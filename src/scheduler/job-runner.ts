@@ -240,7 +240,10 @@ export class JobRunner {
   ): Promise<{ orgJobs: JobSpec[]; snap: OrgSnapshot }> {
     const orgJobs = this.jobList.filter((j) => j.connection === connection && j.organizationId === organizationId);
     if (read) return { orgJobs, snap: read };
-    const snap = await loadSnapshot(this.ctx.warehouse, connection, organizationId, { rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))] });
+    const snap = await loadSnapshot(this.ctx.warehouse, connection, organizationId, {
+      rowsFor: [...new Set(orgJobs.flatMap(rowsNeeded))],
+      config: this.ctx.config,
+    });
     return { orgJobs, snap };
   }
 
@@ -248,7 +251,9 @@ export class JobRunner {
   async estimate(job: JobSpec, snap?: OrgSnapshot): Promise<number> {
     if (job.organizationId === null) return 0;
     if (job.fresh) return this.freshness.estimate(job, job.trees, this.ctx.clock.now());
-    const s = snap ?? (await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, { rowsFor: rowsNeeded(job) }));
+    const s =
+      snap ??
+      (await loadSnapshot(this.ctx.warehouse, job.connection, job.organizationId, { rowsFor: rowsNeeded(job), config: this.ctx.config }));
     const plan = this.ctx.config.connections.find((c) => c.name === job.connection)?.plan ?? 'free';
     const cycle = { everyDays: childrenCycleDays(this.ctx.config, plan), now: this.ctx.clock.now() };
     const fromDb = estimateJob(job, s, this.ctx.config.sync.per_page, this.catalog, cycle);
@@ -304,6 +309,8 @@ export class JobRunner {
     );
     const reset = limiter.nextReset().getTime();
     const floor = job.priority === 0 ? 0 : heldForHigher(job.priority, withEstimates, now, reset, this.ctx.config.daemon.budget_safety);
+    // A freshness run is paced instead: it reads what its share allows, newest first, and stops there.
+    if (job.fresh) return this.paced(effective, estimate, limiter.remainingToday(), now);
     const d = decide(effective, estimate, { remaining: limiter.remainingToday(), nextReset: reset }, floor);
     if (!d.run) return { run: false, reason: d.reason };
     return { run: true, job: effective, floor: d.floor, estimate };
@@ -331,6 +338,16 @@ export class JobRunner {
     );
     const held = heldForHigher(1, scheduled, now, limiter.nextReset().getTime(), this.ctx.config.daemon.budget_safety);
     return { ...hookBudget(estimate, limiter.remainingToday(), held), snapshot: snap };
+  }
+
+  /**
+   * A freshness run on a short day stops at the hour's share (its floor: what must be left when
+   * it stops), or does not start while the last hour spent it.
+   */
+  private paced(job: JobSpec, estimate: number, remaining: number, now: number): Admission {
+    const allowance = Math.min(remaining, this.freshness.allowance(job, now, estimate));
+    if (allowance < 1) return { run: false, reason: "busy: the day is short and this hour's share of it is spent" };
+    return { run: true, job, floor: Math.max(0, remaining - allowance), estimate: Math.min(estimate, allowance) };
   }
 
   /** Each job's estimate, and a freshness job's demand until the reset as last planned (`heldForHigher`). */
@@ -367,6 +384,7 @@ export class JobRunner {
   /** After a freshness run: what each tree's poll found, and the plan for the rest of the day. */
   private async notePolls(job: JobSpec, startedAt: number, summary: SyncSummary | undefined): Promise<void> {
     if (!job.fresh || job.organizationId === null || !summary) return;
+    this.freshness.spend(job, startedAt, summary.requests);
     const found = new Map<string, number>();
     for (const o of summary.organizations)
       for (const s of o.streams) if (job.trees.includes(s.stream) && s.status === 'ok') found.set(s.stream, s.written);
@@ -397,7 +415,7 @@ export class JobRunner {
         if (run.soft.aborted) return 'shutdown';
         // Jobs after the incremental class stop at the share held for higher priorities; asked
         // before a request is sent, so the floor stays untouched.
-        if (limiter && job.priority > 0 && limiter.remainingToday() <= run.floor) return 'budget';
+        if (limiter && (job.priority > 0 || job.fresh) && limiter.remainingToday() <= run.floor) return 'budget';
         return null;
       },
     };

@@ -23,6 +23,7 @@ describe('the simulated week of the daemon (bench/week.ts)', () => {
       days: 1,
       perPage: 200,
       plan: 'free',
+      freshness: false,
       changesAt: [
         { kind: 'orders', offsetMs: 9 * HOUR + 5 * MINUTE },
         { kind: 'events', offsetMs: 13 * HOUR + 30 * MINUTE },
@@ -48,6 +49,27 @@ describe('the simulated week of the daemon (bench/week.ts)', () => {
     expect(f.steady.classes.find((c) => c.jobClass === 'incremental')).toMatchObject({ runs: 12 });
     expect(f.steady.predictedDay).toBeGreaterThan(0);
     expect(f.firstSync.requests).toBeGreaterThan(0);
+    expect(f.idsMatch).toBe(true);
+  }, 120_000);
+
+  it('with freshness on (the default), every change lands within its 30-minute target, within the budget', async () => {
+    const f = await runWeek({
+      organization: tiny,
+      days: 1,
+      perPage: 200,
+      plan: 'free',
+      changesAt: [
+        { kind: 'orders', offsetMs: 9 * HOUR + 5 * MINUTE },
+        { kind: 'events', offsetMs: 13 * HOUR + 30 * MINUTE },
+        { kind: 'contacts', offsetMs: 16 * HOUR + 59 * MINUTE },
+      ],
+    });
+    for (const x of Object.values(f.steady.staleness)) {
+      expect(x).toMatchObject({ changes: 1, landed: 1, unlanded: 0 });
+      expect(x.maxMinutes!).toBeLessThanOrEqual(30);
+    }
+    expect(f.steady.busiestDay).toBeLessThanOrEqual(f.steady.usable);
+    expect(f.steady.classes.find((c) => c.jobClass === 'incremental')!.schedule).toBe('* * * * *');
     expect(f.idsMatch).toBe(true);
   }, 120_000);
 

@@ -161,3 +161,44 @@ describe.each(DIALECTS)('children that change without their parent changing (var
     expect(reconcile.organizations.flatMap((o) => o.shortcuts ?? [])).toEqual([]);
   });
 });
+
+describe.each(DIALECTS)(
+  'a reconcile skips the children cycle of parents whose children the checks found to signal them (A25 trusted), on %s',
+  (dialect) => {
+    it('reads the list pages and no child list; with --deep, every child list', async () => {
+      const e = await startE2E(dialect, { scale: 10, organizations: 1 }, { sync: { reconcile_children_every_days: 7 } });
+      try {
+        expectExit(await e.sync('incremental', { streams: STREAMS }), 0);
+        const org = e.sandbox.organizations()[0]!.organization_id;
+        const now = new Date(e.sandbox.now()).toISOString();
+        // The verdict the checks reach after three agreeing samples, for both child streams of the contacts.
+        await e.query(`DELETE FROM _svcsync_shortcuts WHERE shortcut = 'child_changes_touch_parent'`, []);
+        for (const stream of ['inventory.contact_persons', 'inventory.contact_comments']) {
+          const p = e.warehouse.sql.param;
+          await e.query(
+            'INSERT INTO _svcsync_shortcuts (connection, organization_id, shortcut, stream, state, checks, since_check, first_checked_at, last_checked_at, updated_at) ' +
+              `VALUES (${p(1)}, ${p(2)}, 'child_changes_touch_parent', ${p(3)}, 'trusted', 3, 0, ${p(4)}, ${p(5)}, ${p(6)})`,
+            ['e2e', org, stream, now, now, now],
+          );
+        }
+        e.sandbox.advanceClock(DAY);
+        e.sandbox.mutate({ delete: 1, streams: ['inventory.contacts'] });
+        e.sandbox.resetRequestLog();
+        expectExit(await e.sync('reconcile', { streams: STREAMS }), 0);
+        const log = e.sandbox.requestLog().byEndpoint;
+        expect(log['GET /inventory/v1/contacts']).toBeGreaterThan(0);
+        expect(log['GET /inventory/v1/contacts/{id}/contactpersons'] ?? 0).toBe(0);
+        expect(log['GET /inventory/v1/contacts/{id}/comments'] ?? 0).toBe(0);
+        expect(await e.liveIds(org, 'inventory', 'contacts')).toEqual(truthIds(e.sandbox, org, 'inventory', 'contacts'));
+        // --deep still reads every contact's lists.
+        e.sandbox.resetRequestLog();
+        expectExit(await e.sync('reconcile', { streams: STREAMS, deep: true }), 0);
+        expect(e.sandbox.requestLog().byEndpoint['GET /inventory/v1/contacts/{id}/contactpersons']).toBe(
+          truthIds(e.sandbox, org, 'inventory', 'contacts').length,
+        );
+      } finally {
+        await e.close();
+      }
+    }, 120_000);
+  },
+);

@@ -3,6 +3,7 @@ import { CATALOG, carriesChildren, childStreamsOf, findStream } from '../../cata
 import { qualifiedName, tableName, type StreamSpec } from '../../catalog/types.js';
 import type { SyncMode } from '../../extractors/stream-pass.js';
 import type { Warehouse } from '../../loaders/warehouse.js';
+import type { Config } from '../../config/schema.js';
 import { stateDb, type StreamStateRow } from '../../state/tables.js';
 import { readsWhole, type JobSpec } from '../timing/jobs.js';
 import { childrenRereadDue, cycleDaysCovered } from '../../extractors/children-cycle.js';
@@ -41,8 +42,11 @@ export interface OrgSnapshot {
 /** Child streams (qualified) of each organization whose A25 verdict is trusted, keyed `connection|organization`. */
 export async function signalledChildren(
   warehouse: Warehouse,
+  config: Pick<Config, 'sync'>,
   only?: { connection: string; organizationId: string },
 ): Promise<Map<string, Set<string>>> {
+  // Taken unchecked (`trust`) or not at all (`off`), nothing found it to hold: the reconcile's cycle stays.
+  if (config.sync.shortcuts.child_changes_touch_parent !== 'verify') return new Map();
   let q = stateDb(warehouse.db)
     .selectFrom('_svcsync_shortcuts')
     .select(['connection', 'organization_id', 'stream'])
@@ -84,7 +88,7 @@ export async function loadSnapshot(
   warehouse: Warehouse,
   connection: string,
   organizationId: string,
-  options: { rowsFor?: readonly string[] } = {},
+  options: { rowsFor?: readonly string[]; config?: Pick<Config, 'sync'> } = {},
 ): Promise<OrgSnapshot> {
   const db = stateDb(warehouse.db);
   const states = await db
@@ -139,7 +143,9 @@ export async function loadSnapshot(
     const spec = findStream(name);
     if (spec) get(name).rows = await countRows(warehouse, spec, organizationId);
   }
-  const signalled = (await signalledChildren(warehouse, { connection, organizationId })).get(`${connection}|${organizationId}`);
+  const signalled = options.config
+    ? (await signalledChildren(warehouse, options.config, { connection, organizationId })).get(`${connection}|${organizationId}`)
+    : undefined;
   return { streams, backfilled: new Set(backfilledRows.map((r) => r.stream)), signalled: signalled ?? new Set() };
 }
 

@@ -145,13 +145,15 @@ const NOTES: Partial<Record<FreshState, string>> = { budget: ', DELAYED: the bud
 /** The freshness lines of one organization's plan. */
 export function freshLines(p: { freshness: readonly FreshStreamPlan[]; freshShort: boolean; budget: number }): string[] {
   if (p.freshness.length === 0) return [];
-  const lines = ['  kept fresh (target → predicted staleness p50 / p95; requests a day; halving / doubling the target costs):'];
+  const lines = [
+    '  kept fresh (target → predicted staleness p50 / p95; polls and requests a day; the day with the target halved / doubled):',
+  ];
   for (const s of p.freshness) {
     const rate = s.changesPerDay === null ? 'no change field' : `~${s.changesPerDay} changes a day`;
     const note = NOTES[s.state] ?? '';
     lines.push(
       `    ${s.tree.padEnd(28)} ${mins(s.targetMinutes).padStart(7)} → ${mins(s.p50Minutes)} / ${mins(s.p95Minutes)}; ` +
-        `${s.polls} polls, ${s.requests} requests (${rate}${note}); ${s.tighter} / ${s.looser}`,
+        `${s.polls} poll${s.polls === 1 ? '' : 's'}, ${s.requests} requests (${rate}${note}); ${s.tighter} / ${s.looser}`,
     );
   }
   if (p.freshShort)

@@ -78,9 +78,8 @@ export function renderFreshnessFit(fits: readonly FreshnessFit[]): string {
   for (const f of fits) {
     const who = `${f.connection} / ${f.organizationId}`;
     if (f.targetMinutes !== null) {
-      lines.push(
-        `${who}: transaction streams every ${f.targetMinutes} min at the most fits (${f.plan.total} of ${f.budget} requests a day).`,
-      );
+      const of = f.plan.unlimited ? 'the daily quota is unlimited' : `of ${f.budget}`;
+      lines.push(`${who}: transaction streams every ${f.targetMinutes} min at the most fits (${f.plan.total} requests a day, ${of}).`);
       const stale = p95(f);
       if (stale) lines.push(`  predicted staleness p95: ${stale}`);
       continue;

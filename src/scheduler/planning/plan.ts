@@ -167,7 +167,7 @@ export async function loadPlanOrganizations(
   const resets = warehouse ? await serverResets(warehouse) : new Map<string, number | null>();
   const refuted = warehouse ? await refutedShortcuts(config, warehouse, catalog) : [];
   const now = options.now ?? Date.now();
-  const signalled = warehouse ? await signalledChildren(warehouse) : new Map<string, Set<string>>();
+  const signalled = warehouse ? await signalledChildren(warehouse, config) : new Map<string, Set<string>>();
   const learned = new Map<string, Map<string, ChangeRates>>();
   if (warehouse)
     for (const o of orgs.filter((x) => !x.reference))

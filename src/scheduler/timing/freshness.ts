@@ -37,6 +37,8 @@ export interface FreshStream {
   lastPolledAt: number | null;
   /** What the last polls found: changes (back to the target), or nothing (`stretch` doubles). */
   recent?: { changed: boolean; stretch: number };
+  /** Requests already queued for the stream (single reads, child lists left by earlier runs): due now. */
+  queued?: number;
 }
 
 export interface FreshDay {
@@ -92,6 +94,8 @@ export interface FreshPlan {
   short: boolean;
   /** The square-root rule's κ (null: no spare budget, the base intervals or longer). */
   kappa: number | null;
+  /** Requests the plan expects in the next hour: on a short day, the hour's share of what is left. */
+  nextHour: number;
 }
 
 /** An hour whose rate reaches this many changes counts as active. */
@@ -247,7 +251,7 @@ function verdictOf(
     nextDue: Math.max(day.now, nextDue(s.lastPolledAt, intervals, day.now)),
     polls,
     changes,
-    requests: Math.ceil(polls * s.pollCost + changes * s.perChange),
+    requests: Math.ceil(polls * s.pollCost + changes * s.perChange + (s.queued ?? 0)),
     staleness: stalenessOf(intervals, weights),
   };
 }
@@ -264,7 +268,10 @@ export function planFreshness(
   kappa: number | null = null,
 ): FreshPlan {
   const minutes = minutesByHour(day.now, Math.max(day.now, day.reset));
-  const changeCost = streams.reduce((a, s) => a + (s.rates ? changesBetween(s.rates, day.now, day.reset) : 0) * s.perChange, 0);
+  const changeCost = streams.reduce(
+    (a, s) => a + (s.rates ? changesBetween(s.rates, day.now, day.reset) : 0) * s.perChange + (s.queued ?? 0),
+    0,
+  );
   const available = Math.max(0, day.remaining - day.reserved);
   const room = Math.max(0, available - changeCost * settings.safety);
   const bases = streams.map((s) => baseIntervals(s, settings));
@@ -301,5 +308,10 @@ function settle(streams: readonly FreshStream[], day: FreshDay, settings: FreshS
   const demand = verdicts.reduce((a, v) => a + v.requests, 0);
   const polls = streams.reduce((a, s, i) => a + s.pollCost * verdicts[i]!.polls, 0);
   const basePolls = streams.reduce((a, s, i) => a + s.pollCost * pollsOver(minutes, bases[i]!), 0);
-  return { streams: verdicts, demand, baseDemand: Math.ceil(basePolls + changeCost), available, short: polls > room, kappa };
+  const hour = minutesByHour(day.now, Math.min(day.reset, day.now + HOUR_MS));
+  const nextHour = streams.reduce((a, s, i) => {
+    const changes = s.rates ? changesBetween(s.rates, day.now, Math.min(day.reset, day.now + HOUR_MS)) : 0;
+    return a + s.pollCost * pollsOver(hour, verdicts[i]!.intervals) + changes * s.perChange + (s.queued ?? 0);
+  }, 0);
+  return { streams: verdicts, demand, baseDemand: Math.ceil(basePolls + changeCost), available, short: polls > room, kappa, nextHour };
 }
