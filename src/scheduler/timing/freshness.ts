@@ -141,8 +141,8 @@ function tightened(s: FreshStream, base: readonly number[], kappa: number, setti
     // A stream that just changed counts at least its daily mean in every hour.
     const recent = s.recent?.changed && s.rates ? s.rates.perDay / 24 : 0;
     const rate = Math.max(RATE_FLOOR, rateAt(s, h), recent);
-    // Spare budget polls a busy hour down to the minimum, a quiet one only down to the target.
-    const floor = Math.min(b, isActive(s, h) ? settings.minMinutes : s.targetMinutes);
+    // Spare budget polls a busy hour down to the minimum, a quiet one only down to half its target.
+    const floor = Math.min(b, isActive(s, h) ? settings.minMinutes : Math.max(settings.minMinutes, s.targetMinutes / 2));
     return Math.min(b, Math.max(floor, kappa / Math.sqrt(rate)));
   });
 }
