@@ -32,7 +32,9 @@ import { runSync } from '../src/extractors/sync-run.js';
 import { migrateToLatest } from '../src/loaders/migrate.js';
 import { openWarehouse, type Warehouse } from '../src/loaders/warehouse.js';
 import { Daemon } from '../src/scheduler/daemon.js';
-import { planNextDay } from '../src/scheduler/planning/plan.js';
+import { loadPlanOrganizations, planNextDay } from '../src/scheduler/planning/plan.js';
+import { renderPlan } from '../src/scheduler/planning/plan-render.js';
+import { fitFreshness, renderFreshnessFit } from '../src/scheduler/planning/freshness-fit.js';
 import { readsWhole, type JobSpec, type Schedules } from '../src/scheduler/timing/jobs.js';
 import type { SchedulerEvent } from '../src/scheduler/timing/scheduler.js';
 import { startSandbox, type Family, type RequestLog, type Sandbox } from '../sandbox/index.js';
@@ -142,6 +144,9 @@ export interface WeekFigures {
   mismatches: string[];
   /** Wall-clock seconds the organization's first sync and week took. */
   elapsedS: number;
+  /** `svcsync plan` and `svcsync plan --fit` for the organization after its week (what they say once the daemon learned its changes). */
+  planAfter: string;
+  fitAfter: string;
 }
 
 /** Organization-scoped requests of a log: what an organization's daily quota counts. */
@@ -467,6 +472,15 @@ async function idsCheck(h: Harness, records: Record<string, number>): Promise<st
   return mismatches;
 }
 
+/** What `svcsync plan` and `plan --fit` print for the organization at the end of its week. */
+async function planTexts(h: Harness, opts: WeekOptions): Promise<{ planAfter: string; fitAfter: string }> {
+  const config = benchConfig(h.sandbox, h.url, opts, true, h.secrets);
+  const now = h.sandbox.now();
+  const plans = await planNextDay(config, h.warehouse, now);
+  const orgs = await loadPlanOrganizations(config, h.warehouse, { now });
+  return { planAfter: renderPlan(plans), fitAfter: renderFreshnessFit(orgs.map((o) => fitFreshness(config, o, now))) };
+}
+
 /** The predicted busiest day of `svcsync plan` for the week's configuration, read at `now`. */
 async function predictedDay(h: Harness, config: Config, now: number): Promise<number> {
   const plans = await planNextDay(config, h.warehouse, now);
@@ -550,6 +564,7 @@ export async function runWeek(opts: WeekOptions): Promise<WeekFigures> {
     });
     const steady = await theWeek(h, opts);
     const mismatches = await idsCheck(h, org.records);
+    const after = await planTexts(h, opts);
     return {
       name: org.name,
       records: org.records,
@@ -560,6 +575,7 @@ export async function runWeek(opts: WeekOptions): Promise<WeekFigures> {
       idsMatch: mismatches.length === 0,
       mismatches,
       elapsedS: Math.round((performance.now() - started) / 100) / 10,
+      ...after,
     };
   } finally {
     await warehouse?.close();
