@@ -7,7 +7,8 @@ import { hookSecret, type HookResult, type HookTarget } from '../scheduler/surfa
 import { serveHttp, type HttpServer } from '../scheduler/surface/http-server.js';
 import type { DaemonMetrics } from '../scheduler/surface/metrics.js';
 import { WarehouseProbe } from '../scheduler/surface/readiness.js';
-import { collectStatusDocument, type LiveStatus, type StatusDocument } from '../scheduler/surface/status-document.js';
+import { collectStatusDocument, type StatusDocument } from '../scheduler/surface/status-document.js';
+import type { LiveStatus } from '../scheduler/surface/live-status.js';
 import { renderStatusPage } from '../scheduler/surface/status-page.js';
 import type { Worker } from '../scheduler/worker.js';
 

@@ -5,7 +5,7 @@ import { HookDebouncer, type HookResult, type HookTarget } from './surface/hooks
 import type { JobOutcome } from './timing/job-run.js';
 import { JobRunner, type RunnerContext } from './job-runner.js';
 import { Scheduler, type SchedulerEvent } from './timing/scheduler.js';
-import type { LiveStatus } from './surface/status-document.js';
+import type { LiveStatus } from './surface/live-status.js';
 
 /** Everything the daemon needs, passed in; nothing global. */
 export interface DaemonContext extends RunnerContext {

@@ -10,7 +10,7 @@ import { CHANGE_WINDOW_DAYS, freshnessSettings, targetOf } from './planning/fres
 import { changeRates, changesBetween, DAY_MS, HOUR_MS, type ChangeRates } from './timing/change-model.js';
 import { planFreshness, type FreshDay, type FreshPlan, type FreshStream } from './timing/freshness.js';
 import type { JobSpec } from './timing/jobs.js';
-import type { LiveFreshness } from './surface/status-document.js';
+import type { LiveFreshness } from './surface/live-status.js';
 
 /** A due time within this of now counts as due: one look a minute serves them all. */
 const DUE_SLACK_MS = 60_000;
