@@ -38,14 +38,20 @@ function uniform(config: Config, minutes: number): Config {
   return { ...config, daemon, connections };
 }
 
-/** The freshest target that fits one organization (pure). */
+/** Whether a plan keeps the target: it fits, and every stream that changes is predicted no staler than the target at p95. */
+function keeps(plan: OrganizationPlan, target: number): boolean {
+  if (!plan.fits) return false;
+  return plan.freshness.every((s) => s.changesPerDay === null || s.changesPerDay < 1 || s.p95Minutes === null || s.p95Minutes <= target);
+}
+
+/** The freshest target that fits one organization and that the plan keeps (pure). */
 export function fitFreshness(config: Config, org: PlanOrganization, now: number): FreshnessFit {
   let fitted: { target: number; plan: OrganizationPlan } | null = null;
   let longest: OrganizationPlan | null = null;
   for (const target of FIT_TARGETS) {
     const plan = planOrganization(uniform(config, target), org, now);
     longest = plan;
-    if (plan.fits) {
+    if (keeps(plan, target)) {
       fitted = { target, plan };
       break;
     }
@@ -85,15 +91,17 @@ export function renderFreshnessFit(fits: readonly FreshnessFit[]): string {
       continue;
     }
     lines.push(
-      `${who}: no target fits. Its changes alone need about ${f.floor} requests a day (each changed record's own reads, ` +
-        `the reconcile, the trees read whole), and the budget is ${f.budget}: however rarely the lists are polled, ` +
+      `${who}: no target fits. Its changes alone need at least ${f.floor} requests a day, as far as svcsync has read them ` +
+        `(each changed record's own reads, the reconcile, the trees read whole; a day it cannot read whole hides the rest), ` +
+        `and the budget is ${f.budget}: however rarely the lists are polled, ` +
         'the changes of a day cannot all be read that day. The daemon never spends more than the budget: it reads the ' +
         'busiest streams first and the rest wait, later each day.',
     );
     const fewer = 'sync fewer streams (streams:), or turn single-record reads off where you can.';
+    const quota = f.enoughPlan ? `the ${f.enoughPlan} plan's ${dailyBudget(planLimits(f.enoughPlan))} a day, or more` : '';
     lines.push(
       f.enoughPlan
-        ? `  The ${f.enoughPlan} plan's quota (${dailyBudget(planLimits(f.enoughPlan))} a day) would hold them; or ${fewer}`
+        ? `  A plan whose quota holds that many with room (${quota}) would; or ${fewer}`
         : `  No plan’s quota holds them: ${fewer}`,
     );
   }
