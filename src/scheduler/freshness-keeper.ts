@@ -173,16 +173,15 @@ export class FreshnessKeeper {
   }
 
   /**
-   * What a run of the job may spend now: twice its estimate or twice what the plan expects in the
-   * next hour, whichever is more, while the day holds the plan; on a short day, twice the next
-   * hour's share of what is left, less what the last hour's runs spent. A backlog larger than
-   * the day (queued single reads and child lists) is read through the day, newest first,
-   * instead of taking the whole day at the first run after the reset.
+   * What a run of the job may spend now: all that is left while the day holds the plan (a run
+   * cut short would leave the streams after it unpolled); on a short day, twice the next hour's
+   * share of what is left, less what the last hour's runs spent. A backlog larger than the day
+   * (queued single reads and child lists) is read through the day, newest first, instead of
+   * taking the whole day at the first run after the reset.
    */
-  allowance(job: JobSpec, now: number, estimate: number): number {
+  allowance(job: JobSpec, now: number): number {
     const plan = this.planOf(job);
-    if (!plan) return Math.max(1, 2 * estimate);
-    if (!plan.short) return Math.ceil(Math.max(2 * estimate, 2 * plan.nextHour));
+    if (!plan || !plan.short) return Number.POSITIVE_INFINITY;
     const share = plan.demand > 0 ? (2 * plan.available * plan.nextHour) / plan.demand : plan.available;
     const recent = (this.spent.get(job.id) ?? []).filter((x) => now - x.at < HOUR_MS).reduce((a, x) => a + x.requests, 0);
     return Math.max(0, Math.floor(share - recent));

@@ -345,7 +345,7 @@ export class JobRunner {
    * it stops), or does not start while the last hour spent it.
    */
   private paced(job: JobSpec, estimate: number, remaining: number, now: number): Admission {
-    const allowance = Math.min(remaining, this.freshness.allowance(job, now, estimate));
+    const allowance = Math.min(remaining, this.freshness.allowance(job, now));
     if (allowance < 1) return { run: false, reason: "busy: the day is short and this hour's share of it is spent" };
     return { run: true, job, floor: Math.max(0, remaining - allowance), estimate: Math.min(estimate, allowance) };
   }
