@@ -402,7 +402,6 @@ class WeekRun {
       const detail = `${e.job.jobClass}: ${e.detail}`;
       if (this.skipDetails.length < 5 && !this.skipDetails.includes(detail)) this.skipDetails.push(detail);
     }
-    console.error('OUT', new Date(e.at).toISOString(), e.job.id, JSON.stringify(e.outcome).slice(0, 300));
     if (e.type !== 'finished' || e.job.organizationId === null) return;
     const label = classLabel(e.job);
     const c = this.classes.get(label) ?? { jobClass: label, schedule: '', runs: 0, requests: 0 };
