@@ -176,7 +176,8 @@ describe.each(DIALECTS)(
         for (const stream of ['inventory.contact_persons', 'inventory.contact_comments']) {
           const p = e.warehouse.sql.param;
           await e.query(
-            'INSERT INTO _svcsync_shortcuts (connection, organization_id, shortcut, stream, state, checks, since_check, first_checked_at, last_checked_at, updated_at) ' +
+            'INSERT INTO _svcsync_shortcuts (connection, organization_id, shortcut, stream, state, checks, since_check, ' +
+              'first_checked_at, last_checked_at, updated_at) ' +
               `VALUES (${p(1)}, ${p(2)}, 'child_changes_touch_parent', ${p(3)}, 'trusted', 3, 0, ${p(4)}, ${p(5)}, ${p(6)})`,
             ['e2e', org, stream, now, now, now],
           );

@@ -295,7 +295,7 @@ describe('budget priorities', () => {
     expect(byClass('settings').trees).not.toContain('inventory.sales_orders');
   });
 
-  it('keeps every stream fresh by default but the trees read whole: one freshness job per organization, reconcile and projects on cron', () => {
+  it('keeps every stream fresh by default but the trees read whole: one freshness job an organization, reconcile, projects on cron', () => {
     const jobs = resolveJobs(cfg, all, { backfill: false });
     const fresh = jobs.filter((j) => j.fresh);
     expect(fresh).toHaveLength(1);
