@@ -18,7 +18,10 @@ import { stateDb, type StreamStateRow } from '../src/state/tables.js';
 
 export const FLEET_CONNECTION = 'fleet';
 
-/** The configuration of the fleet: one connection on the free plan, all four families, the default schedules. */
+/**
+ * The configuration of the fleet: one connection on the free plan, all four families, the plan's
+ * cron schedules (freshness off: the seeded ages are set against those periods).
+ */
 export function fleetConfig(warehouseUrl: string): Config {
   return parseConfig(
     {
@@ -26,6 +29,7 @@ export function fleetConfig(warehouseUrl: string): Config {
       connections: [
         { name: FLEET_CONNECTION, client_id: 'fleet-client', client_secret: 'fleet-secret', refresh_token: 'fleet-refresh', plan: 'free' },
       ],
+      daemon: { freshness: { enabled: false } },
     },
     { env: {} },
   );

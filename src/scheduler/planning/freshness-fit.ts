@@ -91,7 +91,7 @@ export function renderFreshnessFit(fits: readonly FreshnessFit[]): string {
       continue;
     }
     lines.push(
-      `${who}: no target fits. Its changes alone need at least ${f.floor} requests a day, as far as svcsync has read them ` +
+      `${who}: no target fits. Its changes alone need at least ${f.floor} requests a day, as far as the warehouse has seen them ` +
         `(each changed record's own reads, the reconcile, the trees read whole; a day it cannot read whole hides the rest), ` +
         `and the budget is ${f.budget}: however rarely the lists are polled, ` +
         'the changes of a day cannot all be read that day. The daemon never spends more than the budget: it reads the ' +
