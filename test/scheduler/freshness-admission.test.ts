@@ -6,8 +6,8 @@ import { SecretRegistry } from '../../src/core/secrets.js';
 import type { Warehouse } from '../../src/loaders/warehouse.js';
 import { JobRunner } from '../../src/scheduler/job-runner.js';
 import type { JobSpec } from '../../src/scheduler/timing/jobs.js';
-import { stateDb } from '../../src/state/tables.js';
 import { DIALECTS, migratedWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { knownOrganization } from '../helpers/organizations.js';
 
 const MIN = 60_000;
 const NOON = Date.UTC(2026, 0, 1, 12, 0);
@@ -48,18 +48,7 @@ describe.each(DIALECTS)('the freshness job’s admission (%s)', (dialect) => {
     const secrets = new SecretRegistry();
     runner = new JobRunner({ config, warehouse, clock, logger: createLogger({ level: 'silent', secrets }), secrets });
     await runner.start();
-    await stateDb(warehouse.db)
-      .insertInto('_svcsync_organizations')
-      .values({
-        connection: 'c',
-        family: 'inventory',
-        organization_id: 'o1',
-        name: 'One',
-        is_active: 1,
-        time_zone: 'UTC',
-        discovered_at: new Date(NOON).toISOString(),
-      })
-      .execute();
+    await knownOrganization(warehouse, { connection: 'c', family: 'inventory', organizationId: 'o1', at: NOON });
     await runner.reloadOrganizations();
     const fresh = runner.jobs().find((j) => j.fresh)!;
     return { r: runner, fresh, clock };

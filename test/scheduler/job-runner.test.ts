@@ -11,8 +11,8 @@ import { heldForHigher } from '../../src/scheduler/planning/budget.js';
 import { Holds } from '../../src/scheduler/timing/holds.js';
 import { JobRunner } from '../../src/scheduler/job-runner.js';
 import type { JobSpec } from '../../src/scheduler/timing/jobs.js';
-import { stateDb } from '../../src/state/tables.js';
 import { DIALECTS, migratedWarehouse, type TestWarehouse } from '../helpers/dialects.js';
+import { knownOrganization } from '../helpers/organizations.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -119,18 +119,7 @@ describe.each(DIALECTS)('the job runner decides (%s)', (dialect) => {
     let changes = 0;
     runner = new JobRunner({ config, warehouse, clock, logger: createLogger({ level: 'silent', secrets }), secrets }, () => changes++);
     await runner.start();
-    await stateDb(warehouse.db)
-      .insertInto('_svcsync_organizations')
-      .values({
-        connection: 'c',
-        family: 'inventory',
-        organization_id: 'o1',
-        name: 'One',
-        is_active: 1,
-        time_zone: 'UTC',
-        discovered_at: new Date(NOON).toISOString(),
-      })
-      .execute();
+    await knownOrganization(warehouse, { connection: 'c', family: 'inventory', organizationId: 'o1', at: NOON });
     await runner.reloadOrganizations();
     return { runner, safety: config.daemon.budget_safety, jobsChanged: () => changes };
   }

@@ -4,6 +4,8 @@ import { quotaDay, quotaDayAt, type QuotaDay } from '../../api/quota-day.js';
 import { CATALOG, findStream } from '../../catalog/index.js';
 import { tableName } from '../../catalog/types.js';
 import type { LiveStatus } from './live-status.js';
+import { DEFAULT_TARGETS } from '../../config/freshness.js';
+import { freshnessSettings } from '../planning/fresh-plan.js';
 import type { Family } from '../../catalog/families.js';
 import { dailyBudget } from '../../config/plans.js';
 import { svcsyncVersion } from '../../core/version.js';
@@ -382,9 +384,8 @@ function scheduleRuns(config: Config, orgs: Map<string, StatusOrganization>, opt
 
 /** The longest a kept-fresh stream waits between polls when nothing is wrong: its quiet interval, or the settings target where longer. */
 function freshPeriodSeconds(config: Config): number {
-  const f = config.daemon.freshness;
-  const minutes = (v: number | 'off' | undefined, fallback: number): number => (typeof v === 'number' ? v : fallback);
-  return Math.max(minutes(f.quiet, 720), minutes(f.settings, 1440)) * 60;
+  const settings = config.daemon.freshness.settings;
+  return Math.max(freshnessSettings(config).quietMinutes, typeof settings === 'number' ? settings : DEFAULT_TARGETS.settings) * 60;
 }
 
 /** Each organization's requests by the end of its quota day, if the runs still scheduled run at their estimates. */
