@@ -119,7 +119,11 @@ export default tseslint.config(
   },
   {
     files: ['src/**/*.ts'],
-    rules: { 'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }] },
+    rules: {
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
+      // The product speaks through its logger (levels, redaction of secrets) or the CLI's output, never a stray print.
+      'no-console': 'error',
+    },
   },
   {
     // Catalog data: a stream or report view is one long declaration read as a table; cutting it up would hide its shape.

@@ -113,6 +113,8 @@ export interface Staleness {
   p50Minutes: number | null;
   p95Minutes: number | null;
   maxMinutes: number | null;
+  /** The p95 of the changes made on each day of the week (UTC): whether the tail is the first day's or every day's. */
+  p95ByDay: Array<number | null>;
 }
 
 export interface WeekFigures {
@@ -218,12 +220,18 @@ export class StalenessLedger {
   private readonly pending = new Map<string, Map<string, number[]>>();
   private readonly lags = new Map<string, number[]>();
   private readonly made = new Map<string, number>();
+  /** Each lag with the instant of its change, for the figures per day. */
+  private readonly dated = new Map<string, Array<{ at: number; ms: number }>>();
 
-  constructor(readonly streams: readonly string[]) {
+  constructor(
+    readonly streams: readonly string[],
+    private readonly weekStart = 0,
+  ) {
     for (const s of streams) {
       this.pending.set(s, new Map());
       this.lags.set(s, []);
       this.made.set(s, 0);
+      this.dated.set(s, []);
     }
   }
 
@@ -243,6 +251,7 @@ export class StalenessLedger {
     const left = list.filter((t) => {
       if (t > at) return true;
       lags.push(at - t);
+      this.dated.get(stream)!.push({ at: t, ms: at - t });
       return false;
     });
     if (left.length) this.pending.get(stream)!.set(id, left);
@@ -255,6 +264,17 @@ export class StalenessLedger {
     return n;
   }
 
+  private p95ByDay(all: ReadonlyArray<{ at: number; ms: number }>): Array<number | null> {
+    const days: number[][] = [];
+    for (const { at, ms } of all) (days[Math.floor((at - this.weekStart) / DAY)] ??= []).push(ms / MINUTE);
+    const p95 = (lags: number[]): number | null =>
+      percentile(
+        lags.sort((x, y) => x - y),
+        95,
+      );
+    return Array.from(days, (lags = []) => round1(p95(lags)));
+  }
+
   /** Per stream changed; a change still waiting at `end` counts with its lag so far. */
   figures(end: number): Record<string, Staleness> {
     const out: Record<string, Staleness> = {};
@@ -262,8 +282,10 @@ export class StalenessLedger {
       const made = this.made.get(s)!;
       if (made === 0) continue;
       const landed = this.lags.get(s)!.length;
-      const waiting = [...this.pending.get(s)!.values()].flat().map((at) => Math.max(0, end - at));
+      const waitingAt = [...this.pending.get(s)!.values()].flat();
+      const waiting = waitingAt.map((at) => Math.max(0, end - at));
       const minutes = [...this.lags.get(s)!, ...waiting].map((ms) => ms / MINUTE).sort((a, b) => a - b);
+      const all = [...this.dated.get(s)!, ...waitingAt.map((at) => ({ at, ms: Math.max(0, end - at) }))];
       out[s] = {
         changes: made,
         landed,
@@ -271,6 +293,7 @@ export class StalenessLedger {
         p50Minutes: round1(percentile(minutes, 50)),
         p95Minutes: round1(percentile(minutes, 95)),
         maxMinutes: round1(minutes.at(-1) ?? null),
+        p95ByDay: this.p95ByDay(all),
       };
     }
     return out;
@@ -492,7 +515,7 @@ async function theWeek(h: Harness, opts: WeekOptions): Promise<WeekFigures['stea
   const weekEnd = weekStart + opts.days * DAY;
   h.sandbox.advanceClock(weekStart - 1_000 - h.sandbox.now());
   const predicted = await predictedDay(h, config, h.sandbox.now());
-  const ledger = new StalenessLedger(Object.values(CHANGED_STREAMS));
+  const ledger = new StalenessLedger(Object.values(CHANGED_STREAMS), weekStart);
   let week: WeekRun | null = null;
   const daemon = new Daemon({
     config,

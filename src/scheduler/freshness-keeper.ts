@@ -8,7 +8,8 @@ import type { Warehouse } from '../loaders/warehouse.js';
 import { loadSnapshot, treeCost, treeStreams, type OrgSnapshot, type TreeCost } from './planning/estimate.js';
 import { CHANGE_WINDOW_DAYS, freshnessSettings, targetOf } from './planning/fresh-plan.js';
 import { changeRates, changesBetween, DAY_MS, HOUR_MS, type ChangeRates } from './timing/change-model.js';
-import { planFreshness, type FreshDay, type FreshPlan, type FreshStream } from './timing/freshness.js';
+import { afterPoll, FIRST_POLLS, planFreshness } from './timing/freshness.js';
+import type { FreshDay, FreshPlan, FreshStream, PollMemory } from './timing/freshness.js';
 import type { JobSpec } from './timing/jobs.js';
 import type { LiveFreshness } from './surface/live-status.js';
 
@@ -16,8 +17,6 @@ import type { LiveFreshness } from './surface/live-status.js';
 const DUE_SLACK_MS = 60_000;
 /** Change rates are learned again this often (and at once after a poll that found changes). */
 const RELEARN_MS = HOUR_MS;
-/** The longest an empty poll's stretch grows: 2^6 times the target. */
-const MAX_STRETCH = 64;
 
 interface TreeState {
   cost: TreeCost;
@@ -26,7 +25,7 @@ interface TreeState {
   targetMinutes: number;
   rates: ChangeRates | null;
   lastPolledAt: number | null;
-  recent: { changed: boolean; stretch: number };
+  recent: PollMemory;
 }
 
 interface OrgState {
@@ -79,25 +78,6 @@ export class FreshnessKeeper {
     const kappa = org.dayOf === day.reset ? (org.plan?.kappa ?? null) : null;
     org.plan = planFreshness(streams, day, freshnessSettings(this.ctx.config), kappa);
     org.dayOf = day.reset;
-    console.error(
-      new Date(day.now).toISOString(),
-      JSON.stringify({
-        rem: day.remaining,
-        res: day.reserved,
-        av: org.plan.available,
-        dem: Math.round(org.plan.demand),
-        short: org.plan.short,
-        s: org.plan.streams.map((v) => [
-          v.tree.split('.')[1],
-          v.state,
-          Math.round(v.intervals[new Date(day.now).getUTCHours()]!),
-          Math.round(v.polls),
-          Math.round(v.changes),
-          streams.find((x) => x.tree === v.tree)!.recent,
-          Math.round((streams.find((x) => x.tree === v.tree)!.rates?.perDay ?? -1) * 10) / 10,
-        ]),
-      }),
-    );
     return org.plan;
   }
 
@@ -194,7 +174,7 @@ export class FreshnessKeeper {
 
   /**
    * What a finished poll found, per tree (rows written): a poll that found changes brings the
-   * tree back to its target and relearns the rates at once; an empty one doubles its stretch.
+   * tree back to its target and relearns the rates at once; an empty one stretches the hours it covered (`afterPoll`).
    */
   polled(job: JobSpec, found: ReadonlyMap<string, number>, at: number): void {
     const org = this.orgs.get(job.id);
@@ -202,11 +182,10 @@ export class FreshnessKeeper {
     for (const [tree, written] of found) {
       const t = org.trees.get(tree);
       if (!t) continue;
+      t.recent = afterPoll(t.recent, written, t.lastPolledAt ?? at, at);
       t.lastPolledAt = Math.max(t.lastPolledAt ?? 0, at);
-      if (written > 0) {
-        t.recent = { changed: true, stretch: 1 };
-        org.learnedAt = 0;
-      } else t.recent = { changed: false, stretch: Math.min(MAX_STRETCH, t.recent.changed ? 1 : t.recent.stretch * 2) };
+      // Changes found: the rates are learned again at once, so the next plan sees them.
+      if (written > 0) org.learnedAt = 0;
     }
   }
 
@@ -236,7 +215,7 @@ export class FreshnessKeeper {
         targetMinutes: targetOf(config, connection, spec),
         rates: times ? changeRates(times, now, { windowDays: CHANGE_WINDOW_DAYS }) : null,
         lastPolledAt: Math.max(prior?.lastPolledAt ?? 0, success ?? 0) || null,
-        recent: prior?.recent ?? { changed: false, stretch: 1 },
+        recent: prior?.recent ?? FIRST_POLLS,
       });
     }
     const org: OrgState = { job, trees, learnedAt: now, plan: before?.plan ?? null, dayOf: before?.dayOf ?? null };

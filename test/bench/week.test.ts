@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { changeInstants, runWeek, StalenessLedger, type WeekOrganization } from '../../bench/week.js';
+import { changeInstants, DAY, runWeek, StalenessLedger, type WeekOrganization } from '../../bench/week.js';
 
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
@@ -90,7 +90,18 @@ describe('the simulated week of the daemon (bench/week.ts)', () => {
       p50Minutes: 60,
       p95Minutes: 100,
       maxMinutes: 100,
+      p95ByDay: [100],
     });
+  });
+
+  it('tells the p95 of each day apart, a change still waiting counted on its own day', () => {
+    const ledger = new StalenessLedger(['inventory.sales_orders'], 0);
+    ledger.changed('inventory.sales_orders', '1', 60 * MINUTE);
+    ledger.landed('inventory.sales_orders', '1', 600 * MINUTE);
+    ledger.changed('inventory.sales_orders', '2', DAY + 60 * MINUTE);
+    ledger.landed('inventory.sales_orders', '2', DAY + 70 * MINUTE);
+    ledger.changed('inventory.sales_orders', '3', 3 * DAY);
+    expect(ledger.figures(3 * DAY + 20 * MINUTE)['inventory.sales_orders']!.p95ByDay).toEqual([540, 10, null, 20]);
   });
 
   it('places the changes in the working hours, the same for the same seed', () => {

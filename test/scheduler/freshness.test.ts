@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { changeRates, changesBetween, DAY_MS, HOUR_MS, NO_CHANGES, type ChangeRates } from '../../src/scheduler/timing/change-model.js';
 import {
+  afterPoll,
   baseIntervals,
   DEFAULT_FRESH_SETTINGS,
+  FIRST_POLLS,
+  MAX_STRETCH,
   minutesByHour,
   nextDue,
   planFreshness,
@@ -66,13 +69,48 @@ describe('the change model', () => {
   });
 });
 
+describe('afterPoll', () => {
+  const at = (h: number): number => DAY0 + h * HOUR_MS;
+  const hoursAbove1 = (m: { stretch: number[] }): number[] => m.stretch.flatMap((x, h) => (x > 1 ? [h] : []));
+
+  it.each([
+    { name: 'an empty night poll stretches the night hours it covered only', from: at(1), to: at(3.5), expect: [1, 2, 3] },
+    { name: 'an empty poll within one hour stretches that hour', from: at(9.1), to: at(9.6), expect: [9] },
+    { name: 'an empty poll across midnight stretches both sides', from: at(23.5), to: at(24.5), expect: [0, 23] },
+    { name: 'an empty poll a day long or more stretches every hour', from: at(0), to: at(30), expect: [...Array(24).keys()] },
+    { name: 'the first poll (no span) stretches nothing', from: at(5), to: at(5), expect: [] },
+  ])('$name', ({ from, to, expect: hours }) => {
+    expect(hoursAbove1(afterPoll(FIRST_POLLS, 0, from, to))).toEqual(hours);
+  });
+
+  it('a night of empty polls leaves the morning at its target; changes found reset every hour', () => {
+    let m = FIRST_POLLS;
+    for (let h = 0; h < 8; h++) m = afterPoll(m, 0, at(h), at(h + 1));
+    for (let h = 0; h < 8; h++) m = afterPoll(m, 0, at(h), at(h + 1));
+    expect(m.stretch.slice(0, 8)).toEqual(new Array(8).fill(4));
+    const s = stream('a', { rates: { perHour: new Array<number>(24).fill(0.1), perDay: 2.4 }, recent: m });
+    expect(baseIntervals(s, DEFAULT_FRESH_SETTINGS).slice(6, 10)).toEqual([120, 120, 30, 30]);
+    const found = afterPoll(m, 3, at(8), at(9));
+    expect(found).toEqual({ changed: true, stretch: new Array(24).fill(1) });
+    // The first empty poll after changes starts the stretch again from the target.
+    expect(afterPoll(found, 0, at(9), at(10)).stretch[9]).toBe(2);
+  });
+
+  it('never stretches past the cap', () => {
+    let m = FIRST_POLLS;
+    for (let i = 0; i < 20; i++) m = afterPoll(m, 0, at(2), at(2.5));
+    expect(m.stretch[2]).toBe(MAX_STRETCH);
+  });
+});
+
 describe('planFreshness', () => {
   it('rule 1: a changing hour polls at the target, a quiet one at the quiet interval, on a budget with nothing spare', () => {
     const s = stream('a', { rates: busy(2) });
     expect(baseIntervals(s, DEFAULT_FRESH_SETTINGS).slice(8, 10)).toEqual([720, 30]);
     // Empty polls stretch the busy hours; a poll that found changes brings them back.
-    expect(baseIntervals({ ...s, recent: { changed: false, stretch: 4 } }, DEFAULT_FRESH_SETTINGS)[10]).toBe(120);
-    expect(baseIntervals({ ...s, recent: { changed: true, stretch: 1 } }, DEFAULT_FRESH_SETTINGS)[3]).toBe(30);
+    const stretched = { changed: false, stretch: FIRST_POLLS.stretch.map((_, h) => (h === 10 ? 4 : 1)) };
+    expect(baseIntervals({ ...s, recent: stretched }, DEFAULT_FRESH_SETTINGS).slice(9, 12)).toEqual([30, 120, 30]);
+    expect(baseIntervals({ ...s, recent: { changed: true, stretch: FIRST_POLLS.stretch } }, DEFAULT_FRESH_SETTINGS)[3]).toBe(30);
     // Not learned yet: every hour counts as busy.
     expect(new Set(baseIntervals(stream('b', { rates: null }), DEFAULT_FRESH_SETTINGS))).toEqual(new Set([30]));
   });

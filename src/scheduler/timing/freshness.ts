@@ -5,8 +5,8 @@
  *
  * 1. Base intervals. An hour in which the stream changes (its learned rate, or a poll that just
  *    found changes) polls at the stream's target; other hours at the quiet interval. Polls
- *    that find nothing stretch the active hours (`recent.stretch`, doubled per empty poll), so a
- *    stream that changed twice last month is not polled every half hour.
+ *    that find nothing stretch the hours of the day they covered (`recent.stretch`, doubled per
+ *    empty poll), so hours that stay quiet are not polled every half hour.
  * 2. Spare budget buys freshness. Where the day's budget holds more than the base intervals
  *    need, intervals tighten to κ/√rate (the square-root rule: the polling that minimizes
  *    change-weighted staleness for a number of polls), never above the base nor below
@@ -35,8 +35,8 @@ export interface FreshStream {
   /** Changes per UTC hour; null until learned (every hour counts as active). */
   rates: ChangeRates | null;
   lastPolledAt: number | null;
-  /** What the last polls found: changes (back to the target), or nothing (`stretch` doubles). */
-  recent?: { changed: boolean; stretch: number };
+  /** What the last polls found: changes (back to the target), or nothing in some hours (their `stretch` doubles). */
+  recent?: PollMemory;
   /** Requests already queued for the stream (single reads, child lists left by earlier runs): due now. */
   queued?: number;
 }
@@ -112,8 +112,38 @@ function isActive(s: FreshStream, hour: number): boolean {
 /** Rule 1: the target in active hours (stretched by empty polls), the quiet interval in the others. */
 export function baseIntervals(s: FreshStream, settings: FreshSettings): number[] {
   const quiet = Math.min(settings.maxMinutes, Math.max(s.targetMinutes, settings.quietMinutes));
-  const stretch = s.recent?.changed ? 1 : (s.recent?.stretch ?? 1);
-  return Array.from({ length: 24 }, (_, h) => (isActive(s, h) ? Math.min(quiet, s.targetMinutes * stretch) : quiet));
+  const stretch = (h: number): number => (s.recent?.changed ? 1 : (s.recent?.stretch[h] ?? 1));
+  return Array.from({ length: 24 }, (_, h) => (isActive(s, h) ? Math.min(quiet, s.targetMinutes * stretch(h)) : quiet));
+}
+
+/** The longest an empty poll's stretch grows: 2^6 times the target. */
+export const MAX_STRETCH = 64;
+const DAY_SPAN = 24 * HOUR_MS;
+
+/** What the last polls found: changes, or nothing in some hours of the day (each hour's `stretch`). */
+export interface PollMemory {
+  changed: boolean;
+  /** Per UTC hour: 1, doubled by each empty poll whose span covered the hour. */
+  stretch: number[];
+}
+
+export const FIRST_POLLS: PollMemory = { changed: false, stretch: new Array<number>(24).fill(1) };
+
+/**
+ * What a finished poll over [from, to] tells rule 1. Changes bring every hour back to the
+ * target. An empty poll stretches only the hours of the day it covered: a night of empty polls
+ * is evidence about the night, not about the morning, and stretching the whole day would make
+ * the morning's first changes wait for a poll spaced for the night (most of all on a first day,
+ * when the model learned from records spread over years counts every hour alike).
+ */
+export function afterPoll(memory: PollMemory, written: number, from: number, to: number): PollMemory {
+  if (written > 0) return { changed: true, stretch: new Array<number>(24).fill(1) };
+  const covered = minutesByHour(Math.min(from, to), to);
+  const stretch = memory.stretch.map((x, h) => {
+    const base = memory.changed ? 1 : x;
+    return covered[h]! > 0 || to - from >= DAY_SPAN ? Math.min(MAX_STRETCH, base * 2) : base;
+  });
+  return { changed: false, stretch };
 }
 
 /** Minutes of each UTC hour between two instants. */
