@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderConnections, renderStatus } from '../../src/cli/commands/status.js';
 import type { StatusConnection, StatusDocument, StatusOrganization, StatusStream } from '../../src/scheduler/surface/status-document.js';
+import type { LiveFreshness } from '../../src/scheduler/surface/live-status.js';
 import { age, renderStatusPage, streamCode, timeTag } from '../../src/scheduler/surface/status-page.js';
 
 const NOW = Date.parse('2026-11-23T12:00:00Z');
@@ -153,6 +154,73 @@ describe('renderStatusPage', () => {
   it('pre-fills the filter and fetches nothing from elsewhere', () => {
     expect(html).toContain('value="acme"');
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+  });
+});
+
+describe('the freshness plan on the status page', () => {
+  const plan = (id: string, short: boolean): LiveFreshness => ({
+    connection: 'main',
+    organizationId: id,
+    short,
+    streams: [
+      {
+        stream: 'inventory.sales_orders',
+        state: 'fresher',
+        changesPerDay: 240,
+        intervalMinutes: 17.6,
+        nextPollAt: '2026-11-23T12:10:00.000Z',
+        p95Minutes: 16.7,
+      },
+      {
+        stream: 'books.credit_notes',
+        state: short ? 'budget' : 'quiet',
+        changesPerDay: 0.4,
+        intervalMinutes: 720,
+        nextPollAt: '2026-11-23T20:00:00.000Z',
+        p95Minutes: null,
+      },
+    ],
+  });
+  const docWith = (plans: LiveFreshness[]): StatusDocument => ({
+    version: '1.2.3',
+    generatedAt: new Date(NOW).toISOString(),
+    queue: null,
+    connections: [connection('main')],
+    daemon: { startedAt: ago(60), running: [], hookRunsDue: [], hookFallbacks: [], nextRuns: [], freshness: plans },
+    organizations: plans.map((p) => org(p.organizationId, [stream()], { name: `Org ${p.organizationId} <b>` })),
+  });
+
+  it("shows each kept-fresh stream's rate, interval, next poll and predicted staleness, the organization's name escaped", () => {
+    const html = renderStatusPage(docWith([plan('1', false)]), '', NOW);
+    const table = html.slice(html.indexOf('id="freshness-plan"'), html.indexOf('</table>'));
+    expect(table).toContain('<th scope="rowgroup" rowspan="2">Org 1 &lt;b&gt;</th>');
+    expect(table).toMatch(
+      /inventory\.sales_orders<\/td><td>fresher than its target \(spare budget\)<\/td><td>240<\/td><td>18 min<\/td><td><time datetime="2026-11-23T12:10:00.000Z"[^>]*>in 10 min<\/time><\/td><td>17 min<\/td>/,
+    );
+    expect(table).toMatch(/books\.credit_notes<\/td><td>quiet: no changes expected<\/td><td>0\.4<\/td><td>12 h<\/td>.*<td>—<\/td>/);
+    expect(html).toContain('1 organization kept fresh; every day holds its plan');
+    expect(html).not.toContain('budget short today');
+  });
+
+  it("names the streams a short day delays on the organization's line", () => {
+    const html = renderStatusPage(docWith([plan('1', true)]), '', NOW);
+    expect(html).toMatch(/<details class="org"[^>]*data-id="1"[^]*budget short today: polled less often: books\.credit_notes/);
+    expect(html).toContain('<tr data-state="budget">');
+    expect(html).toContain('1 organization kept fresh; 1 short of budget today');
+  });
+
+  it('on a fleet, lists only the organizations short of budget', () => {
+    const plans = Array.from({ length: 30 }, (_, i) => plan(String(i + 1), i === 4 || i === 17));
+    const html = renderStatusPage(docWith(plans), '', NOW);
+    expect(html.match(/<th scope="rowgroup"/g)).toHaveLength(2);
+    expect(html).toContain('30 organizations kept fresh; 2 short of budget today (showing 2 short of budget)');
+    expect(html).toContain('>Org 5 &lt;b&gt;</th>');
+    expect(html).toContain('>Org 18 &lt;b&gt;</th>');
+  });
+
+  it('has no freshness section without a plan (cron schedules, a worker)', () => {
+    expect(renderStatusPage(docWith([]), '', NOW)).not.toContain('aria-label="Freshness"');
+    expect(renderStatusPage({ ...docWith([plan('1', false)]), daemon: null }, '', NOW)).not.toContain('aria-label="Freshness"');
   });
 });
 

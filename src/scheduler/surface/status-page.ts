@@ -1,4 +1,6 @@
 import { freshness, sortOrganizations, streamFailed, type Freshness, type Health } from './health.js';
+import { freshnessSection, shortNote } from './freshness-section.js';
+import type { LiveFreshness } from './live-status.js';
 import { pageAssets } from './status-page-assets.js';
 import type { StatusConnection, StatusDocument, StatusOrganization, StatusStream } from './status-document.js';
 
@@ -96,6 +98,7 @@ function organizationItem(
   axis: ReadonlyMap<string, number>,
   nextByOrg: ReadonlyMap<string, { at: string; job: string }>,
   runningByOrg: ReadonlyMap<string, string[]>,
+  freshByOrg: ReadonlyMap<string, LiveFreshness>,
   now: number,
 ): string {
   const codes = Array.from({ length: axis.size }, () => '.');
@@ -110,7 +113,9 @@ function organizationItem(
   const data =
     `data-c="${esc(o.connection)}" data-id="${esc(o.organizationId)}" data-state="${o.state}" data-f="${codes.join('')}" ` +
     `data-u="${o.requestsToday}" data-b="${o.budget}"${p ? ` data-p="${p.requests}"` : ''}${o.blockedUntil ? ' data-blocked' : ''}`;
-  const reason = o.stateReason ? ` <span class="why">${esc(o.stateReason)}</span>` : '';
+  const short = shortNote(freshByOrg.get(orgKey(o)));
+  const reason =
+    (o.stateReason ? ` <span class="why">${esc(o.stateReason)}</span>` : '') + (short ? ` <span class="why">${esc(short)}</span>` : '');
   // A shortcut found wrong: which assumption, and what reading the long way now costs.
   const shortcuts = (o.shortcuts ?? [])
     .map((r) => {
@@ -156,7 +161,15 @@ export function renderStatusPage(doc: StatusDocument, query: string, now: number
   }
   const runningByOrg = new Map<string, string[]>();
   for (const r of live?.running ?? []) runningByOrg.set(orgKey(r), [...(runningByOrg.get(orgKey(r)) ?? []), shortJob(r.job)]);
-  const items = sortOrganizations(doc.organizations).map((o) => organizationItem(o, axis, nextByOrg, runningByOrg, now));
+  const freshByOrg = new Map((live?.freshness ?? []).map((f) => [orgKey(f), f]));
+  const items = sortOrganizations(doc.organizations).map((o) => organizationItem(o, axis, nextByOrg, runningByOrg, freshByOrg, now));
+  const orgNames = new Map(doc.organizations.map((o) => [orgKey(o), o.name ?? o.organizationId]));
+  const fresh = freshnessSection(
+    live?.freshness,
+    (f) => orgNames.get(orgKey(f)) ?? f.organizationId,
+    esc,
+    (iso) => timeTag(iso, now),
+  );
   const queue = doc.queue ? ` · worker queue: ${count(doc.queue.waiting)} waiting, ${count(doc.queue.running)} running` : '';
   const up = live?.startedAt ? ` · daemon up since ${timeTag(live.startedAt, now)}` : '';
   const failing = doc.connections.some((c) => c.state === 'failing') || doc.organizations.some((o) => o.state === 'failing');
@@ -178,6 +191,7 @@ aria-label="Freshness of each organization's streams against the schedule, and r
 <i class="k U"></i> not scheduled). Bottom: requests used today against the daily budget (the line), and <i class="k P"></i> where the
 runs still scheduled today take it. Click a column to show that organization, a stream to show where it is not fresh.</figcaption></figure>
 </section>
+${fresh}
 <section aria-label="Organization list"><input id="filter" type="search" value="${esc(query)}"
 placeholder="Filter: name, id, connection or stream:NAME" aria-label="Filter"
 title="An organization's name, id or connection, or stream:NAME for the organizations where that stream is not fresh">
