@@ -218,10 +218,9 @@ const round1 = (n: number | null): number | null => (n === null ? null : Math.ro
  */
 export class StalenessLedger {
   private readonly pending = new Map<string, Map<string, number[]>>();
-  private readonly lags = new Map<string, number[]>();
   private readonly made = new Map<string, number>();
-  /** Each lag with the instant of its change, for the figures per day. */
-  private readonly dated = new Map<string, Array<{ at: number; ms: number }>>();
+  /** Each landed change's instant and lag (ms). */
+  private readonly lags = new Map<string, Array<{ at: number; ms: number }>>();
 
   constructor(
     readonly streams: readonly string[],
@@ -231,7 +230,6 @@ export class StalenessLedger {
       this.pending.set(s, new Map());
       this.lags.set(s, []);
       this.made.set(s, 0);
-      this.dated.set(s, []);
     }
   }
 
@@ -250,8 +248,7 @@ export class StalenessLedger {
     const lags = this.lags.get(stream)!;
     const left = list.filter((t) => {
       if (t > at) return true;
-      lags.push(at - t);
-      this.dated.get(stream)!.push({ at: t, ms: at - t });
+      lags.push({ at: t, ms: at - t });
       return false;
     });
     if (left.length) this.pending.get(stream)!.set(id, left);
@@ -282,10 +279,9 @@ export class StalenessLedger {
       const made = this.made.get(s)!;
       if (made === 0) continue;
       const landed = this.lags.get(s)!.length;
-      const waitingAt = [...this.pending.get(s)!.values()].flat();
-      const waiting = waitingAt.map((at) => Math.max(0, end - at));
-      const minutes = [...this.lags.get(s)!, ...waiting].map((ms) => ms / MINUTE).sort((a, b) => a - b);
-      const all = [...this.dated.get(s)!, ...waitingAt.map((at) => ({ at, ms: Math.max(0, end - at) }))];
+      const waiting = [...this.pending.get(s)!.values()].flat().map((at) => ({ at, ms: Math.max(0, end - at) }));
+      const all = [...this.lags.get(s)!, ...waiting];
+      const minutes = all.map((l) => l.ms / MINUTE).sort((a, b) => a - b);
       out[s] = {
         changes: made,
         landed,

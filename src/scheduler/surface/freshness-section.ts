@@ -1,4 +1,5 @@
 import type { LiveFreshness } from './live-status.js';
+import { age, esc, timeTag } from './page-format.js';
 
 /**
  * The status page's view of the daemon's freshness plan (docs/daemon.md, "Freshness"): per
@@ -18,14 +19,7 @@ const STATE_TEXT: Record<string, string> = {
   budget: "delayed: the day's budget runs short",
 };
 
-type Esc = (v: string | number | null | undefined) => string;
-
-/** "30 min", "2 h", "1.5 d". */
-function minutes(m: number): string {
-  if (m < 90) return `${Math.round(m)} min`;
-  if (m < 36 * 60) return `${Math.round((m / 60) * 10) / 10} h`;
-  return `${Math.round((m / 1440) * 10) / 10} d`;
-}
+const minutes = (m: number): string => age(m * 60_000);
 
 /** The streams a short day delays, for the organization's line: null when its day holds its plan. */
 export function shortNote(live: LiveFreshness | undefined): string | null {
@@ -37,23 +31,18 @@ export function shortNote(live: LiveFreshness | undefined): string | null {
     : "budget short today: every stream's target does not fit";
 }
 
-function rows(f: LiveFreshness, name: string, esc: Esc, timeTag: (iso: string) => string): string[] {
+function rows(f: LiveFreshness, name: string, now: number): string[] {
   return f.streams.map(
     (s, i) =>
       `<tr data-state="${esc(s.state)}">${i === 0 ? `<th scope="rowgroup" rowspan="${f.streams.length}">${esc(name)}</th>` : ''}` +
       `<td>${esc(s.stream)}</td><td>${esc(STATE_TEXT[s.state] ?? s.state)}</td>` +
       `<td>${s.changesPerDay === null ? '—' : esc(s.changesPerDay)}</td><td>${minutes(s.intervalMinutes)}</td>` +
-      `<td>${timeTag(s.nextPollAt)}</td><td>${s.p95Minutes === null ? '—' : minutes(s.p95Minutes)}</td></tr>`,
+      `<td>${timeTag(s.nextPollAt, now)}</td><td>${s.p95Minutes === null ? '—' : minutes(s.p95Minutes)}</td></tr>`,
   );
 }
 
 /** The section, or '' when the daemon keeps no stream fresh (cron schedules, or a worker's page). */
-export function freshnessSection(
-  plans: readonly LiveFreshness[] | undefined,
-  nameOf: (f: LiveFreshness) => string,
-  esc: Esc,
-  timeTag: (iso: string) => string,
-): string {
+export function freshnessSection(plans: readonly LiveFreshness[] | undefined, nameOf: (f: LiveFreshness) => string, now: number): string {
   if (!plans?.length) return '';
   const short = plans.filter((f) => shortNote(f) !== null);
   const shown = (plans.length > FRESHNESS_ROWS_ORGS ? short : plans).slice(0, FRESHNESS_ROWS_ORGS);
@@ -64,7 +53,7 @@ export function freshnessSection(
   const table = shown.length
     ? `<table id="freshness-plan"><thead><tr><th>organization</th><th>stream</th><th>state</th><th>changes a day</th>` +
       `<th>polled every (now)</th><th>next poll</th><th>predicted p95 staleness</th></tr></thead>` +
-      `<tbody>${shown.flatMap((f) => rows(f, nameOf(f), esc, timeTag)).join('\n')}</tbody></table>`
+      `<tbody>${shown.flatMap((f) => rows(f, nameOf(f), now)).join('\n')}</tbody></table>`
     : '';
   return `<section aria-label="Freshness"><h2>Freshness</h2><p id="freshness-summary">${esc(summary)}</p>${table}</section>`;
 }

@@ -1,7 +1,9 @@
 import { freshness, sortOrganizations, streamFailed, type Freshness, type Health } from './health.js';
 import { freshnessSection, shortNote } from './freshness-section.js';
+import { count, esc, timeTag } from './page-format.js';
 import type { LiveFreshness } from './live-status.js';
 import { pageAssets } from './status-page-assets.js';
+export { age, count, timeTag } from './page-format.js';
 import type { StatusConnection, StatusDocument, StatusOrganization, StatusStream } from './status-document.js';
 
 /**
@@ -21,33 +23,6 @@ const CODE: Record<Freshness | 'failed', string> = { fresh: 'F', late: 'L', stal
 
 export function streamCode(s: StatusStream, now: number): string {
   return streamFailed(s) ? CODE.failed : CODE[freshness(s, now)];
-}
-
-const esc = (v: string | number | null | undefined): string =>
-  String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-
-const GROUPED = new Intl.NumberFormat('en-US');
-
-/**
- * A count, grouped ("12,345"), with its value for the page's script, which groups it again in
- * the reader's locale ("12.345", "12 345"): the server does not know the reader's locale.
- */
-export const count = (v: number): string => `<data value="${v}">${GROUPED.format(v)}</data>`;
-
-/** "3 min", "2 h", "5 d". */
-export function age(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 90) return `${s} s`;
-  if (s < 90 * 60) return `${Math.round(s / 60)} min`;
-  if (s < 36 * 3600) return `${Math.round(s / 3600)} h`;
-  return `${Math.round(s / 86400)} d`;
-}
-
-/** "12 min ago" (or "in 5 min"), with the instant in `datetime`; the page's script puts the local time on hover. */
-export function timeTag(iso: string, now: number): string {
-  const at = Date.parse(iso);
-  const text = at > now + 1000 ? `in ${age(at - now)}` : `${age(now - at)} ago`;
-  return `<time datetime="${esc(new Date(at).toISOString())}">${text}</time>`;
 }
 
 function barClass(blocked: boolean, share: number): string {
@@ -164,12 +139,7 @@ export function renderStatusPage(doc: StatusDocument, query: string, now: number
   const freshByOrg = new Map((live?.freshness ?? []).map((f) => [orgKey(f), f]));
   const items = sortOrganizations(doc.organizations).map((o) => organizationItem(o, axis, nextByOrg, runningByOrg, freshByOrg, now));
   const orgNames = new Map(doc.organizations.map((o) => [orgKey(o), o.name ?? o.organizationId]));
-  const fresh = freshnessSection(
-    live?.freshness,
-    (f) => orgNames.get(orgKey(f)) ?? f.organizationId,
-    esc,
-    (iso) => timeTag(iso, now),
-  );
+  const fresh = freshnessSection(live?.freshness, (f) => orgNames.get(orgKey(f)) ?? f.organizationId, now);
   const queue = doc.queue ? ` · worker queue: ${count(doc.queue.waiting)} waiting, ${count(doc.queue.running)} running` : '';
   const up = live?.startedAt ? ` · daemon up since ${timeTag(live.startedAt, now)}` : '';
   const failing = doc.connections.some((c) => c.state === 'failing') || doc.organizations.some((o) => o.state === 'failing');

@@ -118,7 +118,6 @@ export function baseIntervals(s: FreshStream, settings: FreshSettings): number[]
 
 /** The longest an empty poll's stretch grows: 2^6 times the target. */
 export const MAX_STRETCH = 64;
-const DAY_SPAN = 24 * HOUR_MS;
 
 /** What the last polls found: changes, or nothing in some hours of the day (each hour's `stretch`). */
 export interface PollMemory {
@@ -139,11 +138,8 @@ export const FIRST_POLLS: PollMemory = { changed: false, stretch: new Array<numb
 export function afterPoll(memory: PollMemory, written: number, from: number, to: number): PollMemory {
   if (written > 0) return { changed: true, stretch: new Array<number>(24).fill(1) };
   const covered = minutesByHour(Math.min(from, to), to);
-  const stretch = memory.stretch.map((x, h) => {
-    const base = memory.changed ? 1 : x;
-    return covered[h]! > 0 || to - from >= DAY_SPAN ? Math.min(MAX_STRETCH, base * 2) : base;
-  });
-  return { changed: false, stretch };
+  // Changes found reset every hour to 1, so the stretch carries no other memory of them.
+  return { changed: false, stretch: memory.stretch.map((x, h) => (covered[h]! > 0 ? Math.min(MAX_STRETCH, x * 2) : x)) };
 }
 
 /** Minutes of each UTC hour between two instants. */
