@@ -91,7 +91,7 @@ describe('afterPoll', () => {
     const s = stream('a', { rates: { perHour: new Array<number>(24).fill(0.1), perDay: 2.4 }, recent: m });
     expect(baseIntervals(s, DEFAULT_FRESH_SETTINGS).slice(6, 10)).toEqual([120, 120, 30, 30]);
     const found = afterPoll(m, 3, at(8), at(9));
-    expect(found).toEqual({ changed: true, stretch: new Array(24).fill(1) });
+    expect(found).toEqual({ changed: true, stretch: new Array(24).fill(1), seen: true });
     // The first empty poll after changes starts the stretch again from the target.
     expect(afterPoll(found, 0, at(9), at(10)).stretch[9]).toBe(2);
   });
@@ -128,6 +128,26 @@ describe('planFreshness', () => {
     expect(plan.short).toBe(false);
     // A richer day buys more polls, not fewer.
     expect(planFreshness(streams, day(2000)).streams[0]!.polls).toBeGreaterThan(b!.polls);
+  });
+
+  it('rule 2: until a poll finds a change, spare budget polls an hour that empty polls stretched no faster than its stretched floor', () => {
+    // A first day: rates learned from records spread over years, the same small rate in every hour.
+    const uniform: ChangeRates = { perHour: new Array<number>(24).fill(0.3), perDay: 7.2 };
+    const quietNight = { changed: false, stretch: FIRST_POLLS.stretch.map((_, h) => (h < 6 ? 8 : 1)) };
+    const fresh = planFreshness([stream('a', { rates: uniform })], day(5000)).streams[0]!;
+    const stretched = planFreshness([stream('a', { rates: uniform, recent: quietNight })], day(5000)).streams[0]!;
+    const min = DEFAULT_FRESH_SETTINGS.minMinutes;
+    // Without evidence a rich day polls every hour at the minimum; the stretched night hours at 8 times it.
+    expect(fresh.intervals[2]).toBe(min);
+    expect(stretched.intervals.slice(0, 6)).toEqual(new Array(6).fill(8 * min));
+    expect(stretched.intervals[9]).toBe(min);
+    // A poll that finds changes brings the night back to the minimum; from then on the rates have
+    // met the stream's own changes, and empty polls no longer hold spare budget back.
+    const found = afterPoll(quietNight, 3, DAY0, DAY0 + HOUR_MS);
+    expect(planFreshness([stream('a', { rates: uniform, recent: found })], day(5000)).streams[0]!.intervals[2]).toBe(min);
+    const emptyAgain = afterPoll(afterPoll(found, 0, DAY0, DAY0 + 3 * HOUR_MS), 0, DAY0, DAY0 + 3 * HOUR_MS);
+    expect(emptyAgain.stretch[2]).toBe(4);
+    expect(planFreshness([stream('a', { rates: uniform, recent: emptyAgain })], day(5000)).streams[0]!.intervals[2]).toBe(min);
   });
 
   it('counts change-driven reads once per change, whatever the polling', () => {

@@ -112,9 +112,11 @@ function isActive(s: FreshStream, hour: number): boolean {
 /** Rule 1: the target in active hours (stretched by empty polls), the quiet interval in the others. */
 export function baseIntervals(s: FreshStream, settings: FreshSettings): number[] {
   const quiet = Math.min(settings.maxMinutes, Math.max(s.targetMinutes, settings.quietMinutes));
-  const stretch = (h: number): number => (s.recent?.changed ? 1 : (s.recent?.stretch[h] ?? 1));
-  return Array.from({ length: 24 }, (_, h) => (isActive(s, h) ? Math.min(quiet, s.targetMinutes * stretch(h)) : quiet));
+  return Array.from({ length: 24 }, (_, h) => (isActive(s, h) ? Math.min(quiet, s.targetMinutes * stretchAt(s, h)) : quiet));
 }
+
+/** How far empty polls have stretched hour `h` (1 once a poll found changes). */
+const stretchAt = (s: FreshStream, h: number): number => (s.recent?.changed ? 1 : (s.recent?.stretch[h] ?? 1));
 
 /** The longest an empty poll's stretch grows: 2^6 times the target. */
 export const MAX_STRETCH = 64;
@@ -124,6 +126,8 @@ export interface PollMemory {
   changed: boolean;
   /** Per UTC hour: 1, doubled by each empty poll whose span covered the hour. */
   stretch: number[];
+  /** Some poll since the daemon started found changes: the learned rates have met the stream's own. */
+  seen?: boolean;
 }
 
 export const FIRST_POLLS: PollMemory = { changed: false, stretch: new Array<number>(24).fill(1) };
@@ -136,10 +140,11 @@ export const FIRST_POLLS: PollMemory = { changed: false, stretch: new Array<numb
  * when the model learned from records spread over years counts every hour alike).
  */
 export function afterPoll(memory: PollMemory, written: number, from: number, to: number): PollMemory {
-  if (written > 0) return { changed: true, stretch: new Array<number>(24).fill(1) };
+  if (written > 0) return { changed: true, stretch: new Array<number>(24).fill(1), seen: true };
   const covered = minutesByHour(Math.min(from, to), to);
   // Changes found reset every hour to 1, so the stretch carries no other memory of them.
-  return { changed: false, stretch: memory.stretch.map((x, h) => (covered[h]! > 0 ? Math.min(MAX_STRETCH, x * 2) : x)) };
+  const stretch = memory.stretch.map((x, h) => (covered[h]! > 0 ? Math.min(MAX_STRETCH, x * 2) : x));
+  return { changed: false, stretch, seen: memory.seen === true };
 }
 
 /** Minutes of each UTC hour between two instants. */
@@ -168,7 +173,12 @@ function tightened(s: FreshStream, base: readonly number[], kappa: number, setti
     const recent = s.recent?.changed && s.rates ? s.rates.perDay / 24 : 0;
     const rate = Math.max(RATE_FLOOR, rateAt(s, h), recent);
     // Spare budget polls a busy hour down to the minimum, a quiet one only down to half its target.
-    const floor = Math.min(b, isActive(s, h) ? settings.minMinutes : Math.max(settings.minMinutes, s.targetMinutes / 2));
+    // Until a poll has found one of the stream's changes, its rates are a forecast (on a first day,
+    // learned from records spread over years, the same in every hour): empty polls stretch that
+    // floor too, or the forecast buys a poll every few minutes all night from the budget the
+    // day's changes need.
+    const least = isActive(s, h) ? settings.minMinutes : Math.max(settings.minMinutes, s.targetMinutes / 2);
+    const floor = Math.min(b, s.recent?.seen ? least : least * stretchAt(s, h));
     return Math.min(b, Math.max(floor, kappa / Math.sqrt(rate)));
   });
 }
