@@ -130,7 +130,7 @@ describe('planFreshness', () => {
     expect(planFreshness(streams, day(2000)).streams[0]!.polls).toBeGreaterThan(b!.polls);
   });
 
-  it('rule 2: until a poll finds a change, spare budget polls an hour that empty polls stretched no faster than its stretched floor', () => {
+  it('rule 2: until a poll finds a change, spare budget polls a stretched hour no faster than its stretched floor', () => {
     // A first day: rates learned from records spread over years, the same small rate in every hour.
     const uniform: ChangeRates = { perHour: new Array<number>(24).fill(0.3), perDay: 7.2 };
     const quietNight = { changed: false, stretch: FIRST_POLLS.stretch.map((_, h) => (h < 6 ? 8 : 1)) };
