@@ -133,13 +133,17 @@ describe('planFreshness', () => {
   it('rule 2: until a poll finds a change, spare budget polls a stretched hour no faster than its stretched floor', () => {
     // A first day: rates learned from records spread over years, the same small rate in every hour.
     const uniform: ChangeRates = { perHour: new Array<number>(24).fill(0.3), perDay: 7.2 };
-    const quietNight = { changed: false, stretch: FIRST_POLLS.stretch.map((_, h) => (h < 6 ? 8 : 1)) };
+    const quietNight = { changed: false, stretch: FIRST_POLLS.stretch.map((_, h) => (h < 6 ? 4 : 1)) };
     const fresh = planFreshness([stream('a', { rates: uniform })], day(5000)).streams[0]!;
     const stretched = planFreshness([stream('a', { rates: uniform, recent: quietNight })], day(5000)).streams[0]!;
     const min = DEFAULT_FRESH_SETTINGS.minMinutes;
-    // Without evidence a rich day polls every hour at the minimum; the stretched night hours at 8 times it.
+    // Without evidence a rich day polls every hour at the minimum; the stretched night hours at 4 times it.
     expect(fresh.intervals[2]).toBe(min);
-    expect(stretched.intervals.slice(0, 6)).toEqual(new Array(6).fill(8 * min));
+    expect(stretched.intervals.slice(0, 6)).toEqual(new Array(6).fill(4 * min));
+    // Never beyond the target, however many empty polls: spare budget keeps its promise.
+    const longNight = { changed: false, stretch: FIRST_POLLS.stretch.map((_, h) => (h < 6 ? MAX_STRETCH : 1)) };
+    const capped = planFreshness([stream('a', { rates: uniform, recent: longNight })], day(5000)).streams[0]!;
+    expect(capped.intervals.slice(0, 6)).toEqual(new Array(6).fill(30));
     expect(stretched.intervals[9]).toBe(min);
     // A poll that finds changes brings the night back to the minimum; from then on the rates have
     // met the stream's own changes, and empty polls no longer hold spare budget back.

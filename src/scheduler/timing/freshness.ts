@@ -175,10 +175,11 @@ function tightened(s: FreshStream, base: readonly number[], kappa: number, setti
     // Spare budget polls a busy hour down to the minimum, a quiet one only down to half its target.
     // Until a poll has found one of the stream's changes, its rates are a forecast (on a first day,
     // learned from records spread over years, the same in every hour): empty polls stretch that
-    // floor too, or the forecast buys a poll every few minutes all night from the budget the
-    // day's changes need.
+    // floor too, up to the target, or the forecast buys a poll every few minutes all night from
+    // the budget the day's changes need.
     const least = isActive(s, h) ? settings.minMinutes : Math.max(settings.minMinutes, s.targetMinutes / 2);
-    const floor = Math.min(b, s.recent?.seen ? least : least * stretchAt(s, h));
+    const forecast = Math.min(Math.max(least, s.targetMinutes), least * stretchAt(s, h));
+    const floor = Math.min(b, s.recent?.seen ? least : forecast);
     return Math.min(b, Math.max(floor, kappa / Math.sqrt(rate)));
   });
 }
