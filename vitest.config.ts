@@ -32,7 +32,7 @@ const unit = files.filter((file) => !integration.includes(file));
  * per worker, which halves the unit project's time.
  */
 const PATCHING = /from 'nock'|vi\.mock\(|from '\.\/helpers\.js'|api\/helpers\.js'/;
-const patching = unit.filter((file) => PATCHING.test(readFileSync(file, 'utf8')));
+const patching = files.filter((file) => PATCHING.test(readFileSync(file, 'utf8')));
 
 export default defineConfig({
   test: {
@@ -49,11 +49,26 @@ export default defineConfig({
     // `npm test` runs every project; `npm run test:unit` (vitest run --project 'unit*') the two unit ones alone.
     projects: [
       { extends: true, test: { name: 'unit', include: unit.filter((file) => !patching.includes(file)), isolate: false } },
-      { extends: true, test: { name: 'unit-isolated', include: patching } },
+      { extends: true, test: { name: 'unit-isolated', include: unit.filter((file) => patching.includes(file)) } },
+      // The run's database, and the warehouses migrated once that tests copy (test/helpers/templates.ts).
+      // Integration files share a module graph per worker too (importing src, kysely and the sandbox
+      // for each file was a fifth of the suite's time), but for those that patch shared state.
       {
         extends: true,
-        // The run's database, and the warehouses migrated once that tests copy (test/helpers/templates.ts).
-        test: { name: 'integration', include: integration, globalSetup: ['test/global-setup.ts'] },
+        test: {
+          name: 'integration',
+          include: integration.filter((file) => !patching.includes(file)),
+          isolate: false,
+          globalSetup: ['test/global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'integration-isolated',
+          include: integration.filter((file) => patching.includes(file)),
+          globalSetup: ['test/global-setup.ts'],
+        },
       },
     ],
   },

@@ -5,6 +5,17 @@ import { dropTemplates, makeTemplates, runDatabasePrefix } from './helpers/templ
 const BASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 /**
+ * Both integration projects (shared modules, and isolated) name this setup, so that either runs
+ * alone; in one run of both it works once, and its teardown once, after the last test (the count
+ * lives in the main process's environment: each project may load this module afresh).
+ */
+function users(delta: number): number {
+  const n = Number(process.env['SVCSYNC_TEST_SETUP_USERS'] ?? 0) + delta;
+  process.env['SVCSYNC_TEST_SETUP_USERS'] = String(n);
+  return n;
+}
+
+/**
  * Each test run works in a Postgres database of its own, made here and dropped at the end;
  * inside it every test file has its own schema, dropped with the database.
  *
@@ -19,6 +30,7 @@ const BASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
  * database (it may create databases) has one.
  */
 export async function setup(): Promise<void> {
+  if (users(1) > 1) return;
   const run = (process.env['SVCSYNC_TEST_RUN'] ??= randomBytes(4).toString('hex'));
   if (process.env['SVCSYNC_TEST_PG']) {
     await makeTemplates(run, undefined);
@@ -43,6 +55,7 @@ export async function setup(): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
+  if (users(-1) > 0) return;
   const run = process.env['SVCSYNC_TEST_RUN'];
   const own = process.env['SVCSYNC_TEST_OWN_DATABASE'];
   if (!run) return;

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { runVerify } from '../../src/extractors/verify.js';
 import { DIALECTS } from '../helpers/dialects.js';
@@ -15,19 +15,23 @@ import { apiRequests, expectRefusedTokensAs57, refusedAnswers, refusedTokens, SH
  */
 const PER_PAGE = 10;
 
-describe.each(DIALECTS)('the hostile preset and short-lived tokens, on %s', (dialect) => {
-  let e: E2E | undefined;
-  afterEach(async () => {
-    await e?.close();
-    e = undefined;
-  });
+/** A sandbox and warehouse for one test, closed when it finishes (the tests of a dialect run at once). */
+async function open(ctx: TestContext, ...args: Parameters<typeof startE2E>): Promise<E2E> {
+  const env = await startE2E(...args);
+  ctx.onTestFinished(() => env.close());
+  return env;
+}
 
-  it('A26: 6-second tokens, revoked now and then and refused twice in a row, answered 401 code 57: nothing is lost', async () => {
+// Concurrent: the runs spend most of their time waiting on the per-minute window at a slow time
+// scale, so a dialect's five wait side by side rather than one after another.
+describe.concurrent.each(DIALECTS)('the hostile preset and short-lived tokens, on %s', (dialect) => {
+  it('A26: 6-second tokens, revoked now and then and refused twice in a row, answered 401 code 57: nothing is lost', async (ctx) => {
     // A server that answers an expired or revoked token with 401 code 57, the code this
     // sandbox gives a missing scope. Read as a missing scope after one fresh token, every first
     // run ended partial (exit 4) and even a reconcile did not converge.
     const lifetimeS = 6;
-    e = await startE2E(
+    const e = await open(
+      ctx,
       dialect,
       {
         preset: 'hostile',
@@ -65,8 +69,8 @@ describe.each(DIALECTS)('the hostile preset and short-lived tokens, on %s', (dia
     await expectEqualsTruth(e);
   }, 180_000);
 
-  it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async () => {
-    e = await startE2E(dialect, { scale: 20, preset: 'hostile', ...SHORT_TOKENS }, { sync: { per_page: PER_PAGE } });
+  it('hostile: a full sync equals the truth, within the minimum requests plus one page per list and the refused 401s', async (ctx) => {
+    const e = await open(ctx, dialect, { scale: 20, preset: 'hostile', ...SHORT_TOKENS }, { sync: { per_page: PER_PAGE } });
     const before = minimumRequests(e.sandbox, PER_PAGE);
     const first = await e.sync();
     expect(streamFailures(first)).toEqual([]);
@@ -96,8 +100,9 @@ describe.each(DIALECTS)('the hostile preset and short-lived tokens, on %s', (dia
     await expectEqualsTruth(e);
   }, 180_000);
 
-  it('hostile: verify agrees after a full sync (exit 0), and finds a record deleted behind its back', async () => {
-    e = await startE2E(
+  it('hostile: verify agrees after a full sync (exit 0), and finds a record deleted behind its back', async (ctx) => {
+    const e = await open(
+      ctx,
       dialect,
       { scale: 12, preset: 'hostile', ...SHORT_TOKENS, variants: { changeWhilePagingEvery: 0 } },
       { sync: { per_page: PER_PAGE } },
@@ -126,8 +131,9 @@ describe.each(DIALECTS)('the hostile preset and short-lived tokens, on %s', (dia
     expect(found.streams.reduce((a, x) => a + (x.extraCount ?? 0), 0)).toBeGreaterThan(0);
   }, 180_000);
 
-  it('hostile: modify, create and delete, then an incremental run and a reconcile', async () => {
-    e = await startE2E(
+  it('hostile: modify, create and delete, then an incremental run and a reconcile', async (ctx) => {
+    const e = await open(
+      ctx,
       dialect,
       { scale: 20, preset: 'hostile', ...SHORT_TOKENS, variants: { changeWhilePagingEvery: 0 } },
       { sync: { per_page: PER_PAGE } },
@@ -145,8 +151,9 @@ describe.each(DIALECTS)('the hostile preset and short-lived tokens, on %s', (dia
     await expectEqualsTruth(e);
   }, 180_000);
 
-  it('hostile plus faults: 5% 5xx, cut-short bodies, extra 429s and 2% spurious 401s answered 57 with 5-second tokens', async () => {
-    e = await startE2E(
+  it('hostile plus faults: 5% 5xx, cut-short bodies, extra 429s and 2% spurious 401s answered 57 with 5-second tokens', async (ctx) => {
+    const e = await open(
+      ctx,
       dialect,
       {
         scale: 12,
