@@ -26,13 +26,16 @@ const files = testFiles();
 const integration = files.filter((file) => INTEGRATION.test(readFileSync(file, 'utf8')));
 const unit = files.filter((file) => !integration.includes(file));
 /**
- * Unit files that patch shared state: nock's interception of node:http, and module mocks. Without
+ * Files that patch shared state: nock's interception of node:http, and module mocks. Without
  * isolation another file's copy of the modules they patch wins (requests reach the network, a
- * mocked module is the real one), so they keep a module graph of their own; the rest share one
- * per worker, which halves the unit project's time.
+ * mocked module is the real one), so they keep a module graph of their own (the `-isolated`
+ * projects); the rest share one per worker, which saves importing src, kysely and the sandbox
+ * once a file (half the unit project's time, a fifth of the suite's).
  */
 const PATCHING = /from 'nock'|vi\.mock\(|from '\.\/helpers\.js'|api\/helpers\.js'/;
-const patching = files.filter((file) => PATCHING.test(readFileSync(file, 'utf8')));
+const patching = new Set(files.filter((file) => PATCHING.test(readFileSync(file, 'utf8'))));
+const shared = (list: string[]): string[] => list.filter((file) => !patching.has(file));
+const isolated = (list: string[]): string[] => list.filter((file) => patching.has(file));
 
 export default defineConfig({
   test: {
@@ -48,16 +51,14 @@ export default defineConfig({
     reporters: ['default'],
     // `npm test` runs every project; `npm run test:unit` (vitest run --project 'unit*') the two unit ones alone.
     projects: [
-      { extends: true, test: { name: 'unit', include: unit.filter((file) => !patching.includes(file)), isolate: false } },
-      { extends: true, test: { name: 'unit-isolated', include: unit.filter((file) => patching.includes(file)) } },
+      { extends: true, test: { name: 'unit', include: shared(unit), isolate: false } },
+      { extends: true, test: { name: 'unit-isolated', include: isolated(unit) } },
       // The run's database, and the warehouses migrated once that tests copy (test/helpers/templates.ts).
-      // Integration files share a module graph per worker too (importing src, kysely and the sandbox
-      // for each file was a fifth of the suite's time), but for those that patch shared state.
       {
         extends: true,
         test: {
           name: 'integration',
-          include: integration.filter((file) => !patching.includes(file)),
+          include: shared(integration),
           isolate: false,
           globalSetup: ['test/global-setup.ts'],
         },
@@ -66,7 +67,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'integration-isolated',
-          include: integration.filter((file) => patching.includes(file)),
+          include: isolated(integration),
           globalSetup: ['test/global-setup.ts'],
         },
       },
