@@ -7,7 +7,10 @@ import { ID_FIELDS, truthIds, type Family } from '../helpers/e2e.js';
 
 const CASES = DIALECTS.flatMap((dialect) => (['default', 'hostile'] as const).map((preset) => ({ dialect, preset })));
 
-describe.each(CASES)('a sync killed with SIGKILL on $dialect against the $preset sandbox', ({ dialect, preset }) => {
+// Concurrent: each case has its own sandbox and warehouse, and a kill lands wherever its run is when
+// the log shows the page count (any point is a point the run must recover from), so the four cases'
+// CLI processes and the sandboxes' latency overlap instead of queueing.
+describe.concurrent.each(CASES)('a sync killed with SIGKILL on $dialect against the $preset sandbox', ({ dialect, preset }) => {
   let sandbox: Sandbox;
   let tw: TestWarehouse;
   let configPath: string;

@@ -74,7 +74,8 @@ async function historyProblems(w: Warehouse, t: HistoryTable): Promise<string[]>
 
 const CASES = DIALECTS.flatMap((dialect) => (['default', 'hostile'] as const).map((preset) => ({ dialect, preset })));
 
-describe.each(CASES)('a history sync killed with SIGKILL on $dialect against the $preset sandbox', ({ dialect, preset }) => {
+// Concurrent, as test/e2e/crash.test.ts: each case its own sandbox and warehouse, any kill point valid.
+describe.concurrent.each(CASES)('a history sync killed with SIGKILL on $dialect against the $preset sandbox', ({ dialect, preset }) => {
   let sandbox: Sandbox;
   let tw: TestWarehouse;
   let configPath: string;
