@@ -1,15 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
-import { createLogger, CapturedLog } from '../../src/core/logger.js';
 import { serveDaemonHttp } from '../../src/cli/commands/daemon.js';
 import { renderStatus } from '../../src/cli/commands/status.js';
 import { Daemon } from '../../src/scheduler/daemon.js';
 import { planNextDay } from '../../src/scheduler/planning/plan.js';
 import { renderPlan } from '../../src/scheduler/planning/plan-render.js';
-import type { SchedulerEvent } from '../../src/scheduler/timing/scheduler.js';
 import { collectStatus } from '../../src/scheduler/surface/status-document.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { startE2E, truthIds, type E2E } from '../helpers/e2e.js';
+import { newDaemon } from '../helpers/e2e-daemon.js';
 
 const DAY = 86_400_000;
 
@@ -19,22 +18,6 @@ function daemonConfig(e: E2E, daemon: Partial<Config['daemon']>, connection: Par
     connections: e.config.connections.map((c) => ({ ...c, ...connection })),
     daemon: { ...e.config.daemon, ...daemon, schedules: { ...e.config.daemon.schedules, ...(daemon.schedules ?? {}) } },
   };
-}
-
-function newDaemon(e: E2E, config: Config, extra: { backfill?: boolean; fetch?: typeof fetch } = {}) {
-  const log = new CapturedLog();
-  const logger = createLogger({ level: 'info', secrets: e.secrets, destination: log });
-  const events: SchedulerEvent[] = [];
-  const daemon = new Daemon({
-    config,
-    warehouse: e.warehouse,
-    clock: e.sandbox.clock,
-    logger,
-    secrets: e.secrets,
-    onEvent: (ev) => events.push(ev),
-    ...extra,
-  });
-  return { daemon, events, log };
 }
 
 /** Moves the sandbox's clock to the next fire of any job, fires, and waits for the jobs to end. */

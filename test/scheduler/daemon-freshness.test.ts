@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
-import { CapturedLog, createLogger } from '../../src/core/logger.js';
 import { Daemon } from '../../src/scheduler/daemon.js';
 import { planNextDay } from '../../src/scheduler/planning/plan.js';
 import type { SchedulerEvent } from '../../src/scheduler/timing/scheduler.js';
 import { DIALECTS } from '../helpers/dialects.js';
 import { startE2E, truthIds, type E2E } from '../helpers/e2e.js';
+import { newDaemon } from '../helpers/e2e-daemon.js';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -22,16 +22,7 @@ function pollsOf(events: readonly SchedulerEvent[], tree: string, from: number, 
  */
 async function twoDays(e: E2E): Promise<{ daemon: Daemon; events: SchedulerEvent[]; dayStart: number; lags: number[]; perDay: number[] }> {
   const config: Config = { ...e.config, daemon: { ...e.config.daemon, schedules: { ...e.config.daemon.schedules, reconcile: 'off' } } };
-  const events: SchedulerEvent[] = [];
-  const logger = createLogger({ level: 'info', secrets: e.secrets, destination: new CapturedLog() });
-  const daemon = new Daemon({
-    config,
-    warehouse: e.warehouse,
-    clock: e.sandbox.clock,
-    logger,
-    secrets: e.secrets,
-    onEvent: (ev) => events.push(ev),
-  });
+  const { daemon, events } = newDaemon(e, config);
   await daemon.runner.start();
   await daemon.runner.reloadOrganizations();
   const org = e.sandbox.organizations()[0]!.organization_id;
