@@ -1,20 +1,56 @@
 import { Command, CommanderError } from 'commander';
 import { ExitCode, SvcsyncError, exitCodeFor } from '../core/errors.js';
 import { svcsyncVersion } from '../core/version.js';
-import { authCommand } from './commands/auth.js';
-import { checkCommand } from './commands/check.js';
-import { daemonCommand } from './commands/daemon.js';
-import { demoCommand } from './commands/demo.js';
-import { migrateCommand, schemaCommand } from './commands/schema.js';
-import { planCommand } from './commands/plan.js';
-import { statusCommand } from './commands/status.js';
-import { syncCommands } from './commands/sync.js';
-import { verifyCommand } from './commands/verify.js';
-import { workerCommand } from './commands/worker.js';
 import type { Cli, GlobalOptions } from './runtime.js';
-import { sandboxCommand } from './sandbox-command.js';
 
-export function buildProgram(cli: { exit: (code: number) => void }): Command {
+/**
+ * The commands in the order `--help` lists them, each with the module that builds it. A module is
+ * imported only when its command runs (or when every command is needed: `--help`, a usage error):
+ * the other commands' modules are about a fifth of the 875 files a start of every command reads,
+ * and Node's module loader spends about a millisecond of CPU a file (docs/benchmarks.md).
+ */
+const COMMANDS: ReadonlyArray<{ names: readonly string[]; load(cli: Cli): Promise<Command[]> }> = [
+  { names: ['demo'], load: async (cli) => [(await import('./commands/demo.js')).demoCommand(cli)] },
+  { names: ['sync', 'backfill'], load: async (cli) => (await import('./commands/sync.js')).syncCommands(cli) },
+  { names: ['verify'], load: async (cli) => [(await import('./commands/verify.js')).verifyCommand(cli)] },
+  { names: ['status'], load: async (cli) => [(await import('./commands/status.js')).statusCommand(cli)] },
+  { names: ['daemon'], load: async (cli) => [(await import('./commands/daemon.js')).daemonCommand(cli)] },
+  { names: ['worker'], load: async (cli) => [(await import('./commands/worker.js')).workerCommand(cli)] },
+  { names: ['plan'], load: async (cli) => [(await import('./commands/plan.js')).planCommand(cli)] },
+  { names: ['check'], load: async (cli) => [(await import('./commands/check.js')).checkCommand(cli)] },
+  { names: ['auth'], load: async (cli) => [(await import('./commands/auth.js')).authCommand(cli)] },
+  { names: ['schema'], load: async (cli) => [(await import('./commands/schema.js')).schemaCommand(cli)] },
+  { names: ['migrate'], load: async (cli) => [(await import('./commands/schema.js')).migrateCommand(cli)] },
+  { names: ['sandbox'], load: async () => [(await import('./sandbox-command.js')).sandboxCommand()] },
+];
+
+/** The global options that take a value: the word after them is that value, not a command. */
+const VALUE_OPTIONS = new Set(['-c', '--config', '--log-level']);
+
+/**
+ * The commands a run needs, from its arguments (after node and the script): the one named by the
+ * first word that is not an option; none for `--version` alone; every one otherwise (`--help`,
+ * `help`, no command, a misspelled one, which commander answers with the nearest names).
+ */
+export function commandsNeeded(args: readonly string[]): Array<(typeof COMMANDS)[number]> {
+  for (let i = 0; i < args.length; i++) {
+    const word = args[i]!;
+    if (VALUE_OPTIONS.has(word)) i++;
+    else if (!word.startsWith('-')) {
+      const named = COMMANDS.filter((c) => c.names.includes(word));
+      return named.length > 0 ? named : [...COMMANDS];
+    }
+  }
+  const version = args.some((a) => a === '-V' || a === '--version');
+  const help = args.some((a) => a === '-h' || a === '--help');
+  return version && !help ? [] : [...COMMANDS];
+}
+
+/**
+ * The program with the commands the arguments need (every command without arguments): what it
+ * parses and prints for those arguments is what the whole program would.
+ */
+export async function buildProgram(cli: { exit: (code: number) => void }, args?: readonly string[]): Promise<Command> {
   const program = new Command('svcsync')
     .description('Keep a SQLite or Postgres warehouse current with the books, inventory, invoice and billing API families.')
     .option(
@@ -27,18 +63,9 @@ export function buildProgram(cli: { exit: (code: number) => void }): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
   const shared: Cli = { global: () => program.opts<GlobalOptions>(), exit: cli.exit };
-  program.addCommand(demoCommand(shared));
-  for (const c of syncCommands(shared)) program.addCommand(c);
-  program.addCommand(verifyCommand(shared));
-  program.addCommand(statusCommand(shared));
-  program.addCommand(daemonCommand(shared));
-  program.addCommand(workerCommand(shared));
-  program.addCommand(planCommand(shared));
-  program.addCommand(checkCommand(shared));
-  program.addCommand(authCommand(shared));
-  program.addCommand(schemaCommand(shared));
-  program.addCommand(migrateCommand(shared));
-  program.addCommand(sandboxCommand());
+  for (const entry of args === undefined ? COMMANDS : commandsNeeded(args)) {
+    for (const c of await entry.load(shared)) program.addCommand(c);
+  }
   // Nested commands too (auth exchange, auth scopes): a usage error is exit 2 everywhere.
   const override = (c: Command): void => {
     c.exitOverride();
@@ -51,7 +78,7 @@ export function buildProgram(cli: { exit: (code: number) => void }): Command {
 /** Runs the command line and returns the exit code (documented in the README). */
 export async function main(argv: string[]): Promise<number> {
   let code: number = ExitCode.ok;
-  const program = buildProgram({ exit: (c) => void (code = c) });
+  const program = await buildProgram({ exit: (c) => void (code = c) }, argv.slice(2));
   try {
     await program.parseAsync(argv);
     return code;

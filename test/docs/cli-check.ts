@@ -53,7 +53,10 @@ export function withoutComment(line: string): string {
   return line;
 }
 
-const GLOBAL_OPTIONS = buildProgram({ exit: () => undefined }).options.flatMap((o) => [o.long, o.short]);
+/** The whole program, every command loaded; only read here. */
+const PROGRAM = await buildProgram({ exit: () => undefined });
+
+const GLOBAL_OPTIONS = PROGRAM.options.flatMap((o) => [o.long, o.short]);
 
 /**
  * Whether the words after a `svcsync` are its arguments: a subcommand-like word or a global
@@ -76,9 +79,8 @@ const optionFor = (cmd: Command | null, flag: string): Option | undefined => {
 
 /** What is wrong with one documented command line: unknown subcommands, options or streams. */
 export function problems(words: readonly string[]): string[] {
-  const program = buildProgram({ exit: () => undefined });
   const out: string[] = [];
-  let cmd: Command = program;
+  let cmd: Command = PROGRAM;
   let positionals = 0;
   for (let i = 0; i < words.length; i++) {
     const word = words[i]!;
