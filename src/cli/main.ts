@@ -24,18 +24,40 @@ const COMMANDS: ReadonlyArray<{ names: readonly string[]; load(cli: Cli): Promis
   { names: ['sandbox'], load: async () => [(await import('./sandbox-command.js')).sandboxCommand()] },
 ];
 
-/** The global options that take a value: the word after them is that value, not a command. */
-const VALUE_OPTIONS = new Set(['-c', '--config', '--log-level']);
+/** The program's own options, before any command is added. */
+function globalProgram(): Command {
+  return new Command('svcsync')
+    .description('Keep a SQLite or Postgres warehouse current with the books, inventory, invoice and billing API families.')
+    .option(
+      '-c, --config <path>',
+      'configuration file (YAML or JSON); default: $SVCSYNC_CONFIG, else the first of ./svcsync.yaml, ' +
+        '$XDG_CONFIG_HOME/svcsync/svcsync.yaml (~/.config), /etc/svcsync/svcsync.yaml',
+    )
+    .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (default: info; warn on a terminal)')
+    .version(svcsyncVersion(), '-V, --version', "print svcsync's version and exit")
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+}
+
+/** The flags of the program's options that take a value: the word after one is its value, not a command. */
+function valueFlags(program: Command): Set<string> {
+  return new Set(
+    program.options.filter((o) => o.required || o.optional).flatMap((o) => [o.short, o.long].filter((f): f is string => f !== undefined)),
+  );
+}
 
 /**
  * The commands a run needs, from its arguments (after node and the script): the one named by the
  * first word that is not an option; none for `--version` alone; every one otherwise (`--help`,
  * `help`, no command, a misspelled one, which commander answers with the nearest names).
  */
-export function commandsNeeded(args: readonly string[]): Array<(typeof COMMANDS)[number]> {
+export function commandsNeeded(
+  args: readonly string[],
+  takesValue: ReadonlySet<string> = valueFlags(globalProgram()),
+): Array<(typeof COMMANDS)[number]> {
   for (let i = 0; i < args.length; i++) {
     const word = args[i]!;
-    if (VALUE_OPTIONS.has(word)) i++;
+    if (takesValue.has(word)) i++;
     else if (!word.startsWith('-')) {
       const named = COMMANDS.filter((c) => c.names.includes(word));
       return named.length > 0 ? named : [...COMMANDS];
@@ -51,19 +73,9 @@ export function commandsNeeded(args: readonly string[]): Array<(typeof COMMANDS)
  * parses and prints for those arguments is what the whole program would.
  */
 export async function buildProgram(cli: { exit: (code: number) => void }, args?: readonly string[]): Promise<Command> {
-  const program = new Command('svcsync')
-    .description('Keep a SQLite or Postgres warehouse current with the books, inventory, invoice and billing API families.')
-    .option(
-      '-c, --config <path>',
-      'configuration file (YAML or JSON); default: $SVCSYNC_CONFIG, else the first of ./svcsync.yaml, ' +
-        '$XDG_CONFIG_HOME/svcsync/svcsync.yaml (~/.config), /etc/svcsync/svcsync.yaml',
-    )
-    .option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (default: info; warn on a terminal)')
-    .version(svcsyncVersion(), '-V, --version', "print svcsync's version and exit")
-    .showHelpAfterError('(run with --help for usage)')
-    .exitOverride();
+  const program = globalProgram();
   const shared: Cli = { global: () => program.opts<GlobalOptions>(), exit: cli.exit };
-  for (const entry of args === undefined ? COMMANDS : commandsNeeded(args)) {
+  for (const entry of args === undefined ? COMMANDS : commandsNeeded(args, valueFlags(program))) {
     for (const c of await entry.load(shared)) program.addCommand(c);
   }
   // Nested commands too (auth exchange, auth scopes): a usage error is exit 2 everywhere.

@@ -19,7 +19,7 @@ export function refusedAnswers(e: E2E): number {
  * The hostile preset's runs use tokens of a few sandbox seconds, so that each run outlives
  * several and meets refused tokens answered 401 code 57 (A26). The sandbox's clock runs on real
  * time (ten times faster here), so a token lives 2 real seconds and svcsync uses it for the first
- * (it refreshes at half a token's life): runs that share an event loop, on a machine whose two
+ * second (it refreshes at half a token's life): runs that share an event loop, on a machine whose two
  * cores another test file keeps busy, stall it for half a second now and then, and 0.5-second
  * tokens were then refused four times in a row.
  */

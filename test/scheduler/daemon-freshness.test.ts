@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/schema.js';
-import { Daemon } from '../../src/scheduler/daemon.js';
+import type { Daemon } from '../../src/scheduler/daemon.js';
 import { planNextDay } from '../../src/scheduler/planning/plan.js';
 import type { SchedulerEvent } from '../../src/scheduler/timing/scheduler.js';
 import { DIALECTS } from '../helpers/dialects.js';
